@@ -1,0 +1,18 @@
+// `graft <command>` entry points. Each takes the arguments after the command name and returns
+// the process exit code: 0 success, 1 failure (one-line error on stderr), 2 usage error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace graft::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_plugins(const Args& args);   // list discovered plugins
+int cmd_profile(const Args& args);   // profile check FILE
+int cmd_info(const Args& args);      // GGUF metadata, tensor types and sizes
+int cmd_tokenize(const Args& args);  // text -> token ids / pieces
+int cmd_run(const Args& args);       // generation (CPU forward pass: next milestone)
+
+}  // namespace graft::cli

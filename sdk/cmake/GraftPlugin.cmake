@@ -1,0 +1,40 @@
+# graft_add_plugin(<target> KIND <backend|quant|kvstore|drafter> NAME <name> SOURCES <src>...)
+#
+# Builds a loadable graft plugin named libgraft_<kind>_<name>.so, the file name the host looks for.
+# Works in graft's own tree and, through find_package(graft_sdk), in third-party projects. Set
+# GRAFT_PLUGIN_OUTPUT_DIR to choose where the .so lands (graft's tree puts it next to the host).
+include_guard(GLOBAL)
+include(GNUInstallDirs)
+
+function(graft_add_plugin target)
+  cmake_parse_arguments(ARG "" "KIND;NAME" "SOURCES" ${ARGN})
+  if(NOT ARG_KIND OR NOT ARG_NAME)
+    message(FATAL_ERROR "graft_add_plugin(${target}): KIND and NAME are required")
+  endif()
+  set(kinds backend quant kvstore drafter)
+  if(NOT ARG_KIND IN_LIST kinds)
+    message(FATAL_ERROR "graft_add_plugin(${target}): KIND must be one of ${kinds}, got '${ARG_KIND}'")
+  endif()
+  if(NOT ARG_NAME MATCHES "^[a-z0-9_]+$")
+    message(FATAL_ERROR "graft_add_plugin(${target}): NAME must match [a-z0-9_]+, got '${ARG_NAME}'")
+  endif()
+
+  add_library(${target} MODULE ${ARG_SOURCES})
+  if(TARGET graft::sdk)
+    target_link_libraries(${target} PRIVATE graft::sdk)
+  else()
+    message(FATAL_ERROR "graft_add_plugin: graft::sdk not found (find_package(graft_sdk) first)")
+  endif()
+  set_target_properties(${target} PROPERTIES
+    PREFIX "lib"
+    OUTPUT_NAME "graft_${ARG_KIND}_${ARG_NAME}"
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    POSITION_INDEPENDENT_CODE ON)
+  if(GRAFT_PLUGIN_OUTPUT_DIR)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${GRAFT_PLUGIN_OUTPUT_DIR})
+  endif()
+  # Refuse undefined symbols at link time instead of at dlopen time.
+  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  install(TARGETS ${target} LIBRARY DESTINATION lib/graft/plugins)
+endfunction()

@@ -1,0 +1,80 @@
+// The one symbol a plugin library exports: a descriptor the host checks before trusting anything
+// else in the library. abi_version and struct_size come first and never move, so any future host
+// can read them from any plugin and refuse a mismatch with both numbers in the message.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+
+#include "graft/config.hpp"
+#include "graft/host.hpp"
+#include "graft/plugin_object.hpp"
+#include "graft/status.hpp"
+#include "graft/version.hpp"
+
+#ifndef BOOST_DLL_USE_STD_FS
+#define BOOST_DLL_USE_STD_FS
+#endif
+#include <boost/dll/alias.hpp>
+
+namespace graft {
+inline namespace GRAFT_ABI_NAMESPACE {
+
+enum class PluginKind : std::uint32_t {
+  backend = 1,        // creates a Backend
+  weight_format = 2,  // creates a WeightFormat
+  kv_store = 3,       // creates a KvStoreFactory
+  drafter = 4,        // creates a DrafterFactory
+};
+
+inline const char* plugin_kind_name(PluginKind kind) noexcept {
+  switch (kind) {
+    case PluginKind::backend: return "backend";
+    case PluginKind::weight_format: return "quant";
+    case PluginKind::kv_store: return "kvstore";
+    case PluginKind::drafter: return "drafter";
+  }
+  return "unknown";
+}
+
+using CreateFn = PluginObject* (*)(const HostServices& host, const Config& config, Status& error) noexcept;
+
+struct PluginDescriptor {
+  std::uint32_t abi_version;  // GRAFT_ABI_VERSION the plugin was built against
+  std::uint32_t struct_size;  // sizeof(PluginDescriptor) in that build
+  PluginKind kind;
+  const char* name;           // unique within its kind; the file is libgraft_<kind>_<name>.so
+  const char* version;        // the plugin's own version
+  const char* description;
+  const ConfigKeySpec* config_keys;  // keys its profile table accepts
+  std::uint32_t n_config_keys;
+  CreateFn create;            // config has been validated against config_keys
+};
+
+using DescriptorFn = const PluginDescriptor*();
+
+// Runs a factory body, turning any exception into a Status so none crosses the boundary.
+template <class F>
+PluginObject* guarded_create(Status& error, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    error = Status(Errc::internal, e.what());
+  } catch (...) {
+    error = Status(Errc::internal, "unknown exception in plugin factory");
+  }
+  return nullptr;
+}
+
+}  // namespace GRAFT_ABI_NAMESPACE
+}  // namespace graft
+
+// Exports `descriptor` (a PluginDescriptor with static storage) as the library's graft_plugin.
+#define GRAFT_PLUGIN(descriptor)                                                     \
+  namespace graft_plugin_export {                                                    \
+  const ::graft::PluginDescriptor* graft_plugin_descriptor() { return &(descriptor); } \
+  }                                                                                  \
+  BOOST_DLL_ALIAS(graft_plugin_export::graft_plugin_descriptor, graft_plugin)
+
+#define GRAFT_PLUGIN_SYMBOL "graft_plugin"

@@ -1,0 +1,56 @@
+// A weight format: type ids, block geometry, the reference quantizer/dequantizer, and the kernels
+// that multiply by weights of this format on each backend it supports.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "graft/backend.hpp"
+#include "graft/plugin_object.hpp"
+#include "graft/status.hpp"
+#include "graft/tensor.hpp"
+
+namespace graft {
+inline namespace GRAFT_ABI_NAMESPACE {
+
+struct TypeTraits {
+  TypeId id;
+  const char* name;          // as ggml names it: "q4_0", "q1_0", ...
+  std::uint32_t block_elems; // elements per block along ne[0]
+  std::uint32_t block_bytes; // bytes per block
+};
+
+// One backend's kernels for a format. The format plugin owns it.
+class FormatKernels {
+ public:
+  virtual ~FormatKernels() = default;
+  // y[n, m] = x[n, k] * w[m, k]^T, w quantized rows along k, x and y f32. n == 1 is the decode
+  // (matrix-vector) case, n > 1 prefill and speculative verification.
+  virtual Status matmul(Backend& backend, const TensorView& w, const TensorView& x, const TensorView& y) = 0;
+  // Embedding lookup from a quantized table into f32 rows.
+  virtual Status get_rows(Backend& backend, const TensorView& table, const std::int32_t* ids,
+                          std::size_t n, const TensorView& y) = 0;
+};
+
+class WeightFormat : public PluginObject {
+ public:
+  virtual std::span<const TypeTraits> types() const noexcept = 0;
+
+  // Checks a tensor of this format beyond block geometry, e.g. a legacy layout that reused the id.
+  virtual Status check_tensor(TypeId type, const std::int64_t* ne, int n_dims, std::uint64_t bytes) const = 0;
+
+  // Reference conversions over n elements (n a multiple of the block size).
+  virtual Status dequantize(TypeId type, const void* src, float* dst, std::int64_t n) const = 0;
+  // importance: optional per-column weights (length row_len) for importance-aware quantizers.
+  virtual Status quantize(TypeId type, const float* src, void* dst, std::int64_t n_rows,
+                          std::int64_t row_len, const float* importance) const = 0;
+
+  // Kernels for a backend by its plugin name ("cpu", "cuda"), or nullptr when this format has
+  // none there: the host reports that as an error, never a silent fallback.
+  virtual FormatKernels* kernels(std::string_view backend_name) noexcept = 0;
+};
+
+}  // namespace GRAFT_ABI_NAMESPACE
+}  // namespace graft
