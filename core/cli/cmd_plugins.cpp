@@ -1,5 +1,95 @@
+// graft plugins: what the host finds on its search path, and why anything there does not load.
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
 #include <cstdio>
+#include <iostream>
+
 #include "cli/commands.hpp"
+#include "graft/backend.hpp"
+#include "plugin_host/host_services.hpp"
+#include "plugin_host/plugin_registry.hpp"
+
 namespace graft::cli {
-int cmd_plugins(const Args&) { std::fprintf(stderr, "graft plugins: pending\n"); return 1; }
+
+namespace po = boost::program_options;
+
+namespace {
+
+std::string format_bytes(std::uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", b / double(1ull << 30));
+  return fmt::format("{:.0f} MiB", b / double(1ull << 20));
 }
+
+// A backend's device status: create it with its defaults and ask.
+std::string backend_status(PluginLibrary& lib) {
+  DefaultHostServices host;
+  auto backend = lib.create<Backend>(host, Config{});
+  if (!backend) return "unavailable: " + backend.status().message();
+  Status st = (*backend)->status();
+  if (!st.ok()) return "unavailable: " + st.message();
+  std::string out;
+  for (const auto& d : (*backend)->devices())
+    out += fmt::format("{}{} ({} total, {} free)", out.empty() ? "" : "; ", d.name, format_bytes(d.total_memory),
+                       format_bytes(d.free_memory));
+  return out.empty() ? "ok" : out;
+}
+
+}  // namespace
+
+int cmd_plugins(const Args& args) {
+  po::options_description opts("graft plugins [options]");
+  opts.add_options()("help,h", "show this help")(
+      "plugin-dir", po::value<std::vector<std::string>>()->composing(), "extra plugin folder (searched first; repeatable)")(
+      "verbose,v", "also list each plugin's description and profile keys");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "graft plugins: %s\n", e.what());
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  std::vector<std::filesystem::path> extra;
+  if (vm.count("plugin-dir"))
+    for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) extra.emplace_back(d);
+
+  PluginRegistry registry(PluginRegistry::default_search_dirs(extra));
+  std::printf("search path:\n");
+  for (const auto& d : registry.search_dirs()) std::printf("  %s\n", d.c_str());
+
+  const bool verbose = vm.count("verbose") > 0;
+  int failures = 0, found = 0;
+  std::printf("\n%-8s %-14s %-8s %-4s %s\n", "KIND", "NAME", "VERSION", "ABI", "PATH");
+  for (auto& e : registry.scan()) {
+    if (!e.shadowed_by.empty()) {
+      std::printf("%-8s %-14s %-8s %-4s %s (shadowed by %s)\n", "-", "-", "-", "-", e.file.c_str(),
+                  e.shadowed_by.c_str());
+      continue;
+    }
+    if (!e.library) {
+      ++failures;
+      std::fprintf(stderr, "error: %s\n", e.error.message().c_str());
+      continue;
+    }
+    ++found;
+    const auto& d = e.library->descriptor();
+    std::printf("%-8s %-14s %-8s %-4u %s\n", plugin_kind_name(d.kind), d.name, d.version, d.abi_version,
+                e.file.c_str());
+    if (d.kind == PluginKind::backend) std::printf("         device: %s\n", backend_status(*e.library).c_str());
+    if (verbose) {
+      if (d.description) std::printf("         %s\n", d.description);
+      for (const auto& k : e.library->config_keys())
+        std::printf("         key %-16s %-18s %s%s\n", k.key, config_type_name(k.type), k.description,
+                    k.required ? " (required)" : "");
+    }
+  }
+  std::printf("\n%d plugin(s) loaded, %d failed\n", found, failures);
+  return failures ? 1 : 0;
+}
+
+}  // namespace graft::cli

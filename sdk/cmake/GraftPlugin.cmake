@@ -1,4 +1,5 @@
-# graft_add_plugin(<target> KIND <backend|quant|kvstore|drafter> NAME <name> SOURCES <src>...)
+# graft_add_plugin(<target> KIND <backend|quant|kvstore|drafter> NAME <name> SOURCES <src>...
+#                  [NO_INSTALL])
 #
 # Builds a loadable graft plugin named libgraft_<kind>_<name>.so, the file name the host looks for.
 # Works in graft's own tree and, through find_package(graft_sdk), in third-party projects. Set
@@ -7,7 +8,7 @@ include_guard(GLOBAL)
 include(GNUInstallDirs)
 
 function(graft_add_plugin target)
-  cmake_parse_arguments(ARG "" "KIND;NAME" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "NO_INSTALL" "KIND;NAME" "SOURCES" ${ARGN})
   if(NOT ARG_KIND OR NOT ARG_NAME)
     message(FATAL_ERROR "graft_add_plugin(${target}): KIND and NAME are required")
   endif()
@@ -36,5 +37,7 @@ function(graft_add_plugin target)
   endif()
   # Refuse undefined symbols at link time instead of at dlopen time.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
-  install(TARGETS ${target} LIBRARY DESTINATION lib/graft/plugins)
+  if(NOT ARG_NO_INSTALL)
+    install(TARGETS ${target} LIBRARY DESTINATION lib/graft/plugins)
+  endif()
 endfunction()

@@ -1,0 +1,71 @@
+#include "thread_pool.hpp"
+
+#include <algorithm>
+
+namespace graft::cpu {
+
+namespace {
+std::pair<std::size_t, std::size_t> share(std::size_t n, unsigned parts, unsigned i) {
+  const std::size_t chunk = (n + parts - 1) / parts;
+  const std::size_t begin = std::min(n, chunk * i);
+  return {begin, std::min(n, begin + chunk)};
+}
+}  // namespace
+
+ThreadPool::ThreadPool(unsigned n_threads) : n_threads_(std::max(1u, n_threads)) {
+  for (unsigned i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
+  if (n == 0) return;
+  if (n_threads_ == 1 || n == 1) {
+    fn(0, n);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    job_ = &fn;
+    job_n_ = n;
+    pending_ = n_threads_ - 1;
+    ++generation_;
+  }
+  wake_.notify_all();
+  auto [b, e] = share(n, n_threads_, 0);
+  if (b < e) fn(b, e);
+  std::unique_lock lock(mu_);
+  done_.wait(lock, [this] { return pending_ == 0; });
+  job_ = nullptr;
+}
+
+void ThreadPool::worker(unsigned index) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(std::size_t, std::size_t)>* job;
+    std::size_t n;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+      n = job_n_;
+    }
+    auto [b, e] = share(n, n_threads_, index);
+    if (b < e) (*job)(b, e);
+    {
+      std::lock_guard lock(mu_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+}
+
+}  // namespace graft::cpu
