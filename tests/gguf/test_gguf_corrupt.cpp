@@ -22,12 +22,12 @@ std::size_t tensor_info(const Bytes& b, std::string_view name) { return after(b,
 
 }  // namespace
 
-TEST(GgufCorrupt, SampleIsValid) {
+TEST(ggufCorrupt, SampleIsValid) {
   Bytes b = sample_bytes();
   EXPECT_EQ(parse_error(b), "");
 }
 
-TEST(GgufCorrupt, BadMagic) {
+TEST(ggufCorrupt, BadMagic) {
   Bytes b = sample_bytes();
   b[3] = 'X';
   EXPECT_EQ(parse_error(b), M + "bad magic 'GGUX' at offset 0 (expected 'GGUF'): not a GGUF file");
@@ -36,7 +36,7 @@ TEST(GgufCorrupt, BadMagic) {
   EXPECT_EQ(parse_error(b), M + "bad magic '\\x00\\xffUX' at offset 0 (expected 'GGUF'): not a GGUF file");
 }
 
-TEST(GgufCorrupt, UnsupportedVersion) {
+TEST(ggufCorrupt, UnsupportedVersion) {
   Bytes b = sample_bytes();
   put_u32(b, 4, 2);
   EXPECT_EQ(parse_error(b), M + "unsupported GGUF version 2: graft reads version 3");
@@ -44,7 +44,7 @@ TEST(GgufCorrupt, UnsupportedVersion) {
   EXPECT_EQ(parse_error(b), M + "unsupported GGUF version 50331648: graft reads version 3");
 }
 
-TEST(GgufCorrupt, TensorCountBeyondFile) {
+TEST(ggufCorrupt, TensorCountBeyondFile) {
   Bytes b = sample_bytes();
   std::uint64_t rest = b.size() - 24;
   put_u64(b, 8, 1ull << 62);
@@ -53,7 +53,7 @@ TEST(GgufCorrupt, TensorCountBeyondFile) {
                                 std::to_string(rest / 24) + " tensor infos");
 }
 
-TEST(GgufCorrupt, KeyCountBeyondFile) {
+TEST(ggufCorrupt, KeyCountBeyondFile) {
   Bytes b = sample_bytes();
   std::uint64_t rest = b.size() - 24;
   put_u64(b, 16, ~0ull);
@@ -62,14 +62,14 @@ TEST(GgufCorrupt, KeyCountBeyondFile) {
                                 std::to_string(rest / 13) + " key/value pairs");
 }
 
-TEST(GgufCorrupt, KeyLengthPastEof) {
+TEST(ggufCorrupt, KeyLengthPastEof) {
   Bytes b = sample_bytes();
   put_u64(b, 24, 1ull << 40);  // the first key's length
   EXPECT_EQ(parse_error(b), M + "key #0: string length 1099511627776 at offset 24 runs past end of file (" +
                                 std::to_string(b.size() - 32) + " bytes left)");
 }
 
-TEST(GgufCorrupt, StringValueLengthPastEof) {
+TEST(ggufCorrupt, StringValueLengthPastEof) {
   Bytes b = sample_bytes();
   std::size_t len_at = after(b, "general.name") + 4;  // key, type, then the value's length
   put_u64(b, len_at, b.size());
@@ -78,21 +78,21 @@ TEST(GgufCorrupt, StringValueLengthPastEof) {
                                 std::to_string(b.size() - len_at - 8) + " bytes left)");
 }
 
-TEST(GgufCorrupt, UnknownValueType) {
+TEST(ggufCorrupt, UnknownValueType) {
   Bytes b = sample_bytes();
   std::size_t type_at = after(b, "llama.block_count");
   put_u32(b, type_at, 13);
   EXPECT_EQ(parse_error(b), M + "key 'llama.block_count': unknown value type 13 at offset " + std::to_string(type_at));
 }
 
-TEST(GgufCorrupt, UnknownArrayElementType) {
+TEST(ggufCorrupt, UnknownArrayElementType) {
   Bytes b = sample_bytes();
   std::size_t elem_at = after(b, "ints") + 4;
   put_u32(b, elem_at, 0xffffffff);
   EXPECT_EQ(parse_error(b), M + "key 'ints': unknown array element type 4294967295 at offset " + std::to_string(elem_at));
 }
 
-TEST(GgufCorrupt, ArrayCountPastEof) {
+TEST(ggufCorrupt, ArrayCountPastEof) {
   Bytes b = sample_bytes();
   std::size_t elem_at = after(b, "reals") + 4;
   std::size_t left = b.size() - (elem_at + 12);
@@ -101,7 +101,7 @@ TEST(GgufCorrupt, ArrayCountPastEof) {
                                 std::to_string(elem_at) + " runs past end of file (" + std::to_string(left) + " bytes left)");
 }
 
-TEST(GgufCorrupt, ArraysNestedTooDeep) {
+TEST(ggufCorrupt, ArraysNestedTooDeep) {
   Writer w;
   Value deep = Value::from_array(ValueType::u8, {});
   for (int k = 0; k < 4; ++k) deep = Value::from_array(ValueType::array, {deep});  // five levels
@@ -112,7 +112,7 @@ TEST(GgufCorrupt, ArraysNestedTooDeep) {
   EXPECT_EQ(parse_error(b), M + "key 'deep': arrays nested deeper than 4 at offset " + std::to_string(fourth));
 }
 
-TEST(GgufCorrupt, DuplicateKey) {
+TEST(ggufCorrupt, DuplicateKey) {
   Bytes b = sample_bytes();
   // Rename "flag" (4 bytes) to "ints" so the later "ints" key is the duplicate.
   std::size_t flag = find(b, "flag");
@@ -121,7 +121,7 @@ TEST(GgufCorrupt, DuplicateKey) {
   EXPECT_EQ(parse_error(b), M + "duplicate key 'ints' at offset " + std::to_string(second));
 }
 
-TEST(GgufCorrupt, AlignmentNotPowerOfTwo) {
+TEST(ggufCorrupt, AlignmentNotPowerOfTwo) {
   Writer w = sample_writer();
   w.set_alignment(48);
   EXPECT_EQ(parse_error(w.to_bytes()), M + "general.alignment must be a u32 power of two, got u32 48");
@@ -133,14 +133,14 @@ TEST(GgufCorrupt, AlignmentNotPowerOfTwo) {
   EXPECT_EQ(parse_error(w.to_bytes()), M + "general.alignment must be a u32 power of two, got string \"32\"");
 }
 
-TEST(GgufCorrupt, EmptyTensorName) {
+TEST(ggufCorrupt, EmptyTensorName) {
   Bytes b = sample_bytes();
   std::size_t len_at = find(b, "tensor_a") - 8;
   put_u64(b, len_at, 0);
   EXPECT_EQ(parse_error(b), M + "tensor #0: empty name at offset " + std::to_string(len_at));
 }
 
-TEST(GgufCorrupt, TensorNameTooLong) {
+TEST(ggufCorrupt, TensorNameTooLong) {
   Writer w;
   std::uint64_t ne[] = {4};
   std::string name(63, 'n');
@@ -153,14 +153,14 @@ TEST(GgufCorrupt, TensorNameTooLong) {
                                 ", ggml allows at most 63");
 }
 
-TEST(GgufCorrupt, DuplicateTensorName) {
+TEST(ggufCorrupt, DuplicateTensorName) {
   Bytes b = sample_bytes();
   std::size_t at = find(b, "tensor_b");
   b[at + 7] = 'a';
   EXPECT_EQ(parse_error(b), M + "tensor #1: duplicate tensor name 'tensor_a' at offset " + std::to_string(at - 8));
 }
 
-TEST(GgufCorrupt, NDimsOutOfRange) {
+TEST(ggufCorrupt, NDimsOutOfRange) {
   Bytes b = sample_bytes();
   put_u32(b, tensor_info(b, "tensor_b"), 0);
   EXPECT_EQ(parse_error(b), M + "tensor 'tensor_b': n_dims 0 is out of range 1..4");
@@ -168,7 +168,7 @@ TEST(GgufCorrupt, NDimsOutOfRange) {
   EXPECT_EQ(parse_error(b), M + "tensor 'tensor_b': n_dims 5 is out of range 1..4");
 }
 
-TEST(GgufCorrupt, ElementCountOverflow) {
+TEST(ggufCorrupt, ElementCountOverflow) {
   Bytes b = sample_bytes();
   std::size_t ne_at = tensor_info(b, "tensor_a") + 4;
   put_u64(b, ne_at + 8, 1ull << 62);  // 32 * 2^62 overflows u64
@@ -180,7 +180,7 @@ TEST(GgufCorrupt, ElementCountOverflow) {
   EXPECT_EQ(parse_error(b), M + "tensor 'tensor_a': element count of shape [9223372036854775808, 0] overflows int64");
 }
 
-TEST(GgufCorrupt, UnknownTypeId) {
+TEST(ggufCorrupt, UnknownTypeId) {
   Bytes b = sample_bytes();
   std::size_t type_at = tensor_info(b, "tensor_c") + 4 + 16;
   put_u32(b, type_at, 99);
@@ -197,20 +197,20 @@ TEST(GgufCorrupt, UnknownTypeId) {
   EXPECT_EQ(f.status().code(), graft::Errc::corrupt);
 }
 
-TEST(GgufCorrupt, RowNotWholeBlocks) {
+TEST(ggufCorrupt, RowNotWholeBlocks) {
   Bytes b = sample_bytes();
   put_u64(b, tensor_info(b, "tensor_a") + 4, 48);
   EXPECT_EQ(parse_error(b), M + "tensor 'tensor_a': ne[0]=48 is not a multiple of the q4_0 block size 32");
 }
 
-TEST(GgufCorrupt, MisalignedOffset) {
+TEST(ggufCorrupt, MisalignedOffset) {
   Bytes b = sample_bytes();
   std::size_t off_at = tensor_info(b, "tensor_b") + 4 + 8 + 4;
   put_u64(b, off_at, get_u64(b, off_at) + 16);
   EXPECT_EQ(parse_error(b), M + "tensor 'tensor_b': offset 80 is not a multiple of the alignment 32");
 }
 
-TEST(GgufCorrupt, TensorPastEof) {
+TEST(ggufCorrupt, TensorPastEof) {
   Bytes b = sample_bytes();
   auto valid = File::parse(b);
   ASSERT_TRUE(valid.has_value());
@@ -231,7 +231,7 @@ TEST(GgufCorrupt, TensorPastEof) {
             std::string::npos) << parse_error(cut);
 }
 
-TEST(GgufCorrupt, OverlappingTensors) {
+TEST(ggufCorrupt, OverlappingTensors) {
   Bytes b = sample_bytes();
   std::size_t off_at = tensor_info(b, "tensor_b") + 4 + 8 + 4;
   put_u64(b, off_at, 32);  // tensor_a occupies [0, 36)
@@ -246,7 +246,7 @@ TEST(GgufCorrupt, OverlappingTensors) {
   EXPECT_EQ(parse_error(d), M + "tensors 'tensor_a' and 'tensor_c' overlap (data [0, 36) and [0, 96))");
 }
 
-TEST(GgufCorrupt, DataBlobStartsPastEof) {
+TEST(ggufCorrupt, DataBlobStartsPastEof) {
   Bytes b = sample_bytes();
   auto valid = File::parse(b);
   ASSERT_TRUE(valid.has_value());
@@ -258,7 +258,7 @@ TEST(GgufCorrupt, DataBlobStartsPastEof) {
                                 ", past end of file (" + std::to_string(header_end) + " bytes)");
 }
 
-TEST(GgufCorrupt, TruncatedHeader) {
+TEST(ggufCorrupt, TruncatedHeader) {
   Bytes b = sample_bytes();
   b.resize(10);
   EXPECT_EQ(parse_error(b), M + "tensor count: truncated at offset 8 (needs 8 bytes, 2 left)");
@@ -267,7 +267,7 @@ TEST(GgufCorrupt, TruncatedHeader) {
   EXPECT_EQ(parse_error(Bytes{}), M + "magic: truncated at offset 0 (needs 4 bytes, 0 left)");
 }
 
-TEST(GgufCorrupt, HostileNameIsEscaped) {
+TEST(ggufCorrupt, HostileNameIsEscaped) {
   Bytes b = sample_bytes();
   std::size_t at = find(b, "tensor_b");
   b[at + 6] = '\n';
@@ -275,7 +275,7 @@ TEST(GgufCorrupt, HostileNameIsEscaped) {
   EXPECT_EQ(parse_error(b), M + "tensor 'tensor\\x0ab': n_dims 9 is out of range 1..4");
 }
 
-TEST(GgufCorrupt, OpenErrors) {
+TEST(ggufCorrupt, OpenErrors) {
   fs::path dir = fs::temp_directory_path() / ("graft_gguf_corrupt_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::path empty = dir / "empty.gguf";

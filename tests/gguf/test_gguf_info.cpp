@@ -28,7 +28,7 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-class GgufInfo : public ::testing::Test {
+class ggufInfo : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("graft_info_test_" + std::to_string(::getpid()));
@@ -54,7 +54,7 @@ class GgufInfo : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(GgufInfo, SummarizesAGeneratedFile) {
+TEST_F(ggufInfo, SummarizesAGeneratedFile) {
   Result r = run("'" + model_.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
@@ -75,7 +75,7 @@ TEST_F(GgufInfo, SummarizesAGeneratedFile) {
   EXPECT_EQ(r.out.find("tensor_a"), std::string::npos);  // only with --tensors
 }
 
-TEST_F(GgufInfo, ListsTensors) {
+TEST_F(ggufInfo, ListsTensors) {
   Result r = run("--tensors '" + model_.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   auto data = graft::gguf::File::open(model_);
@@ -89,7 +89,7 @@ TEST_F(GgufInfo, ListsTensors) {
   EXPECT_NE(r.out.find("[8, 3]"), std::string::npos);
 }
 
-TEST_F(GgufInfo, Json) {
+TEST_F(ggufInfo, Json) {
   Result r = run("--json --tensors '" + model_.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("{\n", 0), 0u);
@@ -104,7 +104,7 @@ TEST_F(GgufInfo, Json) {
   EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n");
 }
 
-TEST_F(GgufInfo, CorruptFileIsOneLineAndExitOne) {
+TEST_F(ggufInfo, CorruptFileIsOneLineAndExitOne) {
   Bytes b = sample_bytes();
   put_u32(b, 4, 2);
   fs::path bad = dir_ / "bad.gguf";
@@ -119,7 +119,7 @@ TEST_F(GgufInfo, CorruptFileIsOneLineAndExitOne) {
   EXPECT_EQ(missing.err, "graft info: " + (dir_ / "nope.gguf").string() + ": cannot open: No such file or directory\n");
 }
 
-TEST_F(GgufInfo, UsageErrorsExitTwo) {
+TEST_F(ggufInfo, UsageErrorsExitTwo) {
   Result none = run("");
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.err.find("missing MODEL"), std::string::npos) << none.err;

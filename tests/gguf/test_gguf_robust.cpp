@@ -26,7 +26,7 @@ std::size_t exercise(const File& f, const Bytes& b) {
 
 }  // namespace
 
-TEST(GgufRobust, EveryTruncationFails) {
+TEST(ggufRobust, EveryTruncationFails) {
   Bytes full = sample_bytes();
   ASSERT_GT(full.size(), 400u);
   for (std::size_t n = 0; n < full.size(); ++n) {
@@ -41,7 +41,7 @@ TEST(GgufRobust, EveryTruncationFails) {
   EXPECT_TRUE(File::parse(full).has_value());
 }
 
-TEST(GgufRobust, RandomBitFlipsNeverCrash) {
+TEST(ggufRobust, RandomBitFlipsNeverCrash) {
   const Bytes base = sample_bytes();
   std::mt19937_64 rng(20240607);
   int failed = 0, parsed = 0;
@@ -68,7 +68,7 @@ TEST(GgufRobust, RandomBitFlipsNeverCrash) {
   EXPECT_GT(sink, 0u);
 }
 
-TEST(GgufRobust, RandomHeaderBytesNeverCrash) {
+TEST(ggufRobust, RandomHeaderBytesNeverCrash) {
   // Overwrite whole words in the structured part of the file: counts, lengths, types.
   const Bytes base = sample_bytes();
   auto valid = File::parse(base);
@@ -97,7 +97,7 @@ TEST(GgufRobust, RandomHeaderBytesNeverCrash) {
   EXPECT_GT(failed, 1000);
 }
 
-TEST(GgufRobust, HostileCountsDoNotAllocate) {
+TEST(ggufRobust, HostileCountsDoNotAllocate) {
   // Counts near 2^64 in a tiny file are refused by arithmetic, before any container is sized.
   Writer w;
   w.add_u32("a", 1);

@@ -31,7 +31,7 @@ fs::path temp_dir() {
 
 }  // namespace
 
-TEST(GgufRoundTrip, EveryScalarType) {
+TEST(ggufRoundTrip, EveryScalarType) {
   Writer w;
   w.add("u8", Value::from_uint(ValueType::u8, 200));
   w.add("i8", Value::from_int(ValueType::i8, -100));
@@ -80,7 +80,7 @@ TEST(GgufRoundTrip, EveryScalarType) {
   EXPECT_EQ(f->file_size(), b.size());
 }
 
-TEST(GgufRoundTrip, Arrays) {
+TEST(ggufRoundTrip, Arrays) {
   Writer w;
   w.add_string_array("strs", {"", "one", "two words", std::string(300, 'z')});
   w.add_i32_array("i32s", {0, -1, 2147483647});
@@ -129,7 +129,7 @@ TEST(GgufRoundTrip, Arrays) {
   EXPECT_EQ(d->items[0].items[0].items[0].items[0].str, "leaf");
 }
 
-TEST(GgufRoundTrip, TensorsOfSeveralTypes) {
+TEST(ggufRoundTrip, TensorsOfSeveralTypes) {
   Writer w;
   w.set_alignment(64);
   w.add_string("general.architecture", "test");
@@ -177,7 +177,7 @@ TEST(GgufRoundTrip, TensorsOfSeveralTypes) {
   EXPECT_EQ(b.size() % 64, 0u);  // the last tensor is padded too
 }
 
-TEST(GgufRoundTrip, AddReplacesExistingKey) {
+TEST(ggufRoundTrip, AddReplacesExistingKey) {
   Writer w;
   w.add_u32("k", 1);
   w.add_string("k", "now a string");
@@ -190,7 +190,7 @@ TEST(GgufRoundTrip, AddReplacesExistingKey) {
   EXPECT_EQ(f->get_string("k"), "now a string");
 }
 
-TEST(GgufRoundTrip, AddTensorRefusesBadInput) {
+TEST(ggufRoundTrip, AddTensorRefusesBadInput) {
   Writer w;
   std::uint64_t ne[] = {32};
   std::uint64_t ne5[] = {1, 1, 1, 1, 1};
@@ -210,7 +210,7 @@ TEST(GgufRoundTrip, AddTensorRefusesBadInput) {
   EXPECT_EQ(w.add_tensor("a", ne, graft::type_id::q4_0, pattern(18, 0)).code(), graft::Errc::ok);
 }
 
-TEST(GgufRoundTrip, WriteThenOpenMapsTheFile) {
+TEST(ggufRoundTrip, WriteThenOpenMapsTheFile) {
   fs::path dir = temp_dir();
   fs::path p = dir / "sample.gguf";
   ASSERT_TRUE(sample_writer().write(p).ok());
@@ -238,7 +238,7 @@ TEST(GgufRoundTrip, WriteThenOpenMapsTheFile) {
   fs::remove_all(dir);
 }
 
-TEST(GgufRoundTrip, WriteErrors) {
+TEST(ggufRoundTrip, WriteErrors) {
   Writer w;
   w.set_alignment(48);
   EXPECT_EQ(w.write(temp_dir() / "x.gguf").message(), (temp_dir() / "x.gguf").string() + ": alignment 48 is not a power of two");

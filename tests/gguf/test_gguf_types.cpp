@@ -9,7 +9,7 @@
 
 using namespace graft::gguf;
 
-TEST(GgufTypes, BuiltinGeometryMatchesGgml) {
+TEST(ggufTypes, BuiltinGeometryMatchesGgml) {
   struct Row {
     graft::TypeId id;
     const char* name;
@@ -39,7 +39,7 @@ TEST(GgufTypes, BuiltinGeometryMatchesGgml) {
   EXPECT_EQ(&TypeTable::builtin(), &t);  // one shared instance
 }
 
-TEST(GgufTypes, RowBytes) {
+TEST(ggufTypes, RowBytes) {
   const TypeTable& t = TypeTable::builtin();
   EXPECT_EQ(t.row_bytes(graft::type_id::f32, 10), 40u);
   EXPECT_EQ(t.row_bytes(graft::type_id::q4_0, 64), 36u);
@@ -52,7 +52,7 @@ TEST(GgufTypes, RowBytes) {
   EXPECT_FALSE(t.row_bytes(graft::type_id::f64, std::numeric_limits<std::uint64_t>::max()));  // overflow
 }
 
-TEST(GgufTypes, AddExtendsAndReplaces) {
+TEST(ggufTypes, AddExtendsAndReplaces) {
   TypeTable t = TypeTable::builtin();
   t.add(142, TypeInfo{"pq2_0", 128, 34});
   ASSERT_NE(t.find(142), nullptr);
@@ -62,7 +62,7 @@ TEST(GgufTypes, AddExtendsAndReplaces) {
   EXPECT_EQ(TypeTable::builtin().find(142), nullptr);  // the builtin table is untouched
 }
 
-TEST(GgufTypes, ValueTypeNames) {
+TEST(ggufTypes, ValueTypeNames) {
   EXPECT_STREQ(value_type_name(ValueType::u8), "u8");
   EXPECT_STREQ(value_type_name(ValueType::boolean), "bool");
   EXPECT_STREQ(value_type_name(ValueType::string), "string");
@@ -71,7 +71,7 @@ TEST(GgufTypes, ValueTypeNames) {
   EXPECT_STREQ(value_type_name(static_cast<ValueType>(13)), "unknown");
 }
 
-TEST(GgufValue, IntegerAndRealViews) {
+TEST(ggufValue, IntegerAndRealViews) {
   EXPECT_EQ(Value::from_uint(ValueType::u32, 7).as_int(), 7);
   EXPECT_EQ(Value::from_int(ValueType::i8, -5).as_int(), -5);
   EXPECT_EQ(Value::from_uint(ValueType::u64, 1ull << 63).as_int(), std::nullopt);  // above INT64_MAX
@@ -82,7 +82,7 @@ TEST(GgufValue, IntegerAndRealViews) {
   EXPECT_EQ(Value::from_bool(true).as_real(), std::nullopt);
 }
 
-TEST(GgufValue, ToString) {
+TEST(ggufValue, ToString) {
   EXPECT_EQ(Value::from_uint(ValueType::u32, 42).to_string(), "42");
   EXPECT_EQ(Value::from_int(ValueType::i32, -42).to_string(), "-42");
   EXPECT_EQ(Value::from_real(ValueType::f32, 1e-6f).to_string(), "1e-06");
