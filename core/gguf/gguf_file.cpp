@@ -22,7 +22,6 @@ namespace graft::gguf {
 namespace {
 
 constexpr std::uint64_t kInt64Max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-constexpr std::uint64_t kHeaderBytes = 24;    // magic, version, tensor_count, kv_count
 constexpr std::uint64_t kMinKvBytes = 8 + 4 + 1;  // empty key, type, smallest value
 constexpr std::uint64_t kMinTensorBytes = 8 + 4 + 4 + 8;  // empty name, n_dims, type, offset
 
