@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "graft/status.hpp"
@@ -18,10 +19,16 @@
 
 namespace graft::gguf {
 
+// Longest tensor name ggml accepts (GGML_MAX_NAME is 64 including the NUL).
+inline constexpr std::size_t kMaxTensorName = 63;
+// Deepest array nesting accepted; real files use at most one level.
+inline constexpr int kMaxArrayDepth = 4;
+
 // One metadata value. Arrays hold a type and their elements; nested arrays are allowed.
 struct Value {
   ValueType type = ValueType::u8;
-  // Scalars: integers widened to i64/u64 as stored signedness dictates.
+  // Scalars: integers widened to i64/u64 as stored signedness dictates. The parser fills
+  // both fields whenever the value fits either, so `i` of a small u32 is valid too.
   std::int64_t i = 0;
   std::uint64_t u = 0;
   double f = 0;
@@ -33,8 +40,22 @@ struct Value {
   // Typed views that accept any integer type in range; nullopt otherwise.
   std::optional<std::int64_t> as_int() const;
   std::optional<double> as_real() const;  // integers too
-  std::string to_string(std::size_t max_items = 8) const;  // for `graft info`
+  // For `graft info`: strings quoted and escaped, cut after max_chars bytes; arrays as
+  // "[n items: a, b, ...]" showing at most max_items elements.
+  std::string to_string(std::size_t max_items = 8, std::size_t max_chars = 120) const;
+
+  // Builders for the Writer and tests. from_uint/from_int expect an integer type, from_real
+  // f32/f64; out-of-range values are truncated to the type when written.
+  static Value from_uint(ValueType t, std::uint64_t v);
+  static Value from_int(ValueType t, std::int64_t v);
+  static Value from_real(ValueType t, double v);
+  static Value from_bool(bool v);
+  static Value from_string(std::string v);
+  static Value from_array(ValueType elem, std::vector<Value> items);
 };
+
+bool is_integer(ValueType t) noexcept;
+bool is_signed_integer(ValueType t) noexcept;
 
 struct KeyValue {
   std::string key;
@@ -96,6 +117,9 @@ class File {
   std::uint64_t data_offset_ = 0;
   std::vector<KeyValue> kv_;
   std::vector<TensorInfo> tensors_;
+  // Views into kv_[i].key / tensors_[i].name: both vectors are sized before they fill.
+  std::unordered_map<std::string_view, std::size_t> key_index_;
+  std::unordered_map<std::string_view, std::size_t> tensor_index_;
 
   friend class Parser;
 };
