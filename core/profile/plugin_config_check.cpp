@@ -118,7 +118,8 @@ class Checker {
       std::string message = "unknown key '" + key + "'";
       if (valid.empty()) return fail(at, message + "; " + std::string(what_) + " takes no settings");
       if (auto guess = closest_match(key, valid)) message += "; did you mean '" + *guess + "'?";
-      return fail(at, message + "; valid keys: " + join_names(valid));
+      message += message.back() == '?' ? " valid keys: " : "; valid keys: ";
+      return fail(at, message + join_names(valid));
     }
     if (!type_matches(spec->type, value))
       return fail(at, key + ": expected " + config_type_name(spec->type) + ", got " + value_type_name(value));

@@ -117,7 +117,8 @@ class Parser {
       const SectionSpec* s = schema::find_section(*guess);
       message += "; did you mean " + (s ? schema::table_header(*s) : "'" + *guess + "'") + "?";
     }
-    message += "; valid tables: " + join_names(tables) + "; valid top-level keys: " + join_names(top_keys);
+    message += message.back() == '?' ? " valid tables: " : "; valid tables: ";
+    message += join_names(tables) + "; valid top-level keys: " + join_names(top_keys);
     return fail(key.source(), message);
   }
 
@@ -176,7 +177,8 @@ class Parser {
       message += " ('" + name + "' belongs in " + (home->name.empty() ? "the top level" : schema::table_header(*home)) + ")";
     else if (auto guess = closest_match(name, valid))
       message += "; did you mean '" + *guess + "'?";
-    message += "; valid keys: " + join_names(valid);
+    message += message.back() == '?' ? " valid keys: " : "; valid keys: ";
+    message += join_names(valid);
     return fail(key.source(), message);
   }
 
@@ -261,7 +263,8 @@ class Parser {
         const toml::node& e = (*array)[i];
         const std::string element = setting + "[" + std::to_string(i) + "]";
         if (i == 0 && !e.is_number() && !e.is_string())
-          return fail(e.source(), element + ": " + expected_shape + ", got " + node_type_name(e));
+          return fail(e.source(), element + ": arrays in plugin settings hold numbers or strings, got " +
+                                      node_type_name(e));
         if (numeric != e.is_number() || (!numeric && !e.is_string()))
           return fail(e.source(), element + ": array elements must all have one type: expected " +
                                       (numeric ? "number" : "string") + ", got " + node_type_name(e));

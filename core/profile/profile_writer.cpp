@@ -70,7 +70,7 @@ std::string key_line(const schema::KeySpec& spec, Profile& p) {
     return std::string("# ").append(spec.key).append(" = (not set)  # ").append(spec.help).append("\n");
   std::string line = std::string(spec.key) + " = " + value;
   std::string comment(spec.help);
-  if (const auto range = schema::range_text(spec.min, spec.max); !range.empty()) comment += " (" + range + ")";
+  if (const auto range = schema::range_text(spec.min, spec.max); !range.empty()) comment.append("; ").append(range);
   return line + "  # " + comment + "\n";
 }
 

@@ -30,7 +30,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::optional<std::string> closest_match(std::string_view word, std::span<const std::string> candidates) {
-  const std::size_t reach = word.size() <= 3 ? 1 : word.size() <= 8 ? 2 : 3;
+  const std::size_t reach = word.size() <= 3 ? 1 : word.size() <= 6 ? 2 : 3;
   std::optional<std::string> best;
   std::size_t best_distance = reach + 1;
   for (const auto& c : candidates) {

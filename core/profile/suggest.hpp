@@ -15,7 +15,7 @@ namespace graft {
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word`, or nothing when none is within a typo's reach (1 edit for
-// names up to 3 characters, 2 up to 8, 3 beyond).
+// names up to 3 characters, 2 up to 6, 3 beyond: "sampler" finds "sampling").
 std::optional<std::string> closest_match(std::string_view word, std::span<const std::string> candidates);
 
 // "a, b, c": for "valid keys: ..." lists.
