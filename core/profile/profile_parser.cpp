@@ -212,10 +212,13 @@ class Parser {
             }
           } else if constexpr (std::is_same_v<T, std::string>) {
             if (!node.is_string()) return type_error(spec, node, setting);
+            if (spec.non_empty && node.as_string()->get().empty())
+              return fail(node.source(), setting + ": must not be empty");
             accessor(p_) = node.as_string()->get();
           } else if constexpr (std::is_same_v<T, std::filesystem::path>) {
             if (!node.is_string()) return type_error(spec, node, setting);
-            if (node.as_string()->get().empty()) return fail(node.source(), setting + ": must not be empty");
+            if (node.as_string()->get().empty())  // never meant: it would name the profile's folder
+              return fail(node.source(), setting + ": must not be empty");
             accessor(p_) = resolve(node.as_string()->get());
           } else {
             static_assert(std::is_same_v<T, std::vector<std::filesystem::path>>);

@@ -19,18 +19,19 @@ const KeySpec kTopLevel[] = {
 };
 
 const KeySpec kModel[] = {
-    {.key = "path", .field = GRAFT_FIELD(Path, p.model),
+    {.key = "path", .field = GRAFT_FIELD(Path, p.model), .non_empty = true,
      .help = "the GGUF model file, relative to this file; --model overrides it"},
 };
 
 const KeySpec kBackend[] = {
-    {.key = "name", .field = GRAFT_FIELD(std::string, p.backend.name), .help = "backend plugin: cpu, cuda, ..."},
+    {.key = "name", .field = GRAFT_FIELD(std::string, p.backend.name), .non_empty = true,
+     .help = "backend plugin: cpu, cuda, ..."},
     {.key = "threads", .field = GRAFT_FIELD(Int, p.threads), .min = 0, .max = 4096,
      .help = "CPU threads; 0 = all cores"},
 };
 
 const KeySpec kKv[] = {
-    {.key = "store", .field = GRAFT_FIELD(std::string, p.kv.name),
+    {.key = "store", .field = GRAFT_FIELD(std::string, p.kv.name), .non_empty = true,
      .help = "KV-cache store plugin: device, quant, sysram, ..."},
 };
 
@@ -45,7 +46,7 @@ const KeySpec kSpeculative[] = {
 
 const KeySpec kDrafter[] = {
     // Only reached while parsing that element, after the parser appended it.
-    {.key = "name", .field = GRAFT_FIELD(std::string, p.drafters.back().name), .required = true,
+    {.key = "name", .field = GRAFT_FIELD(std::string, p.drafters.back().name), .required = true, .non_empty = true,
      .help = "drafter plugin: ngram, mtp, dflash2, mix, ..."},
 };
 

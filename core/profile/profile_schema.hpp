@@ -33,6 +33,7 @@ struct KeySpec {
   double min = -kNoBound;  // inclusive bounds for integer and real keys
   double max = kNoBound;
   bool required = false;
+  bool non_empty = false;  // strings and paths: "" is an error (plugin names, paths)
   std::string_view help = {};  // one line, for --help, `profile show` and the docs
 };
 
