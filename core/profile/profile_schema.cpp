@@ -52,17 +52,20 @@ const KeySpec kDrafter[] = {
 
 const KeySpec kSampling[] = {
     {.key = "temperature", .field = GRAFT_FIELD(double, p.sampling.temperature), .min = 0, .max = 100,
-     .help = "0 = greedy"},
-    {.key = "top_k", .field = GRAFT_FIELD(Int, p.sampling.top_k), .min = 0, .help = "0 = off"},
-    {.key = "top_p", .field = GRAFT_FIELD(double, p.sampling.top_p), .min = 0, .max = 1, .help = "1 = off"},
-    {.key = "min_p", .field = GRAFT_FIELD(double, p.sampling.min_p), .min = 0, .max = 1, .help = "0 = off"},
+     .help = "sampling temperature; 0 = greedy"},
+    {.key = "top_k", .field = GRAFT_FIELD(Int, p.sampling.top_k), .min = 0,
+     .help = "keep only the k most likely tokens; 0 = off"},
+    {.key = "top_p", .field = GRAFT_FIELD(double, p.sampling.top_p), .min = 0, .max = 1,
+     .help = "keep the most likely tokens up to this probability mass; 1 = off"},
+    {.key = "min_p", .field = GRAFT_FIELD(double, p.sampling.min_p), .min = 0, .max = 1,
+     .help = "drop tokens below min_p times the top probability; 0 = off"},
     {.key = "repeat_penalty", .field = GRAFT_FIELD(double, p.sampling.repeat_penalty), .min = 0.01, .max = 10,
-     .help = "1 = off"},
+     .help = "penalize recently seen tokens by this factor; 1 = off"},
     {.key = "repeat_last_n", .field = GRAFT_FIELD(Int, p.sampling.repeat_last_n), .min = -1,
      .help = "tokens the repeat penalty looks back; -1 = whole context, 0 = off"},
     {.key = "presence_penalty", .field = GRAFT_FIELD(double, p.sampling.presence_penalty), .min = -2, .max = 2,
-     .help = "0 = off"},
-    {.key = "seed", .field = GRAFT_FIELD(Int, p.sampling.seed), .min = -1, .help = "-1 = random"},
+     .help = "subtract from the logits of tokens already present; 0 = off"},
+    {.key = "seed", .field = GRAFT_FIELD(Int, p.sampling.seed), .min = -1, .help = "random seed; -1 = a new one each run"},
 };
 
 const KeySpec kContext[] = {
