@@ -112,7 +112,8 @@ std::string to_toml(const Profile& profile) {
       continue;
     }
     if (section.array_of_tables) {
-      // Array elements: the accessors reach the last element, so present each one alone.
+      // [[drafter]] is the only array of tables; its accessors reach the last element, so each
+      // element is presented alone.
       for (const auto& element : profile.drafters) {
         Profile one;
         one.drafters = {element};
