@@ -1,1 +1,180 @@
-// Placeholder until the options module lands.
+#include "cli/options.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+
+#include "profile/profile_schema.hpp"
+#include "profile/suggest.hpp"
+
+namespace graft::cli {
+
+namespace {
+
+// Flags that set one numeric profile key. Type, range and help come from the schema, so a flag
+// and its TOML key cannot disagree.
+struct KeyFlag {
+  const char* names;  // boost form: "ctx,c"
+  std::string_view section;
+  std::string_view key;
+};
+
+constexpr KeyFlag kKeyFlags[] = {
+    {"ctx,c", "context", "size"},
+    {"n-predict,n", "context", "max_tokens"},
+    {"temp", "sampling", "temperature"},
+    {"top-k", "sampling", "top_k"},
+    {"top-p", "sampling", "top_p"},
+    {"min-p", "sampling", "min_p"},
+    {"repeat-penalty", "sampling", "repeat_penalty"},
+    {"repeat-last-n", "sampling", "repeat_last_n"},
+    {"presence-penalty", "sampling", "presence_penalty"},
+    {"seed", "sampling", "seed"},
+    {"threads,t", "backend", "threads"},
+};
+
+std::string long_name(const char* names) {
+  std::string s(names);
+  return s.substr(0, s.find(','));
+}
+
+const schema::KeySpec& spec_of(const KeyFlag& flag) {
+  // The table above names only keys that exist; a typo there is a programming error caught by
+  // the tests, not a user error.
+  return *schema::find_key(*schema::find_section(flag.section), flag.key);
+}
+
+std::string flag_help(const schema::KeySpec& spec, std::string_view setting) {
+  std::string help(spec.help);
+  if (const auto range = schema::range_text(spec.min, spec.max); !range.empty()) help.append(" [").append(range).append("]");
+  return help.append("; profile key ").append(setting);
+}
+
+Status flag_error(std::string_view flag, const std::string& message) {
+  return Status(Errc::invalid_argument, std::string("command line: --").append(flag).append(": ").append(message));
+}
+
+Expected<std::string> read_prompt_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(Errc::io_error, "command line: --prompt-file: cannot read '" + path + "': " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string prompt = text.str();
+  // Editors end files with a newline nobody meant as part of the prompt (llama.cpp drops it too).
+  if (!prompt.empty() && prompt.back() == '\n') prompt.pop_back();
+  if (!prompt.empty() && prompt.back() == '\r') prompt.pop_back();
+  return prompt;
+}
+
+}  // namespace
+
+void add_profile_options(po::options_description& desc) {
+  auto add = desc.add_options();
+  add("profile", po::value<std::string>()->value_name("FILE"), "TOML profile (default: built-in CPU defaults)");
+  add("model,m", po::value<std::string>()->value_name("FILE"), "GGUF model file; profile key model.path");
+  for (const auto& flag : kKeyFlags) {
+    const schema::KeySpec& spec = spec_of(flag);
+    const std::string setting = schema::setting_name(*schema::find_section(flag.section), flag.key);
+    const std::string help = flag_help(spec, setting);
+    if (std::holds_alternative<schema::Accessor<std::int64_t>>(spec.field))
+      add(flag.names, po::value<std::int64_t>()->value_name("N"), help.c_str());
+    else
+      add(flag.names, po::value<double>()->value_name("X"), help.c_str());
+  }
+  add("prompt,p", po::value<std::string>()->value_name("TEXT"), "prompt text; profile key generation.prompt");
+  add("prompt-file,f", po::value<std::string>()->value_name("FILE"), "read the prompt from FILE (one trailing newline dropped)");
+  add("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing(),
+      "search DIR for plugins first (repeatable)");
+}
+
+Expected<po::variables_map> parse_options(const Args& args, const po::options_description& desc,
+                                          const po::positional_options_description& positional) {
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(args)
+                  .options(desc)
+                  .positional(positional)
+                  .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
+    po::notify(vm);
+    return vm;
+  } catch (const po::unknown_option& e) {
+    std::string message = std::string("command line: ") + e.what();
+    std::vector<std::string> names;
+    for (const auto& option : desc.options())
+      if (!option->long_name().empty()) names.push_back(option->long_name());
+    std::string typed = e.get_option_name();
+    while (!typed.empty() && typed.front() == '-') typed.erase(0, 1);
+    if (auto guess = closest_match(typed, names)) message.append("; did you mean '--").append(*guess).append("'?");
+    return Status(Errc::invalid_argument, message);
+  } catch (const std::exception& e) {  // po::error and its kin: one line each
+    return Status(Errc::invalid_argument, std::string("command line: ") + e.what());
+  }
+}
+
+Status apply_overrides(Profile& profile, const po::variables_map& vm) {
+  for (const auto& flag : kKeyFlags) {
+    const std::string name = long_name(flag.names);
+    if (!vm.count(name)) continue;
+    const schema::KeySpec& spec = spec_of(flag);
+    const std::string setting = schema::setting_name(*schema::find_section(flag.section), flag.key);
+    Status status = std::visit(
+        [&](auto accessor) -> Status {
+          using T = std::remove_reference_t<decltype(accessor(profile))>;
+          if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, double>) {
+            const T value = vm[name].as<T>();
+            if (auto e = schema::range_error(spec, setting, value)) return flag_error(name, *e);
+            accessor(profile) = value;
+            return Status::success();
+          } else {
+            return Status(Errc::internal, "--" + name + " is bound to a non-numeric key " + setting);
+          }
+        },
+        spec.field);
+    GRAFT_TRY(status);
+    profile.locations[setting] = "command line: --" + name;
+  }
+
+  if (vm.count("model")) {
+    const auto& model = vm["model"].as<std::string>();
+    if (model.empty()) return flag_error("model", "must not be empty");
+    profile.model = model;  // relative to the working directory, as any command-line path
+    profile.locations["model.path"] = "command line: --model";
+  }
+
+  if (vm.count("prompt") && vm.count("prompt-file"))
+    return Status(Errc::invalid_argument, "command line: --prompt and --prompt-file both given; use one");
+  if (vm.count("prompt")) {
+    profile.prompt = vm["prompt"].as<std::string>();
+    profile.locations["generation.prompt"] = "command line: --prompt";
+  } else if (vm.count("prompt-file")) {
+    auto prompt = read_prompt_file(vm["prompt-file"].as<std::string>());
+    if (!prompt) return prompt.status();
+    profile.prompt = std::move(*prompt);
+    profile.locations["generation.prompt"] = "command line: --prompt-file";
+  }
+
+  if (vm.count("plugin-dir")) {
+    std::vector<std::filesystem::path> dirs;
+    for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) {
+      if (d.empty()) return flag_error("plugin-dir", "must not be empty");
+      dirs.emplace_back(d);
+    }
+    dirs.insert(dirs.end(), profile.plugin_dirs.begin(), profile.plugin_dirs.end());
+    profile.plugin_dirs = std::move(dirs);
+    profile.locations["plugin_dirs"] = "command line: --plugin-dir";
+  }
+  return Status::success();
+}
+
+Expected<Profile> load_profile_with_overrides(const po::variables_map& vm) {
+  Expected<Profile> profile = vm.count("profile") ? Profile::load(vm["profile"].as<std::string>()) : Profile::builtin();
+  if (!profile) return profile;
+  GRAFT_TRY(apply_overrides(*profile, vm));
+  return profile;
+}
+
+}  // namespace graft::cli

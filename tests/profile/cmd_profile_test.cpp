@@ -1,0 +1,108 @@
+// `graft profile check` / `show` through the built binary: output and exit codes.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "profile/profile.hpp"
+#include "temp_dir.hpp"
+
+namespace graft {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `graft <arguments>` (arguments already shell-quoted) with stdout and stderr captured.
+RunResult graft(const test::TempDir& dir, const std::string& arguments) {
+  const auto out = dir.path() / "stdout.txt", err = dir.path() / "stderr.txt";
+  const std::string command = std::string("'") + GRAFT_EXE + "' " + arguments + " >'" + out.string() + "' 2>'" +
+                              err.string() + "'";
+  const int status = std::system(command.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+TEST(profile_cli, CheckGoodProfilePrintsSummaryAndOk) {
+  test::TempDir dir;
+  const auto file = dir.write("good.toml", R"([model]
+path = "m.gguf"
+[[drafter]]
+name = "ngram"
+n_max = 4
+[speculative]
+enabled = true
+[sampling]
+temperature = 0
+)");
+  const RunResult r = graft(dir, "profile check '" + file.string() + "' -c 2048");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("model:    " + (dir.path() / "m.gguf").string() + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("drafters: ngram (n_max); speculative on"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sampling: temperature 0,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("context:  2048 tokens"), std::string::npos) << r.out;  // the override applied
+  EXPECT_NE(r.out.find("1 plugin key(s) not checked"), std::string::npos) << r.out;
+  ASSERT_GE(r.out.size(), 3u);
+  EXPECT_EQ(r.out.substr(r.out.size() - 3), "ok\n");
+}
+
+TEST(profile_cli, CheckBadProfilePrintsOneLineAndExits1) {
+  test::TempDir dir;
+  const auto file = dir.write("bad.toml", "[sampling]\ntop_k = \"many\"\n");
+  const RunResult r = graft(dir, "profile check '" + file.string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, file.string() + ":2:9: sampling.top_k: expected integer, got string\n");
+}
+
+TEST(profile_cli, UsageErrorsExit2) {
+  test::TempDir dir;
+  const RunResult missing = graft(dir, "profile check");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "graft profile check: missing FILE (usage: graft profile check FILE [options])\n");
+  EXPECT_EQ(graft(dir, "profile frobnicate").exit_code, 2);
+  const RunResult bad_flag = graft(dir, "profile check x.toml --tmep 1");
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_EQ(bad_flag.err,
+            "graft profile check: command line: unrecognised option '--tmep'; did you mean '--temp'?\n");
+  EXPECT_EQ(graft(dir, "profile --help").exit_code, 0);
+}
+
+TEST(profile_cli, ShowPrintsTomlThatLoadsBack) {
+  test::TempDir dir;
+  const RunResult r = graft(dir, "profile show --temp 0.25 -n 64 '--prompt=say \"hi\"'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = Profile::parse(r.out, "shown.toml");
+  ASSERT_TRUE(p) << p.status().message() << "\n" << r.out;
+  EXPECT_EQ(p->sampling.temperature, 0.25);
+  EXPECT_EQ(p->max_tokens, 64);
+  EXPECT_EQ(p->prompt, "say \"hi\"");
+  EXPECT_EQ(p->context, Profile::builtin().context);
+}
+
+TEST(profile_cli, ShippedCpuProfileChecks) {
+  test::TempDir dir;
+  const RunResult r =
+      graft(dir, std::string("profile check '") + GRAFT_SOURCE_DIR + "/profiles/cpu.toml'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("model:    (not set; pass --model)"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace graft
