@@ -1,18 +1,16 @@
 // graft plugins: what the host finds on its search path, and why anything there does not load.
 #include <fmt/format.h>
 
-#include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "graft/backend.hpp"
 #include "plugin_host/host_services.hpp"
-#include "plugin_host/plugin_registry.hpp"
+#include "plugin_host/profile_plugins.hpp"
 
 namespace graft::cli {
-
-namespace po = boost::program_options;
 
 namespace {
 
@@ -39,30 +37,28 @@ std::string backend_status(PluginLibrary& lib) {
 
 int cmd_plugins(const Args& args) {
   po::options_description opts("graft plugins [options]");
-  opts.add_options()("help,h", "show this help")(
-      "plugin-dir", po::value<std::vector<std::string>>()->composing(), "extra plugin folder (searched first; repeatable)")(
-      "verbose,v", "also list each plugin's description and profile keys");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "graft plugins: %s\n", e.what());
+  opts.add_options()("help,h", "show this help")("verbose,v", "also list each plugin's description and profile keys");
+  // --profile (its plugin_dirs) and --plugin-dir shape the search path, as for every command.
+  add_profile_options(opts);
+  auto vm = parse_options(args, opts);
+  if (!vm) {
+    std::fprintf(stderr, "graft plugins: %s\n", vm.status().message().c_str());
     return 2;
   }
-  if (vm.count("help")) {
+  if (vm->count("help")) {
     std::cout << opts << "\n";
     return 0;
   }
-  std::vector<std::filesystem::path> extra;
-  if (vm.count("plugin-dir"))
-    for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) extra.emplace_back(d);
-
-  PluginRegistry registry(PluginRegistry::default_search_dirs(extra));
+  auto profile = load_profile_with_overrides(*vm);
+  if (!profile) {
+    std::fprintf(stderr, "%s\n", profile.status().message().c_str());
+    return 1;
+  }
+  PluginRegistry registry = registry_for(*profile);
   std::printf("search path:\n");
   for (const auto& d : registry.search_dirs()) std::printf("  %s\n", d.c_str());
 
-  const bool verbose = vm.count("verbose") > 0;
+  const bool verbose = vm->count("verbose") > 0;
   int failures = 0, found = 0;
   std::printf("\n%-8s %-14s %-8s %-4s %s\n", "KIND", "NAME", "VERSION", "ABI", "PATH");
   for (auto& e : registry.scan()) {

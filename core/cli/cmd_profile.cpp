@@ -7,7 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "profile/plugin_config_check.hpp"
+#include "plugin_host/profile_plugins.hpp"
 #include "profile/profile_schema.hpp"
 #include "profile/profile_writer.hpp"
 
@@ -20,16 +20,11 @@ constexpr const char* kUsage =
     "       graft profile show [FILE] [options]  print the effective profile as TOML\n"
     "The options override the file's values, as for 'graft run'.\n";
 
-// HOOK for the plugin host: the keys of [backend], [kv] and [[drafter]] other than the plugin's
-// name belong to the plugin and can only be judged against its ConfigKeySpec list. Once plugins
-// can be loaded this should return
-//   check_profile_plugins(profile, <lookup: load (kind, name) from profile.plugin_dirs, then
-//                                   $GRAFT_PLUGIN_PATH, then the install folder, and return its
-//                                   descriptor's config_keys>)
-// Returns nothing while that is not possible, and the summary says the keys were not checked.
-std::optional<Status> check_plugin_keys(const Profile& profile) {
-  (void)profile;
-  return std::nullopt;
+// The keys of [backend], [kv] and [[drafter]] other than the plugin's name belong to the plugin:
+// load each named plugin (ABI checked) and judge them against its declared ConfigKeySpec list.
+Status check_plugin_keys(const Profile& profile) {
+  PluginRegistry registry = registry_for(profile);
+  return check_profile_plugins(profile, registry);
 }
 
 std::string keys_of(const PluginChoice& choice) {
@@ -44,7 +39,7 @@ std::size_t plugin_key_count(const Profile& p) {
   return n;
 }
 
-void print_summary(const Profile& p, bool plugin_keys_checked) {
+void print_summary(const Profile& p) {
   const auto num = [](auto v) { return schema::format_number(v); };
   std::printf("profile:  %s\n", p.source.empty() ? "built-in defaults" : p.source.string().c_str());
   std::printf("model:    %s\n", p.model.empty() ? "(not set; pass --model)" : p.model.string().c_str());
@@ -65,8 +60,7 @@ void print_summary(const Profile& p, bool plugin_keys_checked) {
   std::printf("context:  %s tokens, max_tokens %s\n", num(p.context).c_str(),
               p.max_tokens < 0 ? "until end of sequence" : num(p.max_tokens).c_str());
   for (const auto& dir : p.plugin_dirs) std::printf("plugins:  %s\n", dir.string().c_str());
-  if (const std::size_t n = plugin_key_count(p); n > 0 && !plugin_keys_checked)
-    std::printf("note:     %zu plugin key(s) not checked yet: plugins are not loaded by this command\n", n);
+  std::printf("plugins:  %zu plugin key(s) checked against the plugins' declarations\n", plugin_key_count(p));
   std::printf("ok\n");
 }
 
@@ -113,15 +107,14 @@ int cmd_profile(const Args& args) {
     std::fprintf(stderr, "%s\n", profile.status().message().c_str());
     return 1;
   }
-  const std::optional<Status> plugins = check_plugin_keys(*profile);
-  if (plugins && !plugins->ok()) {
-    std::fprintf(stderr, "%s\n", plugins->message().c_str());
+  if (Status plugins = check_plugin_keys(*profile); !plugins.ok()) {
+    std::fprintf(stderr, "%s\n", plugins.message().c_str());
     return 1;
   }
   if (sub == "show")
     std::fputs(to_toml(*profile).c_str(), stdout);
   else
-    print_summary(*profile, plugins.has_value());
+    print_summary(*profile);
   return 0;
 }
 
