@@ -1,6 +1,7 @@
 // `graft info MODEL [--tensors] [--json]`: what a GGUF file holds, read through the same
 // validating loader the engine uses, so a file that info accepts is one the engine can map.
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cinttypes>
@@ -12,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "gguf/gguf_file.hpp"
+#include "plugin_host/weight_formats.hpp"
 
 namespace graft::cli {
 namespace {
@@ -55,112 +57,52 @@ std::string shape(const TensorInfo& t) {
   return s + "]";
 }
 
-// JSON must be valid UTF-8: bytes that do not form a sequence become U+FFFD.
-void json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (std::size_t k = 0; k < s.size();) {
-    auto c = static_cast<unsigned char>(s[k]);
-    if (c < 0x80) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += static_cast<char>(c);
-      } else if (c < 0x20 || c == 0x7f) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out += static_cast<char>(c);
-      }
-      ++k;
-      continue;
-    }
-    std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    bool ok = len > 0 && k + len <= s.size();
-    for (std::size_t j = 1; ok && j < len; ++j) ok = (static_cast<unsigned char>(s[k + j]) & 0xC0) == 0x80;
-    if (ok) {
-      out.append(s.substr(k, len));
-      k += len;
-    } else {
-      out += "\\ufffd";
-      ++k;
-    }
-  }
-  out += '"';
-}
-
-void json_value(std::string& out, const Value& v, std::size_t max_items) {
+nlohmann::json json_value(const Value& v, std::size_t max_items) {
   switch (v.type) {
-    case ValueType::string: json_string(out, v.str); return;
-    case ValueType::boolean: out += v.b ? "true" : "false"; return;
+    case ValueType::string: return v.str;
+    case ValueType::boolean: return v.b;
     case ValueType::f32:
-    case ValueType::f64:
-      if (!std::isfinite(v.f)) {
-        out += "null";
-      } else {
-        char buf[40];
-        std::snprintf(buf, sizeof buf, v.type == ValueType::f32 ? "%.9g" : "%.17g", v.f);
-        out += buf;
-      }
-      return;
+    case ValueType::f64: return std::isfinite(v.f) ? nlohmann::json(v.f) : nlohmann::json(nullptr);
     case ValueType::array: {
-      out += "{\"elem_type\": \"" + std::string(gguf::value_type_name(v.elem_type)) +
-             "\", \"count\": " + std::to_string(v.items.size()) + ", \"head\": [";
-      for (std::size_t k = 0; k < v.items.size() && k < max_items; ++k) {
-        if (k) out += ", ";
-        json_value(out, v.items[k], max_items);
-      }
-      out += "]}";
-      return;
+      nlohmann::json head = nlohmann::json::array();
+      for (std::size_t k = 0; k < v.items.size() && k < max_items; ++k) head.push_back(json_value(v.items[k], max_items));
+      return {{"elem_type", gguf::value_type_name(v.elem_type)}, {"count", v.items.size()}, {"head", head}};
     }
-    default: out += gguf::is_signed_integer(v.type) ? std::to_string(v.i) : std::to_string(v.u);
+    default: return gguf::is_signed_integer(v.type) ? nlohmann::json(v.i) : nlohmann::json(v.u);
   }
 }
 
-void print_json(const File& f, const std::map<TypeId, TypeSummary>& types, std::uint64_t params,
-                std::uint64_t bytes, bool tensors) {
-  const auto& table = gguf::TypeTable::builtin();
-  std::string o = "{\n  \"file\": ";
-  json_string(o, f.name());
-  o += ",\n  \"size\": " + std::to_string(f.file_size()) + ",\n  \"version\": " + std::to_string(f.version()) +
-       ",\n  \"alignment\": " + std::to_string(f.alignment()) + ",\n  \"data_offset\": " +
-       std::to_string(f.data_offset()) + ",\n  \"tensor_count\": " + std::to_string(f.tensors().size()) +
-       ",\n  \"metadata\": [";
-  for (std::size_t k = 0; k < f.metadata().size(); ++k) {
-    const auto& kv = f.metadata()[k];
-    o += k ? ",\n    {\"key\": " : "\n    {\"key\": ";
-    json_string(o, kv.key);
-    o += ", \"type\": \"" + std::string(gguf::value_type_name(kv.value.type)) + "\", \"value\": ";
-    json_value(o, kv.value, 8);
-    o += "}";
-  }
-  o += "\n  ],\n  \"types\": [";
-  bool first = true;
-  for (const auto& [id, s] : types) {
-    o += first ? "\n    " : ",\n    ";
-    first = false;
-    o += "{\"type\": \"" + table.find(id)->name + "\", \"tensors\": " + std::to_string(s.tensors) +
-         ", \"elements\": " + std::to_string(s.elements) + ", \"bytes\": " + std::to_string(s.bytes) + "}";
-  }
-  o += "\n  ],\n  \"parameters\": " + std::to_string(params) + ",\n  \"tensor_bytes\": " + std::to_string(bytes);
+void print_json(const File& f, const gguf::TypeTable& table, const std::map<TypeId, TypeSummary>& types,
+                std::uint64_t params, std::uint64_t bytes, bool tensors) {
+  nlohmann::json o = {{"file", f.name()},
+                      {"size", f.file_size()},
+                      {"version", f.version()},
+                      {"alignment", f.alignment()},
+                      {"data_offset", f.data_offset()},
+                      {"tensor_count", f.tensors().size()}};
+  auto& meta = o["metadata"] = nlohmann::json::array();
+  for (const auto& kv : f.metadata())
+    meta.push_back({{"key", kv.key}, {"type", gguf::value_type_name(kv.value.type)}, {"value", json_value(kv.value, 8)}});
+  auto& type_list = o["types"] = nlohmann::json::array();
+  for (const auto& [id, s] : types)
+    type_list.push_back({{"type", table.find(id)->name}, {"tensors", s.tensors}, {"elements", s.elements}, {"bytes", s.bytes}});
+  o["parameters"] = params;
+  o["tensor_bytes"] = bytes;
   if (tensors) {
-    o += ",\n  \"tensors\": [";
-    for (std::size_t k = 0; k < f.tensors().size(); ++k) {
-      const auto& t = f.tensors()[k];
-      o += k ? ",\n    {\"name\": " : "\n    {\"name\": ";
-      json_string(o, t.name);
-      o += ", \"type\": \"" + table.find(t.type)->name + "\", \"shape\": " + shape(t) +
-           ", \"bytes\": " + std::to_string(t.bytes) + ", \"offset\": " + std::to_string(f.data_offset() + t.offset) +
-           "}";
-    }
-    o += "\n  ]";
+    auto& list = o["tensors"] = nlohmann::json::array();
+    for (const auto& t : f.tensors())
+      list.push_back({{"name", t.name},
+                      {"type", table.find(t.type)->name},
+                      {"shape", std::vector<std::uint64_t>(t.ne.begin(), t.ne.begin() + t.n_dims)},
+                      {"bytes", t.bytes},
+                      {"offset", f.data_offset() + t.offset}});
   }
-  o += "\n}\n";
-  std::fputs(o.c_str(), stdout);
+  // Keys and names are untrusted bytes: invalid UTF-8 becomes U+FFFD so the output stays JSON.
+  std::puts(o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
-void print_text(const File& f, const std::map<TypeId, TypeSummary>& types, std::uint64_t params,
-                std::uint64_t bytes, bool tensors) {
-  const auto& table = gguf::TypeTable::builtin();
+void print_text(const File& f, const gguf::TypeTable& table, const std::map<TypeId, TypeSummary>& types,
+                std::uint64_t params, std::uint64_t bytes, bool tensors) {
   std::printf("file:        %s\n", f.name().c_str());
   std::printf("size:        %" PRIu64 " bytes (%s)\n", f.file_size(), human_bytes(f.file_size()).c_str());
   std::printf("version:     %" PRIu32 "\n", f.version());
@@ -195,7 +137,8 @@ void print_text(const File& f, const std::map<TypeId, TypeSummary>& types, std::
 int cmd_info(const Args& args) {
   po::options_description visible("usage: graft info MODEL [--tensors] [--json]\noptions");
   visible.add_options()("help,h", "show this help")("tensors", "list every tensor (name, type, shape, bytes, offset)")(
-      "json", "print JSON instead of text");
+      "json", "print JSON instead of text")("plugin-dir", po::value<std::vector<std::string>>()->composing(),
+                                            "extra folder searched for weight-format plugins (repeatable)");
   po::options_description all;
   all.add(visible).add_options()("model", po::value<std::string>(), "GGUF file");
   po::positional_options_description pos;
@@ -216,7 +159,19 @@ int cmd_info(const Args& args) {
     std::fprintf(stderr, "graft info: missing MODEL (usage: graft info MODEL [--tensors] [--json])\n");
     return 2;
   }
-  auto file = File::open(vm["model"].as<std::string>());
+  // Type ids that weight-format plugins add are known to the loader too.
+  std::vector<std::filesystem::path> dirs;
+  if (vm.count("plugin-dir"))
+    for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) dirs.emplace_back(d);
+  PluginRegistry registry(PluginRegistry::default_search_dirs(dirs));
+  DefaultHostServices host;
+  auto formats = load_weight_formats(registry, host);
+  if (!formats) {
+    std::fprintf(stderr, "graft info: %s\n", formats.status().message().c_str());
+    return 1;
+  }
+  const gguf::TypeTable& table = formats->types;
+  auto file = File::open(vm["model"].as<std::string>(), table);
   if (!file) {
     std::fprintf(stderr, "graft info: %s\n", file.status().message().c_str());
     return 1;
@@ -233,9 +188,9 @@ int cmd_info(const Args& args) {
     bytes += t.bytes;
   }
   if (vm.count("json")) {
-    print_json(f, types, params, bytes, vm.count("tensors") > 0);
+    print_json(f, table, types, params, bytes, vm.count("tensors") > 0);
   } else {
-    print_text(f, types, params, bytes, vm.count("tensors") > 0);
+    print_text(f, table, types, params, bytes, vm.count("tensors") > 0);
   }
   return 0;
 }

@@ -420,7 +420,7 @@ class Parser {
       GRAFT_TRY(read_u32(t.type, where));
       const TypeInfo* info = types_.find(t.type);
       if (!info) {
-        return fail(format("%s: unknown ggml type id %" PRIu32 " at offset %" PRIu64, where.c_str(), t.type, type_at));
+        return fail(format("%s: unknown ggml type id %" PRIu32 " at offset %" PRIu64 " (no weight-format plugin provides it)", where.c_str(), t.type, type_at));
       }
       auto row = types_.row_bytes(t.type, t.ne[0]);
       if (!row) {

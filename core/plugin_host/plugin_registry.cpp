@@ -59,7 +59,8 @@ Expected<std::shared_ptr<PluginLibrary>> PluginRegistry::find(PluginKind kind, s
                                              searched.empty() ? "(no folders)" : searched));
 }
 
-std::vector<PluginScanEntry> PluginRegistry::scan() {
+std::vector<PluginScanEntry> PluginRegistry::scan(std::optional<PluginKind> only) {
+  const std::string prefix = only ? fmt::format("libgraft_{}_", plugin_kind_name(*only)) : "libgraft_";
   std::vector<PluginScanEntry> out;
   std::map<std::string, fs::path> first_by_name;
   for (const auto& dir : dirs_) {
@@ -68,7 +69,7 @@ std::vector<PluginScanEntry> PluginRegistry::scan() {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       const std::string fname = e.path().filename().string();
-      if (fname.rfind("libgraft_", 0) == 0 && e.path().extension() == ".so") files.push_back(e.path());
+      if (fname.rfind(prefix, 0) == 0 && e.path().extension() == ".so") files.push_back(e.path());
     }
     std::sort(files.begin(), files.end());
     for (auto& f : files) {

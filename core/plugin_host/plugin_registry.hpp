@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,9 @@ class PluginRegistry {
   // directory searched.
   Expected<std::shared_ptr<PluginLibrary>> find(PluginKind kind, std::string_view name);
 
-  // Every libgraft_*.so in the search path, loaded, in search order.
-  std::vector<PluginScanEntry> scan();
+  // Every libgraft_*.so in the search path (only those of one kind when given), loaded, in
+  // search order.
+  std::vector<PluginScanEntry> scan(std::optional<PluginKind> only = std::nullopt);
 
  private:
   std::vector<std::filesystem::path> dirs_;

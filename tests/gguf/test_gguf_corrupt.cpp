@@ -184,7 +184,8 @@ TEST(ggufCorrupt, UnknownTypeId) {
   Bytes b = sample_bytes();
   std::size_t type_at = tensor_info(b, "tensor_c") + 4 + 16;
   put_u32(b, type_at, 99);
-  EXPECT_EQ(parse_error(b), M + "tensor 'tensor_c': unknown ggml type id 99 at offset " + std::to_string(type_at));
+  EXPECT_EQ(parse_error(b), M + "tensor 'tensor_c': unknown ggml type id 99 at offset " + std::to_string(type_at) +
+                                 " (no weight-format plugin provides it)");
   // A type the caller's table lacks is unknown too (plugins decide which ids exist).
   TypeTable no_q8;
   no_q8.add(graft::type_id::f32, TypeInfo{"f32", 1, 4});
@@ -193,7 +194,8 @@ TEST(ggufCorrupt, UnknownTypeId) {
   auto f = File::parse(ok, no_q8);
   ASSERT_FALSE(f.has_value());
   EXPECT_EQ(f.status().message(), M + "tensor 'tensor_b': unknown ggml type id 8 at offset " +
-                                      std::to_string(tensor_info(ok, "tensor_b") + 4 + 8));
+                                      std::to_string(tensor_info(ok, "tensor_b") + 4 + 8) +
+                                      " (no weight-format plugin provides it)");
   EXPECT_EQ(f.status().code(), graft::Errc::corrupt);
 }
 
