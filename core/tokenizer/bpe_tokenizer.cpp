@@ -45,7 +45,7 @@ Expected<std::unique_ptr<Tokenizer>> BpeTokenizer::create(Vocab vocab, PreTokeni
       ++skipped;
       continue;
     }
-    t->merges_.emplace(key(a, b), Merge{static_cast<std::int32_t>(i), r});  // first rank wins
+    t->merges_.insert(a, b, static_cast<std::int32_t>(i), r);  // the first rank wins
   }
   if (skipped) spdlog::warn("vocabulary: {} of {} merges name texts that are not tokens; skipped", skipped, merges.size());
   return std::unique_ptr<Tokenizer>(std::move(t));
@@ -64,9 +64,9 @@ void BpeTokenizer::push_candidate(Scratch& s, std::int32_t left) const {
   if (l.id < 0 || l.next < 0) return;
   const Symbol& r = s.symbols[static_cast<std::size_t>(l.next)];
   if (r.id < 0) return;
-  const auto it = merges_.find(key(l.id, r.id));
-  if (it == merges_.end()) return;
-  s.heap.push_back({it->second.rank, left, l.id, r.id, it->second.result});
+  const MergeTable::Entry* m = merges_.find(l.id, r.id);
+  if (!m) return;
+  s.heap.push_back({m->rank, left, l.id, r.id, m->result});
   std::push_heap(s.heap.begin(), s.heap.end(), Later{});
 }
 

@@ -6,8 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
-
+#include "tokenizer/merge_table.hpp"
 #include "tokenizer/pre_tokenizer.hpp"
 #include "tokenizer/vocab_tokenizer.hpp"
 
@@ -29,10 +28,6 @@ class BpeTokenizer final : public VocabTokenizer {
  private:
   BpeTokenizer(Vocab vocab, PreTokenizer pre) : VocabTokenizer(std::move(vocab)), pre_(std::move(pre)) {}
 
-  struct Merge {
-    std::int32_t rank;
-    TokenId result;
-  };
   struct Symbol {
     TokenId id;        // -1: the byte's spelling is not in the vocabulary (never merges)
     std::int32_t prev;
@@ -53,15 +48,12 @@ class BpeTokenizer final : public VocabTokenizer {
     std::string spelled;
   };
 
-  static std::uint64_t key(TokenId a, TokenId b) {
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-  }
   void encode_word(std::string_view word, std::vector<TokenId>& out, Scratch& s) const;
   void push_candidate(Scratch& s, std::int32_t left) const;
 
   PreTokenizer pre_;
   std::array<TokenId, 256> byte_token_{};
-  std::unordered_map<std::uint64_t, Merge> merges_;
+  MergeTable merges_;
 };
 
 }  // namespace graft

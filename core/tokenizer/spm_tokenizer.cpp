@@ -44,6 +44,19 @@ Expected<std::unique_ptr<Tokenizer>> SpmTokenizer::create(Vocab vocab) {
     if (id < 0) id = t->vocab_.find(std::string(1, static_cast<char>(b)));
     t->byte_token_[b] = id;
   }
+  // Can a token continue across a space? Only if some token has U+2581 right after another
+  // character. When none does, no merge can join a symbol to a following U+2581 that starts a
+  // word, so encode may merge word by word.
+  t->split_at_space_ = true;
+  for (std::size_t id = 0; id < t->vocab_.size() && t->split_at_space_; ++id) {
+    const std::string_view text = t->vocab_.text(static_cast<TokenId>(id));
+    for (std::size_t pos = text.find(kSpace, 1); pos != std::string_view::npos; pos = text.find(kSpace, pos + 1)) {
+      if (pos < kSpace.size() || text.substr(pos - kSpace.size(), kSpace.size()) != kSpace) {
+        t->split_at_space_ = false;
+        break;
+      }
+    }
+  }
   return std::unique_ptr<Tokenizer>(std::move(t));
 }
 
@@ -74,50 +87,67 @@ Status SpmTokenizer::encode_fragment(std::string_view text, bool after_special, 
   sym.reserve(s.size());
   for (std::size_t off = 0; off < s.size();) {
     const std::size_t len = std::min(unicode::utf8_len(static_cast<unsigned char>(s[off])), s.size() - off);
-    const auto i = static_cast<std::int32_t>(sym.size());
-    sym.push_back({static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(len), i - 1,
-                   off + len < s.size() ? i + 1 : -1});
+    sym.push_back({static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(len), -1, -1});
     off += len;
   }
+  const std::string_view sv = s;
+  auto is_space = [&](std::size_t i) { return sv.substr(sym[i].start, sym[i].len) == kSpace; };
 
   std::vector<Bigram> heap;
   auto try_add = [&](std::int32_t l, std::int32_t r) {
     if (l < 0 || r < 0) return;
     const Symbol& a = sym[static_cast<std::size_t>(l)];
     const Symbol& b = sym[static_cast<std::size_t>(r)];
-    const TokenId id = vocab_.find(std::string_view(s).substr(a.start, a.len + b.len));
+    const TokenId id = vocab_.find(sv.substr(a.start, a.len + b.len));
     if (id < 0) return;
     heap.push_back({vocab_.score(id), l, r, a.len + b.len});
     std::push_heap(heap.begin(), heap.end(), Lower{});
   };
-  for (std::int32_t i = 1; i < static_cast<std::int32_t>(sym.size()); ++i) try_add(i - 1, i);
 
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), Lower{});
-    const Bigram bg = heap.back();
-    heap.pop_back();
-    Symbol& l = sym[static_cast<std::size_t>(bg.left)];
-    Symbol& r = sym[static_cast<std::size_t>(bg.right)];
-    // Stale when either side was merged away or has grown since the bigram was queued.
-    if (l.len == 0 || r.len == 0 || l.len + r.len != bg.len) continue;
-    l.len += r.len;
-    r.len = 0;
-    l.next = r.next;
-    if (r.next >= 0) sym[static_cast<std::size_t>(r.next)].prev = bg.left;
-    try_add(l.prev, bg.left);
-    try_add(bg.left, l.next);
-  }
-
-  // Every merged symbol is a token (merges require it); single characters may not be.
-  for (std::int32_t i = sym.empty() ? -1 : 0; i >= 0; i = sym[static_cast<std::size_t>(i)].next) {
-    const Symbol& x = sym[static_cast<std::size_t>(i)];
-    const std::string_view piece = std::string_view(s).substr(x.start, x.len);
-    const TokenId id = vocab_.find(piece);
-    if (id >= 0) {
-      out.push_back(id);
-      continue;
+  // Merge chunk by chunk when no merge can cross a chunk start (see split_at_space_): the same
+  // merges happen in the same order as over the whole text, with a small heap.
+  for (std::size_t first = 0; first < sym.size();) {
+    std::size_t end = first + 1;
+    if (split_at_space_) {
+      while (end < sym.size() && !(is_space(end) && !is_space(end - 1))) ++end;
+    } else {
+      end = sym.size();
     }
-    for (const char c : piece) push_byte(static_cast<std::uint8_t>(c), out);
+    for (std::size_t i = first; i < end; ++i) {
+      sym[i].prev = i > first ? static_cast<std::int32_t>(i - 1) : -1;
+      sym[i].next = i + 1 < end ? static_cast<std::int32_t>(i + 1) : -1;
+    }
+    heap.clear();
+    for (std::size_t i = first + 1; i < end; ++i) try_add(static_cast<std::int32_t>(i - 1), static_cast<std::int32_t>(i));
+
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), Lower{});
+      const Bigram bg = heap.back();
+      heap.pop_back();
+      Symbol& l = sym[static_cast<std::size_t>(bg.left)];
+      Symbol& r = sym[static_cast<std::size_t>(bg.right)];
+      // Stale when either side was merged away or has grown since the bigram was queued.
+      if (l.len == 0 || r.len == 0 || l.len + r.len != bg.len) continue;
+      l.len += r.len;
+      r.len = 0;
+      l.next = r.next;
+      if (r.next >= 0) sym[static_cast<std::size_t>(r.next)].prev = bg.left;
+      try_add(l.prev, bg.left);
+      try_add(bg.left, l.next);
+    }
+
+    // Every merged symbol is a token (merges require it); single characters may not be.
+    for (auto i = static_cast<std::int32_t>(first); i >= 0; i = sym[static_cast<std::size_t>(i)].next) {
+      const Symbol& x = sym[static_cast<std::size_t>(i)];
+      const std::string_view piece = sv.substr(x.start, x.len);
+      const TokenId id = vocab_.find(piece);
+      if (id >= 0) {
+        out.push_back(id);
+        continue;
+      }
+      for (const char c : piece) push_byte(static_cast<std::uint8_t>(c), out);
+    }
+    first = end;
   }
   return Status::success();
 }

@@ -30,6 +30,7 @@ class SpmTokenizer final : public VocabTokenizer {
   void push_byte(std::uint8_t b, std::vector<TokenId>& out) const;
 
   std::array<TokenId, 256> byte_token_{};
+  bool split_at_space_ = false;
 };
 
 }  // namespace graft

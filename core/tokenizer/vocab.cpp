@@ -36,10 +36,7 @@ TokenType to_type(std::int32_t v) {
 
 }  // namespace
 
-TokenId Vocab::find(std::string_view text) const {
-  auto it = ids_.find(text);
-  return it == ids_.end() ? -1 : it->second;
-}
+TokenId Vocab::find(std::string_view text) const { return ids_.find(text, text_); }
 
 Expected<Vocab> Vocab::build(VocabData data, Model model, Defaults defaults) {
   Vocab v;
@@ -59,15 +56,13 @@ Expected<Vocab> Vocab::build(VocabData data, Model model, Defaults defaults) {
   v.scores_ = std::move(data.scores);
   v.merges_ = std::move(data.merges);
   v.type_.resize(n, TokenType::normal);
-  v.ids_.reserve(n);
-  std::size_t duplicates = 0;
   for (std::size_t i = 0; i < n; ++i) {
     auto& text = v.text_[i];
     if (text.empty()) text = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp: keeps ids unique
     if (!data.token_types.empty()) v.type_[i] = to_type(data.token_types[i]);
-    // The first id wins; older converters wrote a few duplicates that llama.cpp used to accept.
-    if (!v.ids_.emplace(text, static_cast<TokenId>(i)).second) ++duplicates;
   }
+  // The first id wins; older converters wrote a few duplicates that llama.cpp used to accept.
+  const std::size_t duplicates = v.ids_.build(v.text_);
   if (duplicates) spdlog::warn("vocabulary: {} duplicate token texts; the lowest id is used", duplicates);
 
   // Special ids: the stored value when in range, else the model's default (llama.cpp's defaults

@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "graft/status.hpp"
+#include "tokenizer/token_index.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer/vocab_data.hpp"
 
@@ -26,6 +26,7 @@ class Vocab {
   };
 
   // Validates sizes and ids; errors are one line naming the key at fault.
+
   static Expected<Vocab> build(VocabData data, Model model, Defaults defaults);
 
   std::size_t size() const { return text_.size(); }
@@ -52,18 +53,13 @@ class Vocab {
   std::vector<std::string> take_merges() { return std::move(merges_); }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
-
   void detect_special_tokens();
 
   std::vector<std::string> text_;
   std::vector<TokenType> type_;
   std::vector<float> scores_;
   std::vector<std::string> merges_;
-  std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> ids_;
+  TokenIndex ids_;  // over text_
   TokenId bos_ = -1, eos_ = -1, eot_ = -1, eom_ = -1, unk_ = -1, pad_ = -1;
   TokenId fim_pad_ = -1, fim_rep_ = -1, fim_sep_ = -1;
   bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false;
