@@ -1,6 +1,33 @@
 #include "tokenizer/pre_tokenizer.hpp"
 
 namespace graft {
+namespace {
+
+// PCRE2's \s also matches U+180E (MONGOLIAN VOWEL SEPARATOR, Perl's old \h list); in Unicode it
+// is a format character and Oniguruma/HF do not treat it as space. Spelling \s as the White_Space
+// property gives HF's meaning. Escape pairs are copied whole so "\\s" stays a backslash + 's'.
+std::string with_unicode_space(std::string_view pattern) {
+  std::string out;
+  out.reserve(pattern.size() + 32);
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '\\' || i + 1 >= pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    const char c = pattern[++i];
+    if (c == 's') {
+      out += "\\p{White_Space}";
+    } else if (c == 'S') {
+      out += "\\P{White_Space}";
+    } else {
+      out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string_view> PreTokenizer::supported_names() {
   std::vector<std::string_view> out;
@@ -17,7 +44,7 @@ Expected<PreTokenizer> PreTokenizer::create(std::string_view name) {
       pt.name_ = std::string(key);
       pt.rule_ = &rule;
       for (const auto pattern : rule.patterns) {
-        auto re = Regex::compile(pattern);
+        auto re = Regex::compile(with_unicode_space(pattern));
         if (!re) return Status(re.status().code(), "pre-tokenizer '" + pt.name_ + "': " + re.status().message());
         pt.regexes_.push_back(std::move(*re));
       }

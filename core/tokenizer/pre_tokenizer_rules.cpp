@@ -108,7 +108,11 @@ std::vector<PreTokenizerRule> make_rules() {
   r.push_back({{"viking"}, {kBloom, R"re(\p{N})re"}});
   r.push_back({{"tekken"}, {kTekken}, /*ignore_merges=*/true, /*add_bos=*/true});
   r.push_back({{"gpt-4o", "llama4", "minimax-m2", "kanana2", "talkie"}, {kGpt4o}});
-  r.push_back({{"tiny_aya", "cohere2moe"}, {R"re(\d{1,3}(?=(?:\d{3})*\b))re", kGpt4o}});
+  // tokenizer.json has \d{1,3}(?=(?:\d{3})*\b). After a digit, \b means "no word character
+  // next". The Unicode (UTS #18) word class includes marks and joiners, PCRE2 10.42's \w does
+  // not, so it is spelled out.
+  r.push_back({{"tiny_aya", "cohere2moe"},
+               {R"re(\d{1,3}(?=(?:\d{3})*(?![\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])))re", kGpt4o}});
   r.push_back({{"chameleon"},
                {R"re(<sentinel:[0-9]+>)re", R"re((IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z)re", "([\t\n]|    |  )",
                 R"re(\p{N})re", R"re([\p{P}!-/:-@\[-`{-~])re", kGpt2},
