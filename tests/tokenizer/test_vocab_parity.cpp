@@ -4,6 +4,7 @@
 
 #include "gguf/gguf_file.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "tokenizer/unicode.hpp"
 #include "vocab_files.hpp"
 
 namespace graft {
@@ -67,6 +68,75 @@ INSTANTIATE_TEST_SUITE_P(Vocab, VocabParity,
                            for (auto& c : n) if (c == '-') c = '_';
                            return n;
                          });
+
+}  // namespace
+}  // namespace graft
+
+namespace graft {
+namespace {
+
+std::unique_ptr<Tokenizer> load(const char* name) {
+  const auto path = test::vocab_dir() / (std::string("ggml-vocab-") + name + ".gguf");
+  if (!std::filesystem::exists(path)) return nullptr;
+  auto file = gguf::File::open(path);
+  if (!file) return nullptr;
+  auto tok = Tokenizer::from_gguf(**file);
+  return tok ? std::move(*tok) : nullptr;
+}
+
+// Streaming output token by token: a character split across tokens comes out once, whole.
+TEST(RealVocab, StreamingReassemblesCharactersSplitAcrossTokens) {
+  auto tok = load("gpt-2");
+  if (!tok) GTEST_SKIP() << "ggml-vocab-gpt-2.gguf absent";
+  const std::string text = "emoji \xF0\x9F\x98\x81 and \xE1\x9E\x80\xE1\x9E\xB6 done";
+  auto ids = tok->encode(text, {});
+  ASSERT_TRUE(ids);
+  Utf8Stream stream;
+  std::string out;
+  bool saw_partial = false;
+  for (const TokenId id : *ids) {
+    const std::string bytes = tok->token_bytes(id);
+    saw_partial |= !unicode::is_valid_utf8(bytes);
+    const std::string released = stream.push(bytes);
+    EXPECT_TRUE(unicode::is_valid_utf8(released)) << id;
+    out += released;
+  }
+  out += stream.flush();
+  EXPECT_TRUE(saw_partial);  // the emoji's bytes are spread over tokens in GPT-2's vocabulary
+  EXPECT_EQ(out, text);
+}
+
+TEST(RealVocab, SpecialTokensOfTheVocabularies) {
+  auto gpt2 = load("gpt-2");
+  auto spm = load("llama-spm");
+  auto dsc = load("deepseek-coder");
+  auto sc = load("starcoder");
+  if (!gpt2 || !spm || !dsc || !sc) GTEST_SKIP() << "vocabularies absent";
+
+  EXPECT_EQ(gpt2->eos(), 50256);
+  EXPECT_TRUE(gpt2->is_eog(50256));
+  EXPECT_FALSE(gpt2->add_bos());
+  EXPECT_EQ(gpt2->pre(), "gpt-2");
+
+  EXPECT_EQ(spm->bos(), 1);
+  EXPECT_TRUE(spm->add_bos());
+  EXPECT_EQ(*spm->encode("Hello", {true, false}), (std::vector<TokenId>{1, 15043}));
+  EXPECT_EQ(*spm->encode("<s>Hello", {false, true}), (std::vector<TokenId>{1, 15043}));
+  EXPECT_EQ(spm->decode({1, 15043, 2}), "Hello");
+  EXPECT_EQ(spm->decode({1, 15043, 2}, true), "<s> Hello</s>");
+
+  // deepseek-coder: user-defined tokens split the text even without parse_special.
+  EXPECT_EQ(dsc->token_type(32009), TokenType::user_defined);
+  EXPECT_EQ(*dsc->encode("F\xC3\xBChrer", {}), (std::vector<TokenId>{37, 32009, 71, 6247}));
+  EXPECT_EQ(*dsc->encode("x", {true, false}), (std::vector<TokenId>{32013, 87}));
+  EXPECT_TRUE(dsc->is_eog(32014));
+
+  // starcoder: <fim_pad> is end-of-generation (llama.cpp's FIM pad rule), <fim_prefix> is not.
+  EXPECT_TRUE(sc->is_eog(0));
+  EXPECT_TRUE(sc->is_eog(4));
+  EXPECT_FALSE(sc->is_eog(1));
+  EXPECT_EQ(*sc->encode("<fim_prefix>x", {false, true}), (std::vector<TokenId>{1, sc->find("x")}));
+}
 
 }  // namespace
 }  // namespace graft
