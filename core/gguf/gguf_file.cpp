@@ -22,7 +22,6 @@ namespace graft::gguf {
 namespace {
 
 constexpr std::uint64_t kInt64Max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-constexpr std::uint64_t kHeaderBytes = 24;    // magic, version, tensor_count, kv_count
 constexpr std::uint64_t kMinKvBytes = 8 + 4 + 1;  // empty key, type, smallest value
 constexpr std::uint64_t kMinTensorBytes = 8 + 4 + 4 + 8;  // empty name, n_dims, type, offset
 
@@ -145,7 +144,7 @@ std::string Value::to_string(std::size_t max_items, std::size_t max_chars) const
     case ValueType::boolean: return b ? "true" : "false";
     case ValueType::string: append_escaped(out, str, max_chars); return out;
     case ValueType::array: {
-      out = format("[%zu items", items.size());
+      out = format("[%zu item%s", items.size(), items.size() == 1 ? "" : "s");
       if (items.empty()) return out + "]";
       out += ": ";
       std::size_t shown = std::min(items.size(), max_items);
@@ -465,7 +464,8 @@ class Parser {
     for (const auto& t : f_.tensors_) {
       if (t.bytes > 0) order.push_back(&t);
     }
-    std::sort(order.begin(), order.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
+    // Stable, so equal starts report in file order.
+    std::stable_sort(order.begin(), order.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
     // Sorted by start: a tensor overlaps an earlier one iff it starts before the furthest end so far.
     const TensorInfo* reach = order.empty() ? nullptr : order[0];
     for (std::size_t k = 1; k < order.size(); ++k) {

@@ -23,7 +23,7 @@ std::shared_ptr<const File> open_or_skip(const std::string& name) {
 
 }  // namespace
 
-TEST(GgufVocab, Gpt2) {
+TEST(ggufVocab, Gpt2) {
   if (!fs::exists(vocab("ggml-vocab-gpt-2.gguf"))) GTEST_SKIP() << "no " << vocab("ggml-vocab-gpt-2.gguf");
   auto f = open_or_skip("ggml-vocab-gpt-2.gguf");
   ASSERT_TRUE(f);
@@ -51,7 +51,7 @@ TEST(GgufVocab, Gpt2) {
   EXPECT_EQ(f->find("no.such.key"), nullptr);
 }
 
-TEST(GgufVocab, LlamaSpm) {
+TEST(ggufVocab, LlamaSpm) {
   if (!fs::exists(vocab("ggml-vocab-llama-spm.gguf"))) GTEST_SKIP() << "no " << vocab("ggml-vocab-llama-spm.gguf");
   auto f = open_or_skip("ggml-vocab-llama-spm.gguf");
   ASSERT_TRUE(f);
@@ -68,7 +68,7 @@ TEST(GgufVocab, LlamaSpm) {
   EXPECT_EQ(f->find("tokenizer.ggml.bos_token_id")->type, ValueType::u32);
 }
 
-TEST(GgufVocab, AllVocabFilesParse) {
+TEST(ggufVocab, AllVocabFilesParse) {
   fs::path dir = fs::path(GRAFT_TESTDATA_DIR) / "vocab";
   if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir;
   int n = 0;
