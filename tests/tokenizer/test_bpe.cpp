@@ -23,7 +23,7 @@ Ids encode(const Tokenizer& t, std::string_view text, bool add_special = false, 
   return ids ? *ids : Ids{};
 }
 
-TEST(Bpe, LowestRankMergesFirst) {
+TEST(tokBpe, LowestRankMergesFirst) {
   // ids: 256 "ab", 257 "bc"
   auto ab_first = make(test::bpe_vocab({"ab", "bc"}, {"a b", "b c"}));
   EXPECT_EQ(encode(*ab_first, "abc"), (Ids{256, 'c'}));
@@ -31,19 +31,19 @@ TEST(Bpe, LowestRankMergesFirst) {
   EXPECT_EQ(encode(*bc_first, "abc"), (Ids{'a', 257}));
 }
 
-TEST(Bpe, EqualRanksMergeLeftmostFirst) {
+TEST(tokBpe, EqualRanksMergeLeftmostFirst) {
   auto t = make(test::bpe_vocab({"aa"}, {"a a"}));
   EXPECT_EQ(encode(*t, "aaa"), (Ids{256, 'a'}));
   EXPECT_EQ(encode(*t, "aaaa"), (Ids{256, 256}));
 }
 
-TEST(Bpe, MergesChainIntoLongerTokens) {
+TEST(tokBpe, MergesChainIntoLongerTokens) {
   // "aa aa" ranks after "a a": aaaa -> aa aa -> aaaa; a fifth a stays alone.
   auto t = make(test::bpe_vocab({"aa", "aaaa"}, {"a a", "aa aa"}));
   EXPECT_EQ(encode(*t, "aaaaa"), (Ids{257, 'a'}));
 }
 
-TEST(Bpe, SpacesAreSpelledWithTheByteMap) {
+TEST(tokBpe, SpacesAreSpelledWithTheByteMap) {
   // " b" is spelled "Ġb"; the pre-tokenizer keeps the space with the word that follows.
   const std::string gb = "\xC4\xA0" "b";
   auto d = test::bpe_vocab({gb}, {"\xC4\xA0 b"});
@@ -53,12 +53,12 @@ TEST(Bpe, SpacesAreSpelledWithTheByteMap) {
   EXPECT_EQ(t->token_bytes(' '), " ");  // id 32 is the spelling of byte 0x20, "Ġ"
 }
 
-TEST(Bpe, MergesNeverCrossWords) {
+TEST(tokBpe, MergesNeverCrossWords) {
   auto t = make(test::bpe_vocab({"a\xC4\xA0"}, {"a \xC4\xA0"}));  // "a " would need a merge across words
   EXPECT_EQ(encode(*t, "a b"), (Ids{'a', ' ', 'b'}));
 }
 
-TEST(Bpe, IgnoreMergesTakesWholeWordTokens) {
+TEST(tokBpe, IgnoreMergesTakesWholeWordTokens) {
   // "abc" is a token no merge reaches; llama3 (ignore_merges) uses it, gpt-2 does not.
   auto llama3 = make(test::bpe_vocab({"ab", "abc"}, {"a b"}, "llama3"));
   EXPECT_EQ(encode(*llama3, "abc"), (Ids{257}));
@@ -66,7 +66,7 @@ TEST(Bpe, IgnoreMergesTakesWholeWordTokens) {
   EXPECT_EQ(encode(*gpt2, "abc"), (Ids{256, 'c'}));
 }
 
-TEST(Bpe, BytesWithoutATokenAreDropped) {
+TEST(tokBpe, BytesWithoutATokenAreDropped) {
   // Like llama.cpp: the byte's spelling is looked up byte by byte, and nothing matches here.
   auto d = test::bpe_vocab({}, {"a b"});
   d.tokens['z'] = "[no z]";
@@ -74,7 +74,7 @@ TEST(Bpe, BytesWithoutATokenAreDropped) {
   EXPECT_EQ(encode(*t, "azb"), (Ids{'a', 'b'}));
 }
 
-TEST(Bpe, MultiByteCharactersSplitIntoByteTokens) {
+TEST(tokBpe, MultiByteCharactersSplitIntoByteTokens) {
   auto t = make(test::bpe_vocab({}, {"a b"}));
   const Ids ids = encode(*t, "\xC3\xA9");  // é: no merge, two byte tokens
   ASSERT_EQ(ids, (Ids{0xC3, 0xA9}));
@@ -82,7 +82,7 @@ TEST(Bpe, MultiByteCharactersSplitIntoByteTokens) {
   EXPECT_EQ(t->decode(ids), "\xC3\xA9");
 }
 
-TEST(Bpe, ControlTokensNeedParseSpecial) {
+TEST(tokBpe, ControlTokensNeedParseSpecial) {
   auto d = test::bpe_vocab({"<|end|>"}, {"a b"});
   d.token_types.back() = static_cast<std::int32_t>(TokenType::control);
   auto t = make(d);
@@ -92,7 +92,7 @@ TEST(Bpe, ControlTokensNeedParseSpecial) {
   EXPECT_EQ(t->decode(plain), "a<|end|>b");
 }
 
-TEST(Bpe, UserDefinedTokensAlwaysSplit) {
+TEST(tokBpe, UserDefinedTokensAlwaysSplit) {
   auto d = test::bpe_vocab({"ab", "<tag>"}, {"a b"});
   d.token_types.back() = static_cast<std::int32_t>(TokenType::user_defined);
   auto t = make(d);
@@ -102,14 +102,14 @@ TEST(Bpe, UserDefinedTokensAlwaysSplit) {
   EXPECT_EQ(t->decode({257}), "<tag>");  // user-defined tokens render without render_special
 }
 
-TEST(Bpe, LongestSpecialTokenWins) {
+TEST(tokBpe, LongestSpecialTokenWins) {
   auto d = test::bpe_vocab({"<x>", "<x>y"}, {"a b"});
   d.token_types[256] = d.token_types[257] = static_cast<std::int32_t>(TokenType::control);
   auto t = make(d);
   EXPECT_EQ(encode(*t, "<x>y<x>", false, true), (Ids{257, 256}));
 }
 
-TEST(Bpe, AddSpecialFollowsTheVocabulary) {
+TEST(tokBpe, AddSpecialFollowsTheVocabulary) {
   auto d = test::bpe_vocab({"<bos>", "<eos>"}, {"a b"});
   d.token_types[256] = d.token_types[257] = static_cast<std::int32_t>(TokenType::control);
   d.bos_id = 256;
@@ -124,7 +124,7 @@ TEST(Bpe, AddSpecialFollowsTheVocabulary) {
   EXPECT_EQ(t->decode({256, 'a', 257}, true), "<bos>a<eos>");
 }
 
-TEST(Bpe, Llama3AddsBosByDefault) {
+TEST(tokBpe, Llama3AddsBosByDefault) {
   auto d = test::bpe_vocab({"<|begin_of_text|>"}, {"a b"}, "llama3");
   d.bos_id = 256;
   auto t = make(d);
@@ -136,7 +136,7 @@ TEST(Bpe, Llama3AddsBosByDefault) {
   EXPECT_FALSE(make(d)->add_bos());
 }
 
-TEST(Bpe, AddBosWithoutBosIdIsAnError) {
+TEST(tokBpe, AddBosWithoutBosIdIsAnError) {
   auto d = test::bpe_vocab({}, {"a b"});
   d.add_bos = true;
   auto t = Tokenizer::create(d);
@@ -144,7 +144,7 @@ TEST(Bpe, AddBosWithoutBosIdIsAnError) {
   EXPECT_NE(t.status().message().find("add_bos_token"), std::string::npos);
 }
 
-TEST(Bpe, UnknownPreIsAnErrorNotAFallback) {
+TEST(tokBpe, UnknownPreIsAnErrorNotAFallback) {
   auto t = Tokenizer::create(test::bpe_vocab({}, {"a b"}, "mystery-llm"));
   ASSERT_FALSE(t);
   EXPECT_EQ(t.status().code(), Errc::unsupported);
@@ -152,13 +152,13 @@ TEST(Bpe, UnknownPreIsAnErrorNotAFallback) {
   EXPECT_NE(t.status().message().find("qwen2"), std::string::npos);
 }
 
-TEST(Bpe, MissingMergesIsAnError) {
+TEST(tokBpe, MissingMergesIsAnError) {
   auto t = Tokenizer::create(test::bpe_vocab({}, {}));
   ASSERT_FALSE(t);
   EXPECT_NE(t.status().message().find("tokenizer.ggml.merges"), std::string::npos);
 }
 
-TEST(Bpe, UnknownModelIsAnError) {
+TEST(tokBpe, UnknownModelIsAnError) {
   auto d = test::bpe_vocab({}, {"a b"});
   d.model = "bert";
   auto t = Tokenizer::create(d);
@@ -166,7 +166,7 @@ TEST(Bpe, UnknownModelIsAnError) {
   EXPECT_NE(t.status().message().find("unsupported tokenizer.ggml.model 'bert'"), std::string::npos);
 }
 
-TEST(Bpe, EndOfGenerationTokens) {
+TEST(tokBpe, EndOfGenerationTokens) {
   auto d = test::bpe_vocab({"<|im_end|>", "<|endoftext|>", "<eos>", "</s>", "<|im_start|>"}, {"a b"});
   d.token_types[256] = d.token_types[260] = static_cast<std::int32_t>(TokenType::control);
   d.eos_id = 258;
@@ -184,7 +184,7 @@ TEST(Bpe, EndOfGenerationTokens) {
   EXPECT_EQ(encode(*t, "<|endoftext|>", false, true), (Ids{257}));
 }
 
-TEST(Bpe, StoredEotIdWins) {
+TEST(tokBpe, StoredEotIdWins) {
   auto d = test::bpe_vocab({"<|im_end|>", "<|eot_id|>"}, {"a b"});
   d.eot_id = 257;
   auto t = make(d);
@@ -193,7 +193,7 @@ TEST(Bpe, StoredEotIdWins) {
   EXPECT_TRUE(t->is_eog(257));
 }
 
-TEST(Bpe, OutOfRangeIdsAreHandled) {
+TEST(tokBpe, OutOfRangeIdsAreHandled) {
   auto t = make(test::bpe_vocab({}, {"a b"}));
   EXPECT_EQ(t->token_bytes(-1), "");
   EXPECT_EQ(t->token_bytes(100000), "");
@@ -204,13 +204,13 @@ TEST(Bpe, OutOfRangeIdsAreHandled) {
   EXPECT_EQ(t->bos(), -1);  // no default BOS for BPE vocabularies
 }
 
-TEST(Bpe, InvalidUtf8InputRoundTrips) {
+TEST(tokBpe, InvalidUtf8InputRoundTrips) {
   auto t = make(test::bpe_vocab({"ab"}, {"a b"}));
   const std::string text = "ab\xFF\xC3(\x80 ab";
   EXPECT_EQ(t->decode(encode(*t, text)), text);
 }
 
-TEST(Bpe, ReportsModelAndPre) {
+TEST(tokBpe, ReportsModelAndPre) {
   auto t = make(test::bpe_vocab({}, {"a b"}, ""));
   EXPECT_EQ(t->model(), "gpt2");
   EXPECT_EQ(t->pre(), "default");

@@ -41,14 +41,14 @@ std::string vocab(const char* name) { return (test::vocab_dir() / (std::string("
 #define REQUIRE_VOCAB(name)                                                              \
   if (!std::filesystem::exists(vocab(name))) GTEST_SKIP() << vocab(name) << " absent"
 
-TEST(CliTokenize, PrintsIdsAndPieces) {
+TEST(tokCliTokenize, PrintsIdsAndPieces) {
   REQUIRE_VOCAB("gpt-2");
   const CmdResult r = run("--model " + shell_quote(vocab("gpt-2")) + " --prompt 'Hello world'");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "15496\t'Hello'\n995\t' world'\n");
 }
 
-TEST(CliTokenize, IdsAsAList) {
+TEST(tokCliTokenize, IdsAsAList) {
   REQUIRE_VOCAB("llama-spm");
   // SentencePiece vocabulary: BOS added by default, not with --no-bos.
   CmdResult r = run("-m " + shell_quote(vocab("llama-spm")) + " -p 'Hello world' --ids");
@@ -60,7 +60,7 @@ TEST(CliTokenize, IdsAsAList) {
   EXPECT_EQ(r.out, "[]\n");
 }
 
-TEST(CliTokenize, EscapesControlCharactersAndPartialBytes) {
+TEST(tokCliTokenize, EscapesControlCharactersAndPartialBytes) {
   REQUIRE_VOCAB("gpt-2");
   const CmdResult r = run("-m " + shell_quote(vocab("gpt-2")) + " -p \"$(printf 'a\\tb\\n\\360\\237\\230\\201')\"");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -68,7 +68,7 @@ TEST(CliTokenize, EscapesControlCharactersAndPartialBytes) {
   EXPECT_EQ(r.out, "64\t'a'\n197\t'\\t'\n65\t'b'\n198\t'\\n'\n47249\t'\\xf0\\x9f\\x98'\n223\t'\\x81'\n");
 }
 
-TEST(CliTokenize, ParseSpecial) {
+TEST(tokCliTokenize, ParseSpecial) {
   REQUIRE_VOCAB("gpt-2");
   CmdResult r = run("-m " + shell_quote(vocab("gpt-2")) + " -p 'x<|endoftext|>' --parse-special --ids");
   EXPECT_EQ(r.out, "[87, 50256]\n");
@@ -77,7 +77,7 @@ TEST(CliTokenize, ParseSpecial) {
   EXPECT_EQ(r.code, 0);
 }
 
-TEST(CliTokenize, PromptFile) {
+TEST(tokCliTokenize, PromptFile) {
   REQUIRE_VOCAB("gpt-2");
   const auto path = std::filesystem::temp_directory_path() / "graft_cli_tokenize_prompt.txt";
   std::ofstream(path, std::ios::binary) << "Hello world";
@@ -87,7 +87,7 @@ TEST(CliTokenize, PromptFile) {
   EXPECT_EQ(r.out, "[15496, 995]\n");
 }
 
-TEST(CliTokenize, UsageErrorsExitTwo) {
+TEST(tokCliTokenize, UsageErrorsExitTwo) {
   for (const char* args : {"--prompt x", "--model m.gguf", "--model m.gguf --prompt x --prompt-file y",
                            "--model m.gguf --prompt x --bogus", "--model m.gguf --prompt x stray"}) {
     const CmdResult r = run(args);
@@ -97,7 +97,7 @@ TEST(CliTokenize, UsageErrorsExitTwo) {
   }
 }
 
-TEST(CliTokenize, FailuresExitOneWithOneLine) {
+TEST(tokCliTokenize, FailuresExitOneWithOneLine) {
   CmdResult r = run("--model /nonexistent/vocab.gguf --prompt x");
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
@@ -112,7 +112,7 @@ TEST(CliTokenize, FailuresExitOneWithOneLine) {
   EXPECT_NE(r.out.find("cannot read prompt file /nonexistent/prompt.txt"), std::string::npos) << r.out;
 }
 
-TEST(CliTokenize, Help) {
+TEST(tokCliTokenize, Help) {
   const CmdResult r = run("--help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("--prompt-file"), std::string::npos);

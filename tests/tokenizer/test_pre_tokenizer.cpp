@@ -92,13 +92,13 @@ const std::vector<SplitCase>& cases() {
   return c;
 }
 
-TEST(PreTokenizer, SplitsLikeTheReferenceRegexes) {
+TEST(tokPreTokenizer, SplitsLikeTheReferenceRegexes) {
   for (const auto& c : cases()) {
     EXPECT_EQ(split(c.pre, c.text), c.pieces) << c.pre << " on '" << c.text << "'";
   }
 }
 
-TEST(PreTokenizer, PiecesConcatenateToTheInput) {
+TEST(tokPreTokenizer, PiecesConcatenateToTheInput) {
   const std::string text = "Hi  there!\n\n\t1234567 caf\u00E9 \u65E5\u672C\u8A9E \U0001F600  \xFF\xFE bad utf8 ";
   for (const auto name : PreTokenizer::supported_names()) {
     std::string joined;
@@ -110,22 +110,22 @@ TEST(PreTokenizer, PiecesConcatenateToTheInput) {
   }
 }
 
-TEST(PreTokenizer, EmptyInputGivesNoPieces) { EXPECT_TRUE(split("qwen2", "").empty()); }
+TEST(tokPreTokenizer, EmptyInputGivesNoPieces) { EXPECT_TRUE(split("qwen2", "").empty()); }
 
-TEST(PreTokenizer, AbsentNameIsTheDefault) {
+TEST(tokPreTokenizer, AbsentNameIsTheDefault) {
   auto pt = PreTokenizer::create("");
   ASSERT_TRUE(pt);
   EXPECT_EQ(pt->name(), "default");
   EXPECT_EQ(split("", "I've 123"), (std::vector<std::string>{"I", "'ve", " 123"}));
 }
 
-TEST(PreTokenizer, AliasesShareTheirRule) {
+TEST(tokPreTokenizer, AliasesShareTheirRule) {
   EXPECT_EQ(split("llama-bpe", "1234567"), (std::vector<std::string>{"123", "456", "7"}));
   EXPECT_EQ(split("stablelm2", "123"), (std::vector<std::string>{"1", "2", "3"}));
   EXPECT_EQ(split("refact", "x 12"), (std::vector<std::string>{"x", " ", "1", "2"}));
 }
 
-TEST(PreTokenizer, Llama3IgnoresMergesAndAddsBos) {
+TEST(tokPreTokenizer, Llama3IgnoresMergesAndAddsBos) {
   auto pt = PreTokenizer::create("llama3");
   ASSERT_TRUE(pt);
   EXPECT_TRUE(pt->rule().ignore_merges);
@@ -136,16 +136,16 @@ TEST(PreTokenizer, Llama3IgnoresMergesAndAddsBos) {
 }
 
 // U+180E is a format character in Unicode; PCRE2's plain \s would call it space.
-TEST(PreTokenizer, MongolianVowelSeparatorIsNotSpace) {
+TEST(tokPreTokenizer, MongolianVowelSeparatorIsNotSpace) {
   EXPECT_EQ(split("gpt-2", "a\u180E b"), (std::vector<std::string>{"a", "\u180E", " b"}));
 }
 
-TEST(PreTokenizer, InvalidUtf8StaysBetweenMatches) {
+TEST(tokPreTokenizer, InvalidUtf8StaysBetweenMatches) {
   // The lone lead byte matches nothing and becomes a piece of its own; "(" is still a match.
   EXPECT_EQ(split("gpt-2", "ab\xC3(cd"), (std::vector<std::string>{"ab", "\xC3", "(", "cd"}));
 }
 
-TEST(PreTokenizer, UnknownNameIsAnErrorListingSupportedOnes) {
+TEST(tokPreTokenizer, UnknownNameIsAnErrorListingSupportedOnes) {
   auto pt = PreTokenizer::create("no-such-pre");
   ASSERT_FALSE(pt);
   const std::string& msg = pt.status().message();
@@ -169,7 +169,7 @@ TEST(PreTokenizer, UnknownNameIsAnErrorListingSupportedOnes) {
   EXPECT_EQ(msg.find('\n'), std::string::npos);
 }
 
-TEST(PreTokenizer, EveryRuleCompiles) {
+TEST(tokPreTokenizer, EveryRuleCompiles) {
   const auto names = PreTokenizer::supported_names();
   EXPECT_GE(names.size(), 60u);
   for (const auto name : names) EXPECT_TRUE(PreTokenizer::create(name)) << name;

@@ -27,7 +27,7 @@ Ids encode(const Tokenizer& t, std::string_view text, bool add_special = false, 
 
 TokenId byte_token(int b) { return 3 + b; }
 
-TEST(Spm, HighestScoreMergesFirst) {
+TEST(tokSpm, HighestScoreMergesFirst) {
   auto d = test::spm_vocab({{"a", -1}, {"b", -1}, {"c", -1}, {"ab", -2}, {"bc", -1.5f}});
   d.add_space_prefix = false;
   EXPECT_EQ(encode(*make(d), "abc"), (Ids{P, P + 4}));  // a + bc
@@ -35,13 +35,13 @@ TEST(Spm, HighestScoreMergesFirst) {
   EXPECT_EQ(encode(*make(d), "abc"), (Ids{P + 3, P + 2}));
 }
 
-TEST(Spm, EqualScoresMergeLeftmostFirst) {
+TEST(tokSpm, EqualScoresMergeLeftmostFirst) {
   auto d = test::spm_vocab({{"a", -1}, {"aa", -1}});
   d.add_space_prefix = false;
   EXPECT_EQ(encode(*make(d), "aaa"), (Ids{P + 1, P}));
 }
 
-TEST(Spm, PrefixesASpaceAndEscapesSpaces) {
+TEST(tokSpm, PrefixesASpaceAndEscapesSpaces) {
   auto t = make(test::spm_vocab({{kSp, -1}, {"a", -1}, {kSp + "a", -0.5f}, {"b", -1}, {kSp + "b", -0.5f}}));
   EXPECT_TRUE(t->add_bos());
   EXPECT_EQ(encode(*t, "a b"), (Ids{P + 2, P + 4}));
@@ -51,7 +51,7 @@ TEST(Spm, PrefixesASpaceAndEscapesSpaces) {
   EXPECT_EQ(encode(*t, "", true), (Ids{1}));
 }
 
-TEST(Spm, NoPrefixWhenTheVocabularySaysSo) {
+TEST(tokSpm, NoPrefixWhenTheVocabularySaysSo) {
   auto d = test::spm_vocab({{kSp, -1}, {"a", -1}, {kSp + "a", -0.5f}});
   d.add_space_prefix = false;
   auto t = make(d);
@@ -59,14 +59,14 @@ TEST(Spm, NoPrefixWhenTheVocabularySaysSo) {
   EXPECT_EQ(t->decode({P + 2}), " a");  // and decoding keeps the space
 }
 
-TEST(Spm, ByteFallbackForUnknownCharacters) {
+TEST(tokSpm, ByteFallbackForUnknownCharacters) {
   auto t = make(test::spm_vocab({{kSp, -1}, {"a", -1}}));
   EXPECT_EQ(encode(*t, "a\xC3\xA9"), (Ids{P, P + 1, byte_token(0xC3), byte_token(0xA9)}));
   EXPECT_EQ(t->token_bytes(byte_token(0xC3)), "\xC3");
   EXPECT_EQ(t->decode(encode(*t, "a\xC3\xA9")), "a\xC3\xA9");
 }
 
-TEST(Spm, SpaceAfterSpecialTokens) {
+TEST(tokSpm, SpaceAfterSpecialTokens) {
   auto t = make(test::spm_vocab({{kSp, -1}, {"a", -1}, {kSp + "a", -0.5f}}));
   // parse_special: </s> is a token, and the text after it gets a new prefix space.
   EXPECT_EQ(encode(*t, "a</s>a", false, true), (Ids{P + 2, 2, P + 2}));
@@ -76,7 +76,7 @@ TEST(Spm, SpaceAfterSpecialTokens) {
   EXPECT_EQ(t->decode(plain), "</s>");
 }
 
-TEST(Spm, DecodeStripsThePrefixSpaceOnce) {
+TEST(tokSpm, DecodeStripsThePrefixSpaceOnce) {
   auto t = make(test::spm_vocab({{kSp, -1}, {"a", -1}, {kSp + "a", -0.5f}}));
   EXPECT_EQ(t->decode({P + 2, P + 2}), "a a");
   EXPECT_EQ(t->decode({1, P + 2}), "a");                  // BOS renders as nothing
@@ -86,13 +86,13 @@ TEST(Spm, DecodeStripsThePrefixSpaceOnce) {
   EXPECT_EQ(t->token_bytes(1), "<s>");
 }
 
-TEST(Spm, TokensAcrossSpacesStillMerge) {
+TEST(tokSpm, TokensAcrossSpacesStillMerge) {
   // A piece with U+2581 inside ("a▁b") disables word-by-word merging; the result must not change.
   auto t = make(test::spm_vocab({{kSp, -1}, {"a", -1}, {"b", -1}, {"a" + kSp, -0.8f}, {"a" + kSp + "b", -0.1f}}));
   EXPECT_EQ(encode(*t, "a b"), (Ids{P, P + 4}));  // ▁ + a▁b
 }
 
-TEST(Spm, DefaultsForSpecialIds) {
+TEST(tokSpm, DefaultsForSpecialIds) {
   auto t = make(test::spm_vocab({{"a", -1}}));
   EXPECT_EQ(t->bos(), 1);
   EXPECT_EQ(t->eos(), 2);
@@ -103,7 +103,7 @@ TEST(Spm, DefaultsForSpecialIds) {
   EXPECT_EQ(t->token_type(5), TokenType::byte);
 }
 
-TEST(Spm, ShortScoresAreAnError) {
+TEST(tokSpm, ShortScoresAreAnError) {
   auto d = test::spm_vocab({{"a", -1}});
   d.scores.resize(10);
   auto t = Tokenizer::create(d);

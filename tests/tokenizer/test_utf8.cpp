@@ -10,14 +10,14 @@ namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
-TEST(Utf8Stream, HoldsAPartialCharacterUntilComplete) {
+TEST(tokUtf8Stream, HoldsAPartialCharacterUntilComplete) {
   Utf8Stream s;
   EXPECT_EQ(s.push("a\xC3"), "a");
   EXPECT_EQ(s.push("\xA9"), "\xC3\xA9");
   EXPECT_EQ(s.flush(), "");
 }
 
-TEST(Utf8Stream, FourByteCharacterInAnySplit) {
+TEST(tokUtf8Stream, FourByteCharacterInAnySplit) {
   const std::string emoji = "\xF0\x9F\x98\x81";
   for (std::size_t cut = 1; cut < 4; ++cut) {
     Utf8Stream s;
@@ -30,7 +30,7 @@ TEST(Utf8Stream, FourByteCharacterInAnySplit) {
   EXPECT_EQ(out, emoji);
 }
 
-TEST(Utf8Stream, InvalidBytesBecomeReplacementCharacters) {
+TEST(tokUtf8Stream, InvalidBytesBecomeReplacementCharacters) {
   Utf8Stream s;
   EXPECT_EQ(s.push("a\xFF" "b"), "a" + kFffd + "b");
   EXPECT_EQ(s.push("\xE2\x82" "A"), kFffd + "A");       // one U+FFFD for the broken sequence
@@ -38,7 +38,7 @@ TEST(Utf8Stream, InvalidBytesBecomeReplacementCharacters) {
   EXPECT_EQ(s.push("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // surrogate
 }
 
-TEST(Utf8Stream, FlushReplacesAnUnfinishedTail) {
+TEST(tokUtf8Stream, FlushReplacesAnUnfinishedTail) {
   Utf8Stream s;
   EXPECT_EQ(s.push("ok\xE2\x82"), "ok");
   EXPECT_EQ(s.flush(), kFffd);
@@ -46,7 +46,7 @@ TEST(Utf8Stream, FlushReplacesAnUnfinishedTail) {
   EXPECT_EQ(s.push("x"), "x");  // usable again
 }
 
-TEST(Unicode, ValidPrefixLength) {
+TEST(tokUnicode, ValidPrefixLength) {
   bool inc = false;
   EXPECT_EQ(unicode::valid_prefix_len("A"), 1u);
   EXPECT_EQ(unicode::valid_prefix_len("\xC3\xA9"), 2u);
@@ -61,7 +61,7 @@ TEST(Unicode, ValidPrefixLength) {
   EXPECT_FALSE(unicode::is_valid_utf8("\xC3("));
 }
 
-TEST(Unicode, DecodeAndEncode) {
+TEST(tokUnicode, DecodeAndEncode) {
   const std::string s = "a\xC3\xA9\xF0\x9F\x98\x81\xFF";
   std::size_t pos = 0;
   EXPECT_EQ(unicode::decode_at(s, pos), U'a');
@@ -73,7 +73,7 @@ TEST(Unicode, DecodeAndEncode) {
   EXPECT_EQ(unicode::to_utf8(0xD800), kFffd);
 }
 
-TEST(ByteMap, Gpt2Spellings) {
+TEST(tokByteMap, Gpt2Spellings) {
   EXPECT_EQ(byte_map::byte_to_cp(' '), 0x120u);   // Ġ
   EXPECT_EQ(byte_map::byte_to_cp('\n'), 0x10Au);  // Ċ
   EXPECT_EQ(byte_map::byte_to_cp('A'), static_cast<char32_t>('A'));
@@ -83,7 +83,7 @@ TEST(ByteMap, Gpt2Spellings) {
   EXPECT_EQ(byte_map::cp_to_byte(0x144), -1);
 }
 
-TEST(ByteMap, EveryByteRoundTrips) {
+TEST(tokByteMap, EveryByteRoundTrips) {
   std::string all;
   for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
   const std::string spelled = byte_map::encode(all);

@@ -16,9 +16,9 @@ std::string show(const std::vector<TokenId>& ids) {
   return s;
 }
 
-class VocabParity : public ::testing::TestWithParam<const char*> {};
+class tokVocabParity : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(VocabParity, MatchesReferenceIds) {
+TEST_P(tokVocabParity, MatchesReferenceIds) {
   const auto base = test::vocab_dir() / (std::string("ggml-vocab-") + GetParam() + ".gguf");
   if (!std::filesystem::exists(base)) GTEST_SKIP() << base << " absent";
   auto file = gguf::File::open(base);
@@ -46,7 +46,7 @@ TEST_P(VocabParity, MatchesReferenceIds) {
   EXPECT_EQ(matched, inputs.size());
 }
 
-TEST_P(VocabParity, DecodeRoundTrips) {
+TEST_P(tokVocabParity, DecodeRoundTrips) {
   const auto base = test::vocab_dir() / (std::string("ggml-vocab-") + GetParam() + ".gguf");
   if (!std::filesystem::exists(base)) GTEST_SKIP() << base << " absent";
   auto file = gguf::File::open(base);
@@ -61,7 +61,7 @@ TEST_P(VocabParity, DecodeRoundTrips) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocab, VocabParity,
+INSTANTIATE_TEST_SUITE_P(tokVocab, tokVocabParity,
                          ::testing::Values("gpt-2", "starcoder", "deepseek-coder", "llama-spm"),
                          [](const auto& info) {
                            std::string n = info.param;
@@ -85,7 +85,7 @@ std::unique_ptr<Tokenizer> load(const char* name) {
 }
 
 // Streaming output token by token: a character split across tokens comes out once, whole.
-TEST(RealVocab, StreamingReassemblesCharactersSplitAcrossTokens) {
+TEST(tokRealVocab, StreamingReassemblesCharactersSplitAcrossTokens) {
   auto tok = load("gpt-2");
   if (!tok) GTEST_SKIP() << "ggml-vocab-gpt-2.gguf absent";
   const std::string text = "emoji \xF0\x9F\x98\x81 and \xE1\x9E\x80\xE1\x9E\xB6 done";
@@ -106,7 +106,7 @@ TEST(RealVocab, StreamingReassemblesCharactersSplitAcrossTokens) {
   EXPECT_EQ(out, text);
 }
 
-TEST(RealVocab, SpecialTokensOfTheVocabularies) {
+TEST(tokRealVocab, SpecialTokensOfTheVocabularies) {
   auto gpt2 = load("gpt-2");
   auto spm = load("llama-spm");
   auto dsc = load("deepseek-coder");
