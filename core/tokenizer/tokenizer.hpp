@@ -56,6 +56,8 @@ class Tokenizer {
   virtual bool is_eog(TokenId id) const = 0;  // end of generation (eos, eot, im_end, ...)
 
   virtual TokenId eot() const = 0;           // -1 when none (found by text when not stored)
+  virtual TokenId eom() const = 0;           // -1 when none
+  virtual TokenId pad() const = 0;           // -1 when none
   virtual TokenId unk() const = 0;           // -1 when none
   virtual bool add_bos() const = 0;          // what add_special adds
   virtual bool add_eos() const = 0;

@@ -30,6 +30,8 @@ class VocabTokenizer : public Tokenizer {
   TokenId eos() const override { return vocab_.eos(); }
   bool is_eog(TokenId id) const override { return vocab_.is_eog(id); }
   TokenId eot() const override { return vocab_.eot(); }
+  TokenId eom() const override { return vocab_.eom(); }
+  TokenId pad() const override { return vocab_.pad(); }
   TokenId unk() const override { return vocab_.unk(); }
   bool add_bos() const override { return vocab_.add_bos(); }
   bool add_eos() const override { return vocab_.add_eos(); }

@@ -130,6 +130,8 @@ TEST(tokRealVocab, SpecialTokensOfTheVocabularies) {
   EXPECT_EQ(*dsc->encode("F\xC3\xBChrer", {}), (std::vector<TokenId>{37, 32009, 71, 6247}));
   EXPECT_EQ(*dsc->encode("x", {true, false}), (std::vector<TokenId>{32013, 87}));
   EXPECT_TRUE(dsc->is_eog(32014));
+  EXPECT_EQ(dsc->pad(), 32014);  // tokenizer.ggml.padding_token_id
+  EXPECT_EQ(dsc->eom(), -1);
 
   // starcoder: <fim_pad> is end-of-generation (llama.cpp's FIM pad rule), <fim_prefix> is not.
   EXPECT_TRUE(sc->is_eog(0));
