@@ -58,7 +58,7 @@ std::string decode(std::string_view text, std::size_t* unmapped) {
     const std::size_t start = pos;
     const char32_t cp = unicode::decode_at(text, pos);
     const int b = cp_to_byte(cp);
-    if (b >= 0 && !(cp == unicode::kReplacement && pos - start == 1)) {
+    if (b >= 0) {  // U+FFFD from a malformed byte is never in the map, so it is copied through
       out.push_back(static_cast<char>(b));
     } else {
       out.append(text.substr(start, pos - start));

@@ -12,7 +12,10 @@ namespace {
 
 std::string show(const std::vector<TokenId>& ids) {
   std::string s;
-  for (auto id : ids) s += " " + std::to_string(id);
+  for (auto id : ids) {
+    s += ' ';
+    s += std::to_string(id);
+  }
   return s;
 }
 
