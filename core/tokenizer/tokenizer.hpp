@@ -25,12 +25,18 @@ struct TokenizeOptions {
   bool parse_special = false;  // recognise special-token text like "<|im_start|>" in the input
 };
 
+struct VocabData;
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
   // Fails with a one-line error for an unknown tokenizer.ggml.model or .pre.
   static Expected<std::unique_ptr<Tokenizer>> from_gguf(const gguf::File& file);
+  // Same from a vocabulary already in memory (tests, converters).
+  static Expected<std::unique_ptr<Tokenizer>> create(VocabData data);
+  // Every tokenizer.ggml.pre value accepted for "gpt2" vocabularies.
+  static std::vector<std::string_view> supported_pre_tokenizers();
 
   virtual std::string_view model() const = 0;  // "gpt2" | "llama"
   virtual std::string_view pre() const = 0;    // pre-tokenizer name ("default" when absent)
@@ -48,13 +54,24 @@ class Tokenizer {
   virtual TokenId bos() const = 0;  // -1 when none
   virtual TokenId eos() const = 0;
   virtual bool is_eog(TokenId id) const = 0;  // end of generation (eos, eot, im_end, ...)
+
+  virtual TokenId eot() const = 0;           // -1 when none (found by text when not stored)
+  virtual TokenId eom() const = 0;           // -1 when none
+  virtual TokenId pad() const = 0;           // -1 when none
+  virtual TokenId unk() const = 0;           // -1 when none
+  virtual bool add_bos() const = 0;          // what add_special adds
+  virtual bool add_eos() const = 0;
+  virtual TokenId find(std::string_view text) const = 0;  // id of an exact token text, or -1
+  // Control, user-defined and unknown tokens: the ones parse_special / render_special concern.
+  virtual bool is_special(TokenId id) const = 0;
 };
 
 // Streams token bytes and releases only complete UTF-8 sequences, so text printed token by token
 // never splits a character across tokens.
 class Utf8Stream {
  public:
-  // Returns the completed text so far (possibly empty).
+  // Returns the completed text so far (possibly empty). Bytes that can never form a character
+  // are released as U+FFFD at once; a valid but unfinished sequence waits for the next push.
   std::string push(std::string_view bytes);
   // Returns what is left (invalid trailing bytes become U+FFFD).
   std::string flush();
