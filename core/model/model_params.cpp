@@ -1,0 +1,88 @@
+#include "model/model_params.hpp"
+
+#include <fmt/format.h>
+
+namespace graft {
+
+namespace {
+
+Status missing(const gguf::File& f, const std::string& key) {
+  return Status(Errc::invalid_argument, fmt::format("{}: missing or non-integer metadata key '{}'", f.name(), key));
+}
+
+}  // namespace
+
+Expected<ModelParams> ModelParams::from_gguf(const gguf::File& f) {
+  ModelParams p;
+  auto arch = f.get_string("general.architecture");
+  if (!arch) return Status(Errc::invalid_argument, f.name() + ": no general.architecture: not a model file");
+  p.arch_name = *arch;
+  if (*arch == "llama") {
+    p.arch = Arch::llama;
+  } else if (*arch == "qwen3") {
+    p.arch = Arch::qwen3;
+    p.rope_neox = true;
+    p.qk_norm = true;
+  } else {
+    return Status(Errc::unsupported,
+                  fmt::format("{}: architecture '{}' is not supported (supported: llama, qwen3)", f.name(), *arch));
+  }
+  p.name = f.get_string("general.name").value_or(*arch);
+  const std::string a = *arch + ".";
+
+  auto need = [&](const std::string& key, std::uint32_t& out, std::int64_t min = 1) -> Status {
+    auto v = f.get_int(a + key);
+    if (!v) return missing(f, a + key);
+    if (*v < min || *v > (1ll << 31))
+      return Status(Errc::invalid_argument, fmt::format("{}: {}{} = {} is out of range", f.name(), a, key, *v));
+    out = static_cast<std::uint32_t>(*v);
+    return Status::success();
+  };
+  GRAFT_TRY(need("embedding_length", p.n_embd));
+  GRAFT_TRY(need("block_count", p.n_layer));
+  GRAFT_TRY(need("attention.head_count", p.n_head));
+  GRAFT_TRY(need("feed_forward_length", p.n_ff));
+  GRAFT_TRY(need("context_length", p.n_ctx_train));
+  p.n_head_kv = p.n_head;
+  if (f.find(a + "attention.head_count_kv")) GRAFT_TRY(need("attention.head_count_kv", p.n_head_kv));
+  p.head_dim = p.n_embd / p.n_head;
+  if (f.find(a + "attention.key_length")) GRAFT_TRY(need("attention.key_length", p.head_dim));
+  if (auto vlen = f.get_int(a + "attention.value_length"); vlen && *vlen != p.head_dim)
+    return Status(Errc::unsupported, fmt::format("{}: value_length {} differs from key_length {}: not supported",
+                                                 f.name(), *vlen, p.head_dim));
+  p.n_rot = p.head_dim;
+  if (f.find(a + "rope.dimension_count")) GRAFT_TRY(need("rope.dimension_count", p.n_rot));
+  if (p.n_rot > p.head_dim || p.n_rot % 2)
+    return Status(Errc::invalid_argument,
+                  fmt::format("{}: rope.dimension_count {} must be even and at most head_dim {}", f.name(), p.n_rot, p.head_dim));
+  if (p.n_head % p.n_head_kv)
+    return Status(Errc::invalid_argument, fmt::format("{}: head_count {} is not a multiple of head_count_kv {}", f.name(),
+                                                      p.n_head, p.n_head_kv));
+  if (p.arch == Arch::qwen3) p.rope_freq_base = 1e6f;
+  if (auto v = f.get_real(a + "rope.freq_base")) p.rope_freq_base = static_cast<float>(*v);
+  if (auto v = f.get_real(a + "rope.scale_linear")) p.rope_freq_scale = 1.0f / static_cast<float>(*v);
+  if (auto v = f.get_real(a + "rope.scaling.factor"); v && *v > 0) {
+    const auto type = f.get_string(a + "rope.scaling.type").value_or("linear");
+    if (type != "linear" && type != "none")
+      return Status(Errc::unsupported, fmt::format("{}: rope scaling '{}' is not supported yet", f.name(), type));
+    if (type == "linear") p.rope_freq_scale = 1.0f / static_cast<float>(*v);
+  }
+  p.rms_eps = p.arch == Arch::qwen3 ? 1e-6f : 1e-5f;
+  if (auto v = f.get_real(a + "attention.layer_norm_rms_epsilon")) p.rms_eps = static_cast<float>(*v);
+  if (auto v = f.get_int(a + "nextn_predict_layers"); v && *v > 0) {
+    if (*v >= p.n_layer)
+      return Status(Errc::invalid_argument, fmt::format("{}: nextn_predict_layers {} >= block_count {}", f.name(), *v, p.n_layer));
+    p.n_nextn = static_cast<std::uint32_t>(*v);
+  }
+  // The vocabulary size comes from the embedding matrix, which every model has.
+  const gguf::TensorInfo* embd = f.tensor("token_embd.weight");
+  if (!embd) return Status(Errc::invalid_argument, f.name() + ": missing tensor 'token_embd.weight'");
+  if (embd->n_dims != 2 || embd->ne[0] != p.n_embd)
+    return Status(Errc::invalid_argument, fmt::format("{}: token_embd.weight has shape [{}, {}], expected [{}, n_vocab]",
+                                                      f.name(), embd->ne[0], embd->ne[1], p.n_embd));
+  p.n_vocab = static_cast<std::uint32_t>(embd->ne[1]);
+  p.tied_output = f.tensor("output.weight") == nullptr;
+  return p;
+}
+
+}  // namespace graft

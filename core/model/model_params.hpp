@@ -1,0 +1,41 @@
+// Hyperparameters of a decoder-only transformer, read from GGUF metadata (<arch>.* keys).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "graft/status.hpp"
+#include "gguf/gguf_file.hpp"
+
+namespace graft {
+
+enum class Arch { llama, qwen3 };
+
+struct ModelParams {
+  Arch arch = Arch::llama;
+  std::string arch_name;  // general.architecture
+  std::string name;       // general.name, for display
+  std::uint32_t n_vocab = 0;
+  std::uint32_t n_ctx_train = 0;
+  std::uint32_t n_embd = 0;
+  std::uint32_t n_layer = 0;
+  std::uint32_t n_head = 0;
+  std::uint32_t n_head_kv = 0;
+  std::uint32_t head_dim = 0;  // key_length; value_length must equal it
+  std::uint32_t n_ff = 0;
+  std::uint32_t n_rot = 0;
+  bool rope_neox = false;      // qwen3: NEOX pairs; llama: adjacent pairs
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;
+  float rms_eps = 1e-5f;
+  bool qk_norm = false;        // qwen3 per-head RMSNorm on Q and K
+  bool tied_output = false;    // output.weight absent: lm_head = token_embd
+  std::uint32_t n_nextn = 0;   // MTP blocks stored after the main layers (not run by the forward pass)
+
+  std::uint32_t n_main_layers() const { return n_layer - n_nextn; }
+
+  // Every missing or inconsistent key is a one-line error naming it.
+  static Expected<ModelParams> from_gguf(const gguf::File& file);
+};
+
+}  // namespace graft

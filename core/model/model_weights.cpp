@@ -1,0 +1,120 @@
+#include "model/model_weights.hpp"
+
+#include <fmt/format.h>
+
+namespace graft {
+
+namespace {
+
+class Binder {
+ public:
+  Binder(const gguf::File& f, const HostServices& host, std::string_view backend)
+      : f_(f), host_(host), backend_(backend) {}
+
+  Status matrix(const std::string& name, std::uint64_t k, std::uint64_t m, MatrixWeight& out) {
+    const gguf::TensorInfo* t = f_.tensor(name);
+    if (!t) return Status(Errc::invalid_argument, fmt::format("{}: missing tensor '{}'", f_.name(), name));
+    if (t->n_dims != 2 || t->ne[0] != k || t->ne[1] != m)
+      return Status(Errc::invalid_argument, fmt::format("{}: tensor '{}' has shape [{}, {}], expected [{}, {}]", f_.name(),
+                                                        name, t->ne[0], t->ne[1], k, m));
+    const WeightFormat* format = host_.weight_format(t->type);
+    if (!format)
+      return Status(Errc::unsupported,
+                    fmt::format("{}: tensor '{}' has type id {} and no weight-format plugin for it is loaded "
+                                "(graft plugins lists what is installed)",
+                                f_.name(), name, t->type));
+    // kernels() is non-const by interface: the format hands out its own kernel objects.
+    FormatKernels* kernels = const_cast<WeightFormat*>(format)->kernels(backend_);
+    const char* type_name = "?";
+    std::uint32_t block_bytes = 0;
+    for (const auto& tt : format->types())
+      if (tt.id == t->type) type_name = tt.name, block_bytes = tt.block_bytes;
+    if (!kernels)
+      return Status(Errc::unsupported, fmt::format("{}: tensor '{}': weight format {} has no kernels for backend '{}'",
+                                                   f_.name(), name, type_name, backend_));
+    const std::int64_t ne[4] = {static_cast<std::int64_t>(k), static_cast<std::int64_t>(m), 1, 1};
+    GRAFT_TRY(format->check_tensor(t->type, ne, 2, t->bytes));
+    out.name = name;
+    out.kernels = kernels;
+    out.bytes = t->bytes;
+    out.view = view_of(*t, block_bytes);
+    return Status::success();
+  }
+
+  Status vector(const std::string& name, std::uint64_t n, VectorWeight& out) {
+    const gguf::TensorInfo* t = f_.tensor(name);
+    if (!t) return Status(Errc::invalid_argument, fmt::format("{}: missing tensor '{}'", f_.name(), name));
+    if (t->elements() != n)
+      return Status(Errc::invalid_argument,
+                    fmt::format("{}: tensor '{}' has {} elements, expected {}", f_.name(), name, t->elements(), n));
+    out.name = name;
+    if (t->type == type_id::f32) {
+      out.view = f32_view(const_cast<float*>(reinterpret_cast<const float*>(t->data)), static_cast<std::int64_t>(n));
+      return Status::success();
+    }
+    const WeightFormat* format = host_.weight_format(t->type);
+    if (!format)
+      return Status(Errc::unsupported, fmt::format("{}: tensor '{}' has type id {} and no weight-format plugin for it",
+                                                   f_.name(), name, t->type));
+    out.owned.resize(n);
+    GRAFT_TRY(format->dequantize(t->type, t->data, out.owned.data(), static_cast<std::int64_t>(n)));
+    out.view = f32_view(out.owned.data(), static_cast<std::int64_t>(n));
+    return Status::success();
+  }
+
+ private:
+  static TensorView view_of(const gguf::TensorInfo& t, std::uint32_t block_bytes) {
+    TensorView v;
+    v.data = const_cast<std::uint8_t*>(t.data);  // read-only mapping; kernels never write weights
+    v.type = t.type;
+    v.n_dims = static_cast<std::int32_t>(t.n_dims);
+    for (int i = 0; i < 4; ++i) v.ne[i] = static_cast<std::int64_t>(t.ne[i]);
+    const std::size_t row = t.bytes / static_cast<std::size_t>(t.ne[1] * t.ne[2] * t.ne[3]);
+    v.nb = {block_bytes, row, row * t.ne[1], row * t.ne[1] * t.ne[2]};
+    v.memory = MemoryKind::host;
+    return v;
+  }
+
+  const gguf::File& f_;
+  const HostServices& host_;
+  std::string backend_;
+};
+
+}  // namespace
+
+Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelParams& p, const HostServices& host,
+                                          std::string_view backend_name) {
+  Binder b(file, host, backend_name);
+  ModelWeights w;
+  const std::uint64_t q_dim = std::uint64_t(p.n_head) * p.head_dim, kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
+  GRAFT_TRY(b.matrix("token_embd.weight", p.n_embd, p.n_vocab, w.token_embd));
+  GRAFT_TRY(b.vector("output_norm.weight", p.n_embd, w.output_norm));
+  if (p.tied_output) {
+    w.output = w.token_embd;
+  } else {
+    GRAFT_TRY(b.matrix("output.weight", p.n_embd, p.n_vocab, w.output));
+  }
+  w.total_bytes = w.output.bytes;  // decode reads one embedding row, all of the output matrix
+  w.layers.resize(p.n_main_layers());
+  for (std::uint32_t i = 0; i < p.n_main_layers(); ++i) {
+    auto& L = w.layers[i];
+    const std::string pre = fmt::format("blk.{}.", i);
+    GRAFT_TRY(b.vector(pre + "attn_norm.weight", p.n_embd, L.attn_norm));
+    GRAFT_TRY(b.matrix(pre + "attn_q.weight", p.n_embd, q_dim, L.wq));
+    GRAFT_TRY(b.matrix(pre + "attn_k.weight", p.n_embd, kv_dim, L.wk));
+    GRAFT_TRY(b.matrix(pre + "attn_v.weight", p.n_embd, kv_dim, L.wv));
+    GRAFT_TRY(b.matrix(pre + "attn_output.weight", q_dim, p.n_embd, L.wo));
+    if (p.qk_norm) {
+      GRAFT_TRY(b.vector(pre + "attn_q_norm.weight", p.head_dim, L.q_norm));
+      GRAFT_TRY(b.vector(pre + "attn_k_norm.weight", p.head_dim, L.k_norm));
+    }
+    GRAFT_TRY(b.vector(pre + "ffn_norm.weight", p.n_embd, L.ffn_norm));
+    GRAFT_TRY(b.matrix(pre + "ffn_gate.weight", p.n_embd, p.n_ff, L.w_gate));
+    GRAFT_TRY(b.matrix(pre + "ffn_up.weight", p.n_embd, p.n_ff, L.w_up));
+    GRAFT_TRY(b.matrix(pre + "ffn_down.weight", p.n_ff, p.n_embd, L.w_down));
+    for (const MatrixWeight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) w.total_bytes += m->bytes;
+  }
+  return w;
+}
+
+}  // namespace graft

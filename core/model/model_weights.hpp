@@ -1,0 +1,52 @@
+// The weights of a llama/qwen3 model as views into the mapped GGUF file, each bound to the
+// weight-format kernels that multiply by it on the chosen backend. Binding happens at load time,
+// so a format without kernels for the backend is an error before the first token, never a
+// silent fallback mid-generation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graft/backend.hpp"
+#include "graft/host.hpp"
+#include "graft/weight_format.hpp"
+#include "gguf/gguf_file.hpp"
+#include "model/model_params.hpp"
+
+namespace graft {
+
+// A matrix [k = ne[0], m = ne[1]] used as y = x W^T.
+struct MatrixWeight {
+  std::string name;
+  TensorView view;
+  FormatKernels* kernels = nullptr;
+  std::uint64_t bytes = 0;
+};
+
+// A vector (norm weight) as f32, converted at load time if the file stores another type.
+struct VectorWeight {
+  std::string name;
+  std::vector<float> owned;  // used when the file's type is not f32
+  TensorView view;
+};
+
+struct LayerWeights {
+  VectorWeight attn_norm, ffn_norm, q_norm, k_norm;
+  MatrixWeight wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+struct ModelWeights {
+  MatrixWeight token_embd;
+  MatrixWeight output;  // token_embd again when tied
+  VectorWeight output_norm;
+  std::vector<LayerWeights> layers;
+  std::uint64_t total_bytes = 0;  // weight bytes the forward pass reads
+
+  // Binds every tensor of the main layers (MTP blocks are left to drafters). Errors name the
+  // tensor: missing, wrong shape, or a type no loaded weight-format plugin handles on `backend`.
+  static Expected<ModelWeights> bind(const gguf::File& file, const ModelParams& params, const HostServices& host,
+                                     std::string_view backend_name);
+};
+
+}  // namespace graft

@@ -1,0 +1,144 @@
+#include "model/transformer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace graft {
+
+namespace {
+// Output rows computed per lm_head matmul: bounds the logits scratch (n_vocab is up to ~256K).
+constexpr std::uint32_t kLogitRows = 16;
+}  // namespace
+
+Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const gguf::File> file, Backend& backend,
+                                                         std::string_view backend_name, const HostServices& host,
+                                                         std::uint32_t max_batch) {
+  if (max_batch == 0) return Status(Errc::invalid_argument, "transformer: max_batch must be at least 1");
+  auto params = ModelParams::from_gguf(*file);
+  if (!params) return std::move(params).status();
+  auto weights = ModelWeights::bind(*file, *params, host, backend_name);
+  if (!weights) return std::move(weights).status();
+
+  std::unique_ptr<Transformer> t(new Transformer());
+  t->file_ = std::move(file);
+  t->backend_ = &backend;
+  t->params_ = *params;
+  t->weights_ = std::move(*weights);
+  t->max_batch_ = max_batch;
+
+  const auto& p = t->params_;
+  const std::uint64_t B = max_batch, q_dim = std::uint64_t(p.n_head) * p.head_dim,
+                      kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
+  const std::uint64_t floats = B * (2 * p.n_embd + 2 * q_dim + 2 * kv_dim + 2 * p.n_ff) +
+                               std::uint64_t(kLogitRows) * p.n_vocab;
+  auto buf = backend.allocate(floats * sizeof(float), MemoryKind::device);
+  if (!buf) return std::move(buf).status();
+  t->scratch_ = std::move(*buf);
+  t->scratch_bytes_ = floats * sizeof(float);
+  float* s = static_cast<float*>(t->scratch_->data());
+  auto take = [&](std::uint64_t n) {
+    float* r = s;
+    s += n;
+    return r;
+  };
+  t->x_ = take(B * p.n_embd);
+  t->h_ = take(B * p.n_embd);
+  t->q_ = take(B * q_dim);
+  t->attn_ = take(B * q_dim);
+  t->k_ = take(B * kv_dim);
+  t->v_ = take(B * kv_dim);
+  t->gate_ = take(B * p.n_ff);
+  t->up_ = take(B * p.n_ff);
+  t->logits_ = take(std::uint64_t(kLogitRows) * p.n_vocab);
+  return t;
+}
+
+KvGeometry Transformer::kv_geometry(std::uint32_t capacity) const {
+  return KvGeometry{params_.n_main_layers(), params_.n_head_kv, params_.head_dim, params_.head_dim, capacity};
+}
+
+Status Transformer::matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) {
+  const auto k = w.view.ne[0], m = w.view.ne[1];
+  return w.kernels->matmul(*backend_, w.view, f32_view(x, k, n), f32_view(y, m, n));
+}
+
+Status Transformer::layer(std::uint32_t il, std::uint32_t n, const std::int32_t* positions, const ForwardBatch& batch,
+                          KvStore& kv) {
+  const auto& p = params_;
+  const auto& L = weights_.layers[il];
+  Backend& be = *backend_;
+  const std::int64_t E = p.n_embd, D = p.head_dim, H = p.n_head, HKV = p.n_head_kv;
+
+  // Attention block.
+  GRAFT_TRY(be.rms_norm(f32_view(x_, E, n), L.attn_norm.view, p.rms_eps, f32_view(h_, E, n)));
+  GRAFT_TRY(matmul(L.wq, h_, n, q_));
+  GRAFT_TRY(matmul(L.wk, h_, n, k_));
+  GRAFT_TRY(matmul(L.wv, h_, n, v_));
+  if (p.qk_norm) {
+    GRAFT_TRY(be.rms_norm(f32_view(q_, D, H * n), L.q_norm.view, p.rms_eps, f32_view(q_, D, H * n)));
+    GRAFT_TRY(be.rms_norm(f32_view(k_, D, HKV * n), L.k_norm.view, p.rms_eps, f32_view(k_, D, HKV * n)));
+  }
+  const RopeParams rope{static_cast<std::int32_t>(p.n_rot), p.rope_neox, p.rope_freq_base, p.rope_freq_scale};
+  GRAFT_TRY(be.rope(f32_view(q_, D, H, n), positions, rope, f32_view(q_, D, H, n)));
+  GRAFT_TRY(be.rope(f32_view(k_, D, HKV, n), positions, rope, f32_view(k_, D, HKV, n)));
+  GRAFT_TRY(kv.write(il, batch.n_past, n, f32_view(k_, D, HKV, n), f32_view(v_, D, HKV, n)));
+  AttentionBatch ab;
+  ab.n_query = n;
+  ab.n_past = batch.n_past;
+  ab.ancestor = batch.ancestor;
+  ab.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  GRAFT_TRY(kv.attend(il, f32_view(q_, D, H, n), ab, f32_view(attn_, D, H, n)));
+  GRAFT_TRY(matmul(L.wo, attn_, n, h_));
+  GRAFT_TRY(be.add(f32_view(x_, E, n), f32_view(h_, E, n), f32_view(x_, E, n)));
+
+  // Feed-forward block (SwiGLU).
+  GRAFT_TRY(be.rms_norm(f32_view(x_, E, n), L.ffn_norm.view, p.rms_eps, f32_view(h_, E, n)));
+  GRAFT_TRY(matmul(L.w_gate, h_, n, gate_));
+  GRAFT_TRY(matmul(L.w_up, h_, n, up_));
+  GRAFT_TRY(be.silu_mul(f32_view(gate_, p.n_ff, n), f32_view(up_, p.n_ff, n), f32_view(gate_, p.n_ff, n)));
+  GRAFT_TRY(matmul(L.w_down, gate_, n, h_));
+  return be.add(f32_view(x_, E, n), f32_view(h_, E, n), f32_view(x_, E, n));
+}
+
+Status Transformer::forward(const ForwardBatch& batch, KvStore& kv, std::vector<float>& logits) {
+  const auto& p = params_;
+  const auto n = static_cast<std::uint32_t>(batch.tokens.size());
+  if (n == 0) return Status(Errc::invalid_argument, "forward: empty batch");
+  if (n > max_batch_)
+    return Status(Errc::invalid_argument, fmt::format("forward: {} tokens exceed the batch size {}", n, max_batch_));
+  if (!batch.positions.empty() && batch.positions.size() != n)
+    return Status(Errc::invalid_argument, "forward: positions and tokens differ in length");
+  for (TokenId t : batch.tokens)
+    if (t < 0 || static_cast<std::uint32_t>(t) >= p.n_vocab)
+      return Status(Errc::out_of_range, fmt::format("forward: token id {} is outside the vocabulary (0..{})", t, p.n_vocab - 1));
+  const std::int32_t* positions = batch.positions.data();
+  if (batch.positions.empty()) {
+    positions_.resize(n);
+    for (std::uint32_t i = 0; i < n; ++i) positions_[i] = static_cast<std::int32_t>(batch.n_past + i);
+    positions = positions_.data();
+  }
+
+  const std::int64_t E = p.n_embd;
+  GRAFT_TRY(weights_.token_embd.kernels->get_rows(*backend_, weights_.token_embd.view, batch.tokens.data(), n,
+                                                  f32_view(x_, E, n)));
+  for (std::uint32_t il = 0; il < p.n_main_layers(); ++il) GRAFT_TRY(layer(il, n, positions, batch, kv));
+
+  // Final norm and LM head, only for the rows the caller wants.
+  const std::uint32_t first = batch.all_logits ? 0 : n - 1;
+  const std::uint32_t rows = n - first;
+  GRAFT_TRY(backend_->rms_norm(f32_view(x_ + std::int64_t(first) * E, E, rows), weights_.output_norm.view, p.rms_eps,
+                               f32_view(h_, E, rows)));
+  logits.resize(std::size_t(rows) * p.n_vocab);
+  for (std::uint32_t r = 0; r < rows; r += kLogitRows) {
+    const std::uint32_t chunk = std::min(kLogitRows, rows - r);
+    GRAFT_TRY(matmul(weights_.output, h_ + std::int64_t(r) * E, chunk, logits_));
+    GRAFT_TRY(backend_->synchronize());
+    GRAFT_TRY(backend_->copy(logits.data() + std::size_t(r) * p.n_vocab, MemoryKind::host, logits_,
+                             MemoryKind::device, std::size_t(chunk) * p.n_vocab * sizeof(float)));
+  }
+  return Status::success();
+}
+
+}  // namespace graft
