@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -14,25 +15,59 @@ namespace graft::kv {
 
 namespace {
 
-// Independent partial sums: the compiler vectorizes this without -ffast-math, and the summation
-// order depends only on n, so a score is the same whichever slot or thread computes it.
-constexpr std::uint32_t kLanes = 16;
+// The kernel is compiled twice on x86-64, for AVX2 and for the baseline, and the loader picks one
+// per CPU (GCC/Clang function multiversioning). Neither target has FMA, so both round every
+// multiply and add alike and results do not depend on the clone. The helpers below are forced
+// inline so each clone gets its own copy.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GRAFT_KV_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define GRAFT_KV_CLONES
+#endif
+#define GRAFT_KV_INLINE inline __attribute__((always_inline))
 
-float dot(const float* a, const float* b, std::uint32_t n) noexcept {
-  float acc[kLanes] = {};
+// Eight independent partial sums in one GCC/Clang vector (two SSE or NEON registers, one AVX
+// register): the summation order depends only on n, so a score is the same whichever slot or
+// thread computes it. Loads go through memcpy (unaligned; no vector-typed parameters).
+using f32x8 = float __attribute__((vector_size(32)));
+
+GRAFT_KV_INLINE float dot(const float* a, const float* b, std::uint32_t n) noexcept {
+  f32x8 acc = {};
   std::uint32_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (std::uint32_t l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  for (; i + 8 <= n; i += 8) {
+    f32x8 x, y;
+    std::memcpy(&x, a + i, sizeof x);
+    std::memcpy(&y, b + i, sizeof y);
+    acc += x * y;
+  }
   float tail = 0.0f;
   for (; i < n; ++i) tail += a[i] * b[i];
-  for (std::uint32_t w = kLanes / 2; w > 0; w /= 2)
-    for (std::uint32_t l = 0; l < w; ++l) acc[l] += acc[l + w];
-  return acc[0] + tail;
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+// a += p * v over n elements.
+GRAFT_KV_INLINE void axpy(float* a, float p, const float* v, std::uint32_t n) noexcept {
+  std::uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    f32x8 x, y;
+    std::memcpy(&x, a + i, sizeof x);
+    std::memcpy(&y, v + i, sizeof y);
+    x += p * y;
+    std::memcpy(a + i, &x, sizeof x);
+  }
+  for (; i < n; ++i) a[i] += p * v[i];
+}
+
+// Consecutive slots of one KV head are n_kv_heads * head_dim elements apart (often a whole page),
+// which the hardware prefetcher does not follow; ask for rows a few slots ahead explicitly.
+constexpr std::uint32_t kAhead = 8;
+inline void prefetch(const void* p, std::size_t bytes) noexcept {
+  for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o);
 }
 
 // A cached row as f32: f32 rows are read in place, f16 rows are converted into buf.
-inline const float* as_f32(const float* src, float*, std::uint32_t) noexcept { return src; }
-inline const float* as_f32(const std::uint16_t* src, float* buf, std::uint32_t n) noexcept {
+GRAFT_KV_INLINE const float* as_f32(const float* src, float*, std::uint32_t) noexcept { return src; }
+GRAFT_KV_INLINE const float* as_f32(const std::uint16_t* src, float* buf, std::uint32_t n) noexcept {
   for (std::uint32_t i = 0; i < n; ++i) buf[i] = f16_to_f32(src[i]);
   return buf;
 }
@@ -63,7 +98,7 @@ struct Scratch {
 // Query i against KV head g, for the n_rep query heads that share g (GQA: head h uses KV head
 // h / n_rep), so each cached row is read and converted once for all of them.
 template <class T>
-void attend_pair(const Job& job, std::uint32_t i, std::uint32_t g, Scratch& s) {
+GRAFT_KV_INLINE void attend_pair(const Job& job, std::uint32_t i, std::uint32_t g, Scratch& s) {
   const LayerCache& c = job.cache;
   const AttentionBatch& b = job.batch;
   const std::uint32_t hk = c.head_dim_k, hv = c.head_dim_v, n_rep = job.n_rep;
@@ -98,6 +133,7 @@ void attend_pair(const Job& job, std::uint32_t i, std::uint32_t g, Scratch& s) {
   const std::size_t v_slot = static_cast<std::size_t>(c.n_kv_heads) * hv;
 
   for (std::uint32_t t = 0; t < n_vis; ++t) {
+    if (t + kAhead < n_vis) prefetch(K + slot_at(t + kAhead) * k_slot + static_cast<std::size_t>(g) * hk, hk * sizeof(T));
     const float* k = as_f32(K + slot_at(t) * k_slot + static_cast<std::size_t>(g) * hk, s.krow.data(), hk);
     for (std::uint32_t r = 0; r < n_rep; ++r)
       s.scores[r * stride + t] = dot(row(job.q, g * n_rep + r, i), k, hk) * b.scale;
@@ -118,11 +154,11 @@ void attend_pair(const Job& job, std::uint32_t i, std::uint32_t g, Scratch& s) {
 
   std::fill(s.acc.begin(), s.acc.end(), 0.0f);
   for (std::uint32_t t = 0; t < n_vis; ++t) {
+    if (t + kAhead < n_vis) prefetch(V + slot_at(t + kAhead) * v_slot + static_cast<std::size_t>(g) * hv, hv * sizeof(T));
     const float* v = as_f32(V + slot_at(t) * v_slot + static_cast<std::size_t>(g) * hv, s.vrow.data(), hv);
     for (std::uint32_t r = 0; r < n_rep; ++r) {
       const float p = s.scores[r * stride + t];
-      float* a = s.acc.data() + static_cast<std::size_t>(r) * hv;
-      for (std::uint32_t d = 0; d < hv; ++d) a[d] += p * v[d];
+      axpy(s.acc.data() + static_cast<std::size_t>(r) * hv, p, v, hv);
     }
   }
   for (std::uint32_t r = 0; r < n_rep; ++r) {
@@ -130,6 +166,17 @@ void attend_pair(const Job& job, std::uint32_t i, std::uint32_t g, Scratch& s) {
     const float* a = s.acc.data() + static_cast<std::size_t>(r) * hv;
     for (std::uint32_t d = 0; d < hv; ++d) o[d] = a[d] * s.inv_sum[r];
   }
+}
+
+GRAFT_KV_CLONES void run_pairs_f16(const Job& job, std::size_t begin, std::size_t end, Scratch& s) {
+  for (std::size_t p = begin; p < end; ++p)
+    attend_pair<std::uint16_t>(job, static_cast<std::uint32_t>(p / job.cache.n_kv_heads),
+                               static_cast<std::uint32_t>(p % job.cache.n_kv_heads), s);
+}
+GRAFT_KV_CLONES void run_pairs_f32(const Job& job, std::size_t begin, std::size_t end, Scratch& s) {
+  for (std::size_t p = begin; p < end; ++p)
+    attend_pair<float>(job, static_cast<std::uint32_t>(p / job.cache.n_kv_heads),
+                       static_cast<std::uint32_t>(p % job.cache.n_kv_heads), s);
 }
 
 }  // namespace
@@ -166,14 +213,10 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
   backend.parallel_for(static_cast<std::size_t>(b.n_query) * c.n_kv_heads, [&](std::size_t begin, std::size_t end) {
     try {  // an exception must not escape a pool thread
       Scratch s(job);
-      for (std::size_t p = begin; p < end; ++p) {
-        const auto i = static_cast<std::uint32_t>(p / c.n_kv_heads);
-        const auto g = static_cast<std::uint32_t>(p % c.n_kv_heads);
-        if (c.type == CacheType::f16)
-          attend_pair<std::uint16_t>(job, i, g, s);
-        else
-          attend_pair<float>(job, i, g, s);
-      }
+      if (c.type == CacheType::f16)
+        run_pairs_f16(job, begin, end, s);
+      else
+        run_pairs_f32(job, begin, end, s);
     } catch (...) {
       failed = true;
     }

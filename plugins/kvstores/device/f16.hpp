@@ -19,9 +19,10 @@ inline float f16_to_f32(std::uint16_t h) noexcept {
   // Subnormal: mantissa m placed in the low bits of 0.5f's mantissa gives 0.5 + m * 2^-24;
   // subtracting 0.5 leaves m * 2^-24 exactly.
   const float denormalized = std::bit_cast<float>((two_w >> 17) | (126u << 23)) - 0.5f;
-  const std::uint32_t cutoff = 1u << 27;  // exponent field 0
-  const std::uint32_t bits =
-      sign | (two_w < cutoff ? std::bit_cast<std::uint32_t>(denormalized) : std::bit_cast<std::uint32_t>(normalized));
+  // Select with a mask rather than ?: so the compiler keeps the loop free of branches.
+  const std::uint32_t subnormal = 0u - static_cast<std::uint32_t>(two_w < (1u << 27));  // exponent field 0
+  const std::uint32_t bits = sign | (std::bit_cast<std::uint32_t>(denormalized) & subnormal) |
+                             (std::bit_cast<std::uint32_t>(normalized) & ~subnormal);
   return std::bit_cast<float>(bits);
 }
 
