@@ -29,8 +29,8 @@ struct Case {
 };
 
 std::string name(const Case& c) {
-  return std::string(c.type) + " n_query " + std::to_string(c.n_query) + (c.tree ? " tree" : " causal") +
-         " window " + std::to_string(c.window);
+  return std::string(c.type) + " n_query " + std::to_string(c.n_query) + (c.tree ? " tree" : " causal") + " window " +
+         std::to_string(c.window);
 }
 
 // Writes kPast committed tokens and n_query batch tokens to two layers, then compares each layer's
@@ -159,8 +159,8 @@ TEST(kvAttention, HeadLayoutsMatchReference) {
     b.n_past = 40;
     b.scale = inv_sqrt(lay.dk);
     const auto out = h.attend(0, q, lay.heads, b);
-    const auto ref = reference_attention(h.layers[0], h.geom, q, lay.heads, 40, 5, nullptr, causal_positions(40, 5),
-                                         b.scale, 0);
+    const auto ref =
+        reference_attention(h.layers[0], h.geom, q, lay.heads, 40, 5, nullptr, causal_positions(40, 5), b.scale, 0);
     EXPECT_LE(max_abs_diff(out, ref), kF32Rel * max_abs(h.layers[0].v));
   }
 }
@@ -225,7 +225,8 @@ TEST(kvAttention, StridedQueryAndOutputViews) {
   const std::uint32_t fused_rows = heads + 2 * kvh;  // [q heads | k heads | v heads] per token
   std::vector<float> qkv(static_cast<std::size_t>(dk) * fused_rows * nq, 99.0f);
   for (std::uint32_t i = 0; i < nq; ++i)
-    std::copy_n(&q[static_cast<std::size_t>(i) * heads * dk], heads * dk, &qkv[static_cast<std::size_t>(i) * fused_rows * dk]);
+    std::copy_n(&q[static_cast<std::size_t>(i) * heads * dk], heads * dk,
+                &qkv[static_cast<std::size_t>(i) * fused_rows * dk]);
   TensorView qv = f32_view(qkv.data(), dk, heads, nq);
   qv.nb[2] = sizeof(float) * dk * fused_rows;
   std::vector<float> padded(static_cast<std::size_t>(dv + pad) * heads * nq, -7.0f);
@@ -236,8 +237,10 @@ TEST(kvAttention, StridedQueryAndOutputViews) {
   for (std::uint32_t r = 0; r < heads * nq; ++r)
     for (std::uint32_t d = 0; d < dv + pad; ++d) {
       const float got = padded[static_cast<std::size_t>(r) * (dv + pad) + d];
-      if (d < dv) ASSERT_EQ(got, want[static_cast<std::size_t>(r) * dv + d]) << "row " << r;
-      else ASSERT_EQ(got, -7.0f) << "padding of row " << r << " was written";
+      if (d < dv)
+        ASSERT_EQ(got, want[static_cast<std::size_t>(r) * dv + d]) << "row " << r;
+      else
+        ASSERT_EQ(got, -7.0f) << "padding of row " << r << " was written";
     }
 }
 

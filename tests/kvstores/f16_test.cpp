@@ -1,13 +1,13 @@
 // The store's f16 <-> f32 conversion, checked against independent definitions: ldexp for decoding,
 // the nearest representable value (ties to even) for encoding, and the compiler's _Float16.
+#include "f16.hpp"
+
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-
-#include "f16.hpp"
 
 using graft::kv::f16_to_f32;
 using graft::kv::f32_to_f16;
@@ -20,9 +20,12 @@ bool is_nan16(std::uint16_t h) { return (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu)
 double f16_value(std::uint16_t h) {
   const int sign = h >> 15, e = (h >> 10) & 0x1F, m = h & 0x3FF;
   double v;
-  if (e == 0x1F) v = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else if (e == 0) v = std::ldexp(m, -24);
-  else v = std::ldexp(1024 + m, e - 25);
+  if (e == 0x1F)
+    v = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else if (e == 0)
+    v = std::ldexp(m, -24);
+  else
+    v = std::ldexp(1024 + m, e - 25);
   return sign ? -v : v;
 }
 
@@ -51,8 +54,10 @@ TEST(kvF16, EveryPatternRoundTripsExceptNanPayloads) {
       ++nans;
       ASSERT_TRUE(is_nan16(back)) << std::hex << h;
       ASSERT_EQ(back & 0x8000u, x & 0x8000u) << std::hex << h;
-      if (x & 0x200u) ASSERT_EQ(back, x) << "a quiet NaN keeps its payload: " << std::hex << h;
-      else ASSERT_EQ(back, x | 0x200u) << "a signalling NaN comes back quiet: " << std::hex << h;
+      if (x & 0x200u)
+        ASSERT_EQ(back, x) << "a quiet NaN keeps its payload: " << std::hex << h;
+      else
+        ASSERT_EQ(back, x | 0x200u) << "a signalling NaN comes back quiet: " << std::hex << h;
     } else {
       ASSERT_EQ(back, x) << std::hex << h;
     }

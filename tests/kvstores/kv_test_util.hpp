@@ -157,7 +157,8 @@ inline std::vector<double> reference_attention(const RefLayer& kv, const KvGeome
       for (auto& [s, x] : scores) sum += (x = std::exp(x - m));
       double* o = &out[(static_cast<std::size_t>(i) * n_heads + h) * dv];
       for (auto& [s, p] : scores)
-        for (std::uint32_t d = 0; d < dv; ++d) o[d] += p / sum * kv.v[(static_cast<std::size_t>(s) * g.n_kv_heads + kvh) * dv + d];
+        for (std::uint32_t d = 0; d < dv; ++d)
+          o[d] += p / sum * kv.v[(static_cast<std::size_t>(s) * g.n_kv_heads + kvh) * dv + d];
     }
   return out;
 }
@@ -222,8 +223,8 @@ struct Harness {
   std::vector<float> attend(std::uint32_t layer, const std::vector<float>& q, std::uint32_t n_heads,
                             const AttentionBatch& b) {
     std::vector<float> out(static_cast<std::size_t>(geom.head_dim_v) * n_heads * b.n_query, NAN);
-    Status st = store->attend(layer, f32_view(const_cast<float*>(q.data()), geom.head_dim_k, n_heads, b.n_query),
-                              b, f32_view(out.data(), geom.head_dim_v, n_heads, b.n_query));
+    Status st = store->attend(layer, f32_view(const_cast<float*>(q.data()), geom.head_dim_k, n_heads, b.n_query), b,
+                              f32_view(out.data(), geom.head_dim_v, n_heads, b.n_query));
     EXPECT_TRUE(st.ok()) << st.message();
     return out;
   }

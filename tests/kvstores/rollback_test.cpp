@@ -19,7 +19,8 @@ struct Tokens {
   Tokens select(const std::vector<std::uint32_t>& pick, const KvGeometry& g) const {
     Tokens t;
     t.n = static_cast<std::uint32_t>(pick.size());
-    const std::size_t kr = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim_k, vr = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim_v;
+    const std::size_t kr = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim_k,
+                      vr = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim_v;
     for (std::size_t l = 0; l < k.size(); ++l) {
       t.k.emplace_back();
       t.v.emplace_back();
@@ -62,7 +63,8 @@ AttentionBatch batch(std::uint32_t n_past, std::uint32_t n_query, const std::uin
 }
 
 // Rows of out [dim, n_heads, n_query] for the chosen queries, in order.
-std::vector<float> query_rows(const std::vector<float>& out, const std::vector<std::uint32_t>& pick, std::size_t per_query) {
+std::vector<float> query_rows(const std::vector<float>& out, const std::vector<std::uint32_t>& pick,
+                              std::size_t per_query) {
   std::vector<float> r;
   for (std::uint32_t p : pick) r.insert(r.end(), out.begin() + p * per_query, out.begin() + (p + 1) * per_query);
   return r;
@@ -118,7 +120,8 @@ TEST(kvRollback, CompactedTreePathEqualsStoreThatSawOnlyThePath) {
         const auto q_next = uniform(rng, static_cast<std::size_t>(kHeadDim) * kHeads, 4.0f);
         std::vector<float> q_path;
         for (std::uint32_t p : path)
-          q_path.insert(q_path.end(), q_tree.begin() + p * kHeadDim * kHeads, q_tree.begin() + (p + 1) * kHeadDim * kHeads);
+          q_path.insert(q_path.end(), q_tree.begin() + p * kHeadDim * kHeads,
+                        q_tree.begin() + (p + 1) * kHeadDim * kHeads);
 
         Harness a(type, kGeom), chain(type, kGeom);
         write_all(a, 0, prefix);
@@ -128,7 +131,8 @@ TEST(kvRollback, CompactedTreePathEqualsStoreThatSawOnlyThePath) {
         for (std::uint32_t l = 0; l < kLayers; ++l) {
           const auto verified = a.attend(l, q_tree, kHeads, batch(kPast, n_tree, tree.ancestor.data(), window));
           const auto plain = chain.attend(l, q_path, kHeads, batch(kPast, n_path, nullptr, window));
-          EXPECT_TRUE(bitwise_equal(query_rows(verified, path, kHeadDim * kHeads), plain)) << "verification, layer " << l;
+          EXPECT_TRUE(bitwise_equal(query_rows(verified, path, kHeadDim * kHeads), plain))
+              << "verification, layer " << l;
         }
 
         std::vector<std::uint32_t> src;
@@ -176,8 +180,9 @@ TEST(kvRollback, SizeCountsSlotsPresentInEveryLayer) {
   const std::vector<float> one(16 * 2, 0.5f);
   Status gap = h.store->write(1, 15, 1, h.kview(one, 1), h.vview(one, 1));
   EXPECT_EQ(gap.code(), Errc::invalid_argument);
-  EXPECT_EQ(gap.message(), "kvstore device: write: slot 15 would leave a gap: 14 slots are filled, so a write may "
-                           "start at slot 14 at most");
+  EXPECT_EQ(gap.message(),
+            "kvstore device: write: slot 15 would leave a gap: 14 slots are filled, so a write may "
+            "start at slot 14 at most");
   for (std::uint32_t l = 0; l < 3; ++l) h.write(l, 14, 1, one, one);
   EXPECT_EQ(h.store->size(), 15u);
 }

@@ -24,7 +24,9 @@ class FakeBackend final : public Backend {
   unsigned n_threads() const noexcept override { return 1; }
   void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override { fn(0, n); }
   void* native_stream() noexcept override { return gpu_ ? this : nullptr; }
-  Status rms_norm(const TensorView&, const TensorView&, float, const TensorView&) override { return not_implemented("x"); }
+  Status rms_norm(const TensorView&, const TensorView&, float, const TensorView&) override {
+    return not_implemented("x");
+  }
   Status rope(const TensorView&, const std::int32_t*, const RopeParams&, const TensorView&) override {
     return not_implemented("x");
   }
@@ -63,6 +65,13 @@ TEST(kvDeviceStore, UnknownTypeListsTheValidOnes) {
   EXPECT_EQ(f.status().code(), Errc::invalid_argument);
   EXPECT_TRUE(contains(f.status().message(), "type = \"bf16\" is not supported; valid types: f16, f32"))
       << f.status().message();
+  // The host validates key types against the descriptor; a direct caller still gets an error.
+  DefaultHostServices host;
+  Config cfg;
+  cfg.set("type", std::int64_t{16});
+  auto wrong = kv_library()->create<KvStoreFactory>(host, cfg);
+  ASSERT_FALSE(wrong);
+  EXPECT_TRUE(contains(wrong.status().message(), "type must be a string")) << wrong.status().message();
 }
 
 // Per token: layers * kv_heads * (head_dim_k + head_dim_v) * element size; the store allocates
@@ -103,8 +112,9 @@ TEST(kvDeviceStore, ContextFullSaysWhatToDo) {
   const std::vector<float> four(16 * 2 * 4, 0.25f);
   Status st = h.store->write(0, 510, 4, h.kview(four, 4), h.vview(four, 4));
   EXPECT_EQ(st.code(), Errc::out_of_range);
-  EXPECT_EQ(st.message(), "kvstore device: context full: writing slots [510, 514) needs room for 514 tokens but the "
-                          "KV cache holds 512; raise [context] size in the profile (or pass --ctx)");
+  EXPECT_EQ(st.message(),
+            "kvstore device: context full: writing slots [510, 514) needs room for 514 tokens but the "
+            "KV cache holds 512; raise [context] size in the profile (or pass --ctx)");
   EXPECT_EQ(h.store->size(), 510u);
   const std::vector<float> two(16 * 2 * 2, 0.25f);
   for (std::uint32_t l = 0; l < 2; ++l) EXPECT_TRUE(h.store->write(l, 510, 2, h.kview(two, 2), h.vview(two, 2)).ok());
@@ -130,9 +140,14 @@ TEST(kvDeviceStore, ShapeErrorsNameTheArgument) {
   TensorView gappy = k3;
   gappy.nb[0] = 8;
   EXPECT_EQ(h.store->write(0, 0, 3, gappy, v3).code(), Errc::invalid_argument);
+  TensorView overlapping = k3;  // token 1's rows would start inside token 0's
+  overlapping.nb[2] = overlapping.nb[1];
+  expect(h.store->write(0, 0, 3, overlapping, v3), Errc::invalid_argument,
+         "kvstore device: write: k has strides [4, 64, 64]; rows must be contiguous floats and must not overlap");
   TensorView null = k3;
   null.data = nullptr;
-  expect(h.store->write(0, 0, 3, null, v3), Errc::invalid_argument, "kvstore device: write: k has no data (null pointer)");
+  expect(h.store->write(0, 0, 3, null, v3), Errc::invalid_argument,
+         "kvstore device: write: k has no data (null pointer)");
   expect(h.store->write(2, 0, 3, k3, v3), Errc::invalid_argument,
          "kvstore device: write: layer 2 does not exist (the store has 2 layers)");
   EXPECT_EQ(h.store->size(), 0u) << "a refused write changes nothing";

@@ -83,7 +83,7 @@ struct Job {
 
 // Working memory of one parallel_for chunk, reused for all its (query, kv head) pairs.
 struct Scratch {
-  Scratch(const Job& j)
+  explicit Scratch(const Job& j)
       : scores(static_cast<std::size_t>(j.n_rep) * (j.batch.n_past + j.batch.n_query)),
         krow(j.cache.head_dim_k),
         vrow(j.cache.head_dim_v),
@@ -133,7 +133,8 @@ GRAFT_KV_INLINE void attend_pair(const Job& job, std::uint32_t i, std::uint32_t 
   const std::size_t v_slot = static_cast<std::size_t>(c.n_kv_heads) * hv;
 
   for (std::uint32_t t = 0; t < n_vis; ++t) {
-    if (t + kAhead < n_vis) prefetch(K + slot_at(t + kAhead) * k_slot + static_cast<std::size_t>(g) * hk, hk * sizeof(T));
+    if (t + kAhead < n_vis)
+      prefetch(K + slot_at(t + kAhead) * k_slot + static_cast<std::size_t>(g) * hk, hk * sizeof(T));
     const float* k = as_f32(K + slot_at(t) * k_slot + static_cast<std::size_t>(g) * hk, s.krow.data(), hk);
     for (std::uint32_t r = 0; r < n_rep; ++r)
       s.scores[r * stride + t] = dot(row(job.q, g * n_rep + r, i), k, hk) * b.scale;
@@ -154,7 +155,8 @@ GRAFT_KV_INLINE void attend_pair(const Job& job, std::uint32_t i, std::uint32_t 
 
   std::fill(s.acc.begin(), s.acc.end(), 0.0f);
   for (std::uint32_t t = 0; t < n_vis; ++t) {
-    if (t + kAhead < n_vis) prefetch(V + slot_at(t + kAhead) * v_slot + static_cast<std::size_t>(g) * hv, hv * sizeof(T));
+    if (t + kAhead < n_vis)
+      prefetch(V + slot_at(t + kAhead) * v_slot + static_cast<std::size_t>(g) * hv, hv * sizeof(T));
     const float* v = as_f32(V + slot_at(t) * v_slot + static_cast<std::size_t>(g) * hv, s.vrow.data(), hv);
     for (std::uint32_t r = 0; r < n_rep; ++r) {
       const float p = s.scores[r * stride + t];
@@ -190,8 +192,7 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
                                               " heads, which is not a positive multiple of the " +
                                               std::to_string(c.n_kv_heads) + " KV heads");
   GRAFT_TRY(check_f32_rows(out, "attend: out", c.head_dim_v, n_heads, b.n_query, "[head_dim_v, n_heads, n_query]"));
-  if (!std::isfinite(b.scale))
-    return Status(Errc::invalid_argument, "kvstore device: attend: scale is not finite");
+  if (!std::isfinite(b.scale)) return Status(Errc::invalid_argument, "kvstore device: attend: scale is not finite");
   if (b.n_query == 0) return Status::success();
 
   // A node's position is n_past + its depth, the number of other batch entries it sees (its
@@ -204,7 +205,8 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
       continue;
     }
     std::uint32_t d = 0;
-    for (std::uint32_t j = 0; j < b.n_query; ++j) d += (j != i && b.ancestor[static_cast<std::size_t>(i) * b.n_query + j]);
+    for (std::uint32_t j = 0; j < b.n_query; ++j)
+      d += (j != i && b.ancestor[static_cast<std::size_t>(i) * b.n_query + j]);
     depth[i] = d;
   }
 
@@ -222,9 +224,9 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
     }
   });
   if (failed)
-    return Status(Errc::out_of_memory, "kvstore device: attend: cannot allocate scratch memory for " +
-                                           std::to_string(job.n_rep) + " x " +
-                                           std::to_string(static_cast<std::uint64_t>(b.n_past) + b.n_query) + " scores");
+    return Status(Errc::out_of_memory,
+                  "kvstore device: attend: cannot allocate scratch memory for " + std::to_string(job.n_rep) + " x " +
+                      std::to_string(static_cast<std::uint64_t>(b.n_past) + b.n_query) + " scores");
   return Status::success();
 }
 

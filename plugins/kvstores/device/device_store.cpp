@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <new>
 #include <string>
@@ -17,9 +18,7 @@ constexpr const char* kPrefix = "kvstore device: ";
 
 Status fail(Errc code, const std::string& message) { return Status(code, kPrefix + message); }
 
-std::string mib(std::uint64_t bytes) {
-  return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB";
-}
+std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
 // Below this many elements a write runs on the calling thread: waking the pool costs more than a
 // decode step's handful of rows.
@@ -58,10 +57,14 @@ Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const
 
   const std::size_t elt = cache_type_size(type);
   std::size_t k_bytes = 0, v_bytes = 0;
-  if (__builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads, static_cast<std::size_t>(g.head_dim_k) * elt, &k_bytes) ||
-      __builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads, static_cast<std::size_t>(g.head_dim_v) * elt, &v_bytes))
+  if (__builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads,
+                             static_cast<std::size_t>(g.head_dim_k) * elt, &k_bytes) ||
+      __builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads,
+                             static_cast<std::size_t>(g.head_dim_v) * elt, &v_bytes))
     return fail(Errc::out_of_memory, "a layer of " + std::to_string(g.capacity) + " tokens does not fit in memory");
-  const std::uint64_t total = bytes_per_token(g, type) * g.capacity;
+  std::uint64_t total = 0;  // for the message only
+  if (__builtin_mul_overflow(bytes_per_token(g, type), static_cast<std::uint64_t>(g.capacity), &total))
+    total = std::numeric_limits<std::uint64_t>::max();
 
   try {
     std::unique_ptr<DeviceKvStore> s(new DeviceKvStore(backend, g, type));
@@ -97,14 +100,14 @@ Status DeviceKvStore::write(std::uint32_t layer, std::uint32_t slot, std::uint32
     return fail(Errc::invalid_argument, "write: layer " + std::to_string(layer) + " does not exist (the store has " +
                                             std::to_string(g_.n_layers) + " layers)");
   if (slot > size_)
-    return fail(Errc::invalid_argument, "write: slot " + std::to_string(slot) + " would leave a gap: " +
-                                            std::to_string(size_) + " slots are filled, so a write may start at slot " +
-                                            std::to_string(size_) + " at most");
+    return fail(Errc::invalid_argument,
+                "write: slot " + std::to_string(slot) + " would leave a gap: " + std::to_string(size_) +
+                    " slots are filled, so a write may start at slot " + std::to_string(size_) + " at most");
   const std::uint64_t end = static_cast<std::uint64_t>(slot) + n;
   if (end > g_.capacity)
-    return fail(Errc::out_of_range, "context full: writing slots [" + std::to_string(slot) + ", " + std::to_string(end) +
-                                        ") needs room for " + std::to_string(end) + " tokens but the KV cache holds " +
-                                        std::to_string(g_.capacity) +
+    return fail(Errc::out_of_range, "context full: writing slots [" + std::to_string(slot) + ", " +
+                                        std::to_string(end) + ") needs room for " + std::to_string(end) +
+                                        " tokens but the KV cache holds " + std::to_string(g_.capacity) +
                                         "; raise [context] size in the profile (or pass --ctx)");
   GRAFT_TRY(check_f32_rows(k, "write: k", g_.head_dim_k, g_.n_kv_heads, n, "[head_dim_k, n_kv_heads, n]"));
   GRAFT_TRY(check_f32_rows(v, "write: v", g_.head_dim_v, g_.n_kv_heads, n, "[head_dim_v, n_kv_heads, n]"));
@@ -165,6 +168,8 @@ Status DeviceKvStore::attend(std::uint32_t layer, const TensorView& q, const Att
     return kv::attend(backend_, cache, q, batch, out);
   } catch (const std::bad_alloc&) {
     return fail(Errc::out_of_memory, "attend: out of host memory for " + std::to_string(batch.n_query) + " queries");
+  } catch (const std::exception& e) {
+    return fail(Errc::internal, std::string("attend: ") + e.what());
   }
 }
 
@@ -179,8 +184,8 @@ Status DeviceKvStore::truncate(std::uint32_t n) {
 Status DeviceKvStore::compact(std::uint32_t dst, std::span<const std::uint32_t> src) {
   if (src.empty()) {
     if (dst > size_)
-      return fail(Errc::out_of_range, "compact: dst " + std::to_string(dst) + " is past the " + std::to_string(size_) +
-                                          " filled slots");
+      return fail(Errc::out_of_range,
+                  "compact: dst " + std::to_string(dst) + " is past the " + std::to_string(size_) + " filled slots");
     set_all_filled(dst);
     return Status::success();
   }

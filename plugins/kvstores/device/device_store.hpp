@@ -31,8 +31,7 @@ class DeviceKvStore final : public KvStore {
 
   Status write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
                const TensorView& v) override;
-  Status attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& batch,
-                const TensorView& out) override;
+  Status attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& batch, const TensorView& out) override;
   Status truncate(std::uint32_t n) override;
   Status compact(std::uint32_t dst, std::span<const std::uint32_t> src) override;
 

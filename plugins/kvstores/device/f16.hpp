@@ -46,9 +46,9 @@ inline std::uint16_t f32_to_f16(float f) noexcept {
   if (abs < 0x33000000u)  // < 2^-25 (half the smallest subnormal): rounds to zero
     return sign;
   // Subnormal f16: value = m * 2^-24 with m = mant24 >> shift, rounded to nearest even.
-  const std::uint32_t exponent = abs >> 23;                       // 102..112
-  const std::uint32_t mant24 = (abs & 0x7FFFFFu) | 0x800000u;     // implicit bit restored
-  const std::uint32_t shift = 126u - exponent;                    // 14..24
+  const std::uint32_t exponent = abs >> 23;                    // 102..112
+  const std::uint32_t mant24 = (abs & 0x7FFFFFu) | 0x800000u;  // implicit bit restored
+  const std::uint32_t shift = 126u - exponent;                 // 14..24
   const std::uint32_t m = mant24 >> shift;
   const std::uint32_t rest = mant24 & ((1u << shift) - 1u);
   const std::uint32_t halfway = 1u << (shift - 1u);

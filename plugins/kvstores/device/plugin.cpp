@@ -29,6 +29,10 @@ const ConfigKeySpec kKeys[] = {
 
 PluginObject* create(const HostServices&, const Config& config, Status& error) noexcept {
   return guarded_create(error, [&]() -> PluginObject* {
+    if (config.has("type") && !config.get_string("type")) {
+      error = Status(Errc::invalid_argument, "type must be a string: \"f16\" or \"f32\"");
+      return nullptr;
+    }
     const std::string type = config.get_string("type").value_or("f16");
     if (type == "f16") return new DeviceKvStoreFactory(CacheType::f16);
     if (type == "f32") return new DeviceKvStoreFactory(CacheType::f32);
@@ -38,8 +42,14 @@ PluginObject* create(const HostServices&, const Config& config, Status& error) n
 }
 
 const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::kv_store, "device", GRAFT_SDK_VERSION_STRING,
-    "plain f16/f32 K/V in backend memory with CPU attention (causal and token-tree masks)", kKeys, std::size(kKeys),
+    GRAFT_ABI_VERSION,
+    sizeof(PluginDescriptor),
+    PluginKind::kv_store,
+    "device",
+    GRAFT_SDK_VERSION_STRING,
+    "plain f16/f32 K/V in backend memory with CPU attention (causal and token-tree masks)",
+    kKeys,
+    std::size(kKeys),
     &create,
 };
 

@@ -13,8 +13,8 @@ namespace graft::kv {
 
 // `what` names the call and argument ("write: k"); `dims` names the expected axes
 // ("[head_dim_k, n_kv_heads, n]") so the message says what each number should have been.
-Status check_f32_rows(const TensorView& t, std::string_view what, std::int64_t ne0, std::int64_t ne1,
-                      std::int64_t ne2, std::string_view dims);
+Status check_f32_rows(const TensorView& t, std::string_view what, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2,
+                      std::string_view dims);
 
 // Row r of plane p: ne[0] contiguous floats.
 inline const float* row(const TensorView& t, std::int64_t r, std::int64_t p) noexcept {
