@@ -1,0 +1,226 @@
+#include "device_store.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <new>
+#include <string>
+
+#include "f16.hpp"
+#include "views.hpp"
+
+namespace graft::kv {
+
+namespace {
+
+constexpr const char* kPrefix = "kvstore device: ";
+
+Status fail(Errc code, const std::string& message) { return Status(code, kPrefix + message); }
+
+std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+
+// Below this many elements a write runs on the calling thread: waking the pool costs more than a
+// decode step's handful of rows.
+constexpr std::size_t kParallelWriteElements = 1u << 16;
+
+}  // namespace
+
+const char* cache_type_name(CacheType t) noexcept { return t == CacheType::f32 ? "f32" : "f16"; }
+std::size_t cache_type_size(CacheType t) noexcept { return t == CacheType::f32 ? 4 : 2; }
+
+std::uint64_t bytes_per_token(const KvGeometry& g, CacheType t) noexcept {
+  std::uint64_t r = 0;
+  const std::uint64_t dims = static_cast<std::uint64_t>(g.head_dim_k) + g.head_dim_v;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(g.n_layers), static_cast<std::uint64_t>(g.n_kv_heads), &r) ||
+      __builtin_mul_overflow(r, dims, &r) || __builtin_mul_overflow(r, cache_type_size(t), &r))
+    return std::numeric_limits<std::uint64_t>::max();
+  return r;
+}
+
+Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const KvGeometry& g, CacheType type) {
+  const std::pair<const char*, std::uint32_t> fields[] = {{"n_layers", g.n_layers},
+                                                          {"n_kv_heads", g.n_kv_heads},
+                                                          {"head_dim_k", g.head_dim_k},
+                                                          {"head_dim_v", g.head_dim_v},
+                                                          {"capacity", g.capacity}};
+  for (const auto& [name, value] : fields)
+    if (value == 0) return fail(Errc::invalid_argument, std::string("geometry ") + name + " is 0");
+  // Attention runs on the calling CPU threads and reads buffers directly, which is only valid
+  // when the backend's "device" memory is host memory (the CPU backend).
+  if (backend.native_stream() != nullptr) {
+    const auto devs = backend.devices();
+    return fail(Errc::unsupported, "this store computes attention on the CPU and cannot use backend device '" +
+                                       (devs.empty() ? std::string("?") : devs[0].name) +
+                                       "' (a GPU backend); use the cpu backend");
+  }
+
+  const std::size_t elt = cache_type_size(type);
+  std::size_t k_bytes = 0, v_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads,
+                             static_cast<std::size_t>(g.head_dim_k) * elt, &k_bytes) ||
+      __builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads,
+                             static_cast<std::size_t>(g.head_dim_v) * elt, &v_bytes))
+    return fail(Errc::out_of_memory, "a layer of " + std::to_string(g.capacity) + " tokens does not fit in memory");
+  std::uint64_t total = 0;  // for the message only
+  if (__builtin_mul_overflow(bytes_per_token(g, type), static_cast<std::uint64_t>(g.capacity), &total))
+    total = std::numeric_limits<std::uint64_t>::max();
+
+  try {
+    std::unique_ptr<DeviceKvStore> s(new DeviceKvStore(backend, g, type));
+    s->k_.reserve(g.n_layers);
+    s->v_.reserve(g.n_layers);
+    for (std::uint32_t l = 0; l < g.n_layers; ++l) {
+      for (auto* list : {&s->k_, &s->v_}) {
+        auto buf = backend.allocate(list == &s->k_ ? k_bytes : v_bytes, MemoryKind::device);
+        if (!buf)
+          return fail(buf.status().code(), "cannot allocate the " + std::string(cache_type_name(type)) + " KV cache (" +
+                                               mib(total) + " for " + std::to_string(g.capacity) +
+                                               " tokens): " + buf.status().message() + "; lower [context] size" +
+                                               (type == CacheType::f32 ? " or use type = \"f16\"" : ""));
+        s->device_bytes_ += (*buf)->size();
+        list->push_back(std::move(*buf));
+      }
+    }
+    s->filled_.assign(g.n_layers, 0);
+    return std::unique_ptr<KvStore>(std::move(s));
+  } catch (const std::bad_alloc&) {
+    return fail(Errc::out_of_memory, "out of host memory while creating the store");
+  }
+}
+
+void DeviceKvStore::set_all_filled(std::uint32_t n) {
+  std::fill(filled_.begin(), filled_.end(), n);
+  size_ = n;
+}
+
+Status DeviceKvStore::write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
+                            const TensorView& v) {
+  if (layer >= g_.n_layers)
+    return fail(Errc::invalid_argument, "write: layer " + std::to_string(layer) + " does not exist (the store has " +
+                                            std::to_string(g_.n_layers) + " layers)");
+  if (slot > size_)
+    return fail(Errc::invalid_argument,
+                "write: slot " + std::to_string(slot) + " would leave a gap: " + std::to_string(size_) +
+                    " slots are filled, so a write may start at slot " + std::to_string(size_) + " at most");
+  const std::uint64_t end = static_cast<std::uint64_t>(slot) + n;
+  if (end > g_.capacity)
+    return fail(Errc::out_of_range, "context full: writing slots [" + std::to_string(slot) + ", " +
+                                        std::to_string(end) + ") needs room for " + std::to_string(end) +
+                                        " tokens but the KV cache holds " + std::to_string(g_.capacity) +
+                                        "; raise [context] size in the profile (or pass --ctx)");
+  GRAFT_TRY(check_f32_rows(k, "write: k", g_.head_dim_k, g_.n_kv_heads, n, "[head_dim_k, n_kv_heads, n]"));
+  GRAFT_TRY(check_f32_rows(v, "write: v", g_.head_dim_v, g_.n_kv_heads, n, "[head_dim_v, n_kv_heads, n]"));
+  if (n == 0) return Status::success();
+
+  GRAFT_TRY(write_rows(layer, slot, n, k, v));
+  filled_[layer] = std::max(filled_[layer], static_cast<std::uint32_t>(end));
+  size_ = *std::min_element(filled_.begin(), filled_.end());
+  return Status::success();
+}
+
+Status DeviceKvStore::write_rows(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
+                                 const TensorView& v) {
+  const std::uint32_t heads = g_.n_kv_heads, hk = g_.head_dim_k, hv = g_.head_dim_v;
+  void* kd = k_[layer]->data();
+  void* vd = v_[layer]->data();
+  const CacheType type = type_;
+  // Row r = t * heads + h goes to slot + t, head h: in the token-major layout that is row
+  // slot * heads + r of the layer, so a write is one contiguous range of the buffer.
+  auto rows = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const auto t = static_cast<std::int64_t>(r / heads), h = static_cast<std::int64_t>(r % heads);
+      const std::size_t dst = static_cast<std::size_t>(slot) * heads + r;
+      const float* ks = row(k, h, t);
+      const float* vs = row(v, h, t);
+      if (type == CacheType::f32) {
+        std::memcpy(static_cast<float*>(kd) + dst * hk, ks, hk * sizeof(float));
+        std::memcpy(static_cast<float*>(vd) + dst * hv, vs, hv * sizeof(float));
+      } else {
+        std::uint16_t* ko = static_cast<std::uint16_t*>(kd) + dst * hk;
+        std::uint16_t* vo = static_cast<std::uint16_t*>(vd) + dst * hv;
+        for (std::uint32_t d = 0; d < hk; ++d) ko[d] = f32_to_f16(ks[d]);
+        for (std::uint32_t d = 0; d < hv; ++d) vo[d] = f32_to_f16(vs[d]);
+      }
+    }
+  };
+  const std::size_t n_rows = static_cast<std::size_t>(n) * heads;
+  if (n_rows * (hk + hv) >= kParallelWriteElements)
+    backend_.parallel_for(n_rows, rows);
+  else
+    rows(0, n_rows);
+  return Status::success();
+}
+
+Status DeviceKvStore::attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& batch,
+                             const TensorView& out) {
+  if (layer >= g_.n_layers)
+    return fail(Errc::invalid_argument, "attend: layer " + std::to_string(layer) + " does not exist (the store has " +
+                                            std::to_string(g_.n_layers) + " layers)");
+  const std::uint64_t need = static_cast<std::uint64_t>(batch.n_past) + batch.n_query;
+  if (need > filled_[layer])
+    return fail(Errc::out_of_range, "attend: the batch needs slots [0, " + std::to_string(need) + ") (n_past " +
+                                        std::to_string(batch.n_past) + " + n_query " + std::to_string(batch.n_query) +
+                                        ") but layer " + std::to_string(layer) + " has " +
+                                        std::to_string(filled_[layer]) + " filled; write the batch's K/V first");
+  const LayerCache cache{k_[layer]->data(), v_[layer]->data(), type_, g_.n_kv_heads, g_.head_dim_k, g_.head_dim_v};
+  try {
+    return kv::attend(backend_, cache, q, batch, out);
+  } catch (const std::bad_alloc&) {
+    return fail(Errc::out_of_memory, "attend: out of host memory for " + std::to_string(batch.n_query) + " queries");
+  } catch (const std::exception& e) {
+    return fail(Errc::internal, std::string("attend: ") + e.what());
+  }
+}
+
+Status DeviceKvStore::truncate(std::uint32_t n) {
+  if (n > size_)
+    return fail(Errc::out_of_range, "truncate(" + std::to_string(n) + "): only " + std::to_string(size_) +
+                                        " slots are filled; truncate can only shrink");
+  set_all_filled(n);
+  return Status::success();
+}
+
+Status DeviceKvStore::compact(std::uint32_t dst, std::span<const std::uint32_t> src) {
+  if (src.empty()) {
+    if (dst > size_)
+      return fail(Errc::out_of_range,
+                  "compact: dst " + std::to_string(dst) + " is past the " + std::to_string(size_) + " filled slots");
+    set_all_filled(dst);
+    return Status::success();
+  }
+  if (src[0] < dst)
+    return fail(Errc::invalid_argument, "compact: src[0] = " + std::to_string(src[0]) + " is below dst " +
+                                            std::to_string(dst) + "; slots can only move down");
+  for (std::size_t i = 1; i < src.size(); ++i)
+    if (src[i] <= src[i - 1])
+      return fail(Errc::invalid_argument, "compact: src must be strictly ascending, but src[" + std::to_string(i - 1) +
+                                              "] = " + std::to_string(src[i - 1]) + " and src[" + std::to_string(i) +
+                                              "] = " + std::to_string(src[i]));
+  if (src.back() >= size_)
+    return fail(Errc::out_of_range, "compact: src slot " + std::to_string(src.back()) + " is not filled (size " +
+                                        std::to_string(size_) + ")");
+
+  // Ascending order is safe: dst + i <= src[i], and every later source lies above src[i].
+  const std::size_t elt = cache_type_size(type_);
+  const std::size_t k_slot = static_cast<std::size_t>(g_.n_kv_heads) * g_.head_dim_k * elt;
+  const std::size_t v_slot = static_cast<std::size_t>(g_.n_kv_heads) * g_.head_dim_v * elt;
+  for (std::uint32_t l = 0; l < g_.n_layers; ++l) {
+    auto* kb = static_cast<char*>(k_[l]->data());
+    auto* vb = static_cast<char*>(v_[l]->data());
+    for (std::size_t i = 0; i < src.size();) {
+      std::size_t run = 1;  // consecutive sources move as one block
+      while (i + run < src.size() && src[i + run] == src[i] + run) ++run;
+      const std::size_t from = src[i], to = dst + i;
+      if (from != to) {
+        std::memmove(kb + to * k_slot, kb + from * k_slot, run * k_slot);
+        std::memmove(vb + to * v_slot, vb + from * v_slot, run * v_slot);
+      }
+      i += run;
+    }
+  }
+  set_all_filled(static_cast<std::uint32_t>(dst + src.size()));
+  return Status::success();
+}
+
+}  // namespace graft::kv

@@ -1,0 +1,55 @@
+// The device KV store: plain f32 or f16 K/V in backend memory, one buffer per layer for K and one
+// for V, each [capacity][n_kv_heads][head_dim] (token-major, so truncate is a counter change and
+// compact moves whole slots with one memmove per run of consecutive slots).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "attention.hpp"
+#include "graft/backend.hpp"
+#include "graft/kv_store.hpp"
+
+namespace graft::kv {
+
+const char* cache_type_name(CacheType t) noexcept;
+std::size_t cache_type_size(CacheType t) noexcept;
+
+// Bytes per token for all layers, K + V; saturates at UINT64_MAX instead of wrapping.
+std::uint64_t bytes_per_token(const KvGeometry& g, CacheType t) noexcept;
+
+class DeviceKvStore final : public KvStore {
+ public:
+  // The backend must outlive the store: the store runs on its threads and its buffers are the
+  // backend's objects.
+  static Expected<std::unique_ptr<KvStore>> create(Backend& backend, const KvGeometry& g, CacheType type);
+
+  KvGeometry geometry() const noexcept override { return g_; }
+  std::uint32_t size() const noexcept override { return size_; }
+  bool lossless() const noexcept override { return type_ == CacheType::f32; }
+  KvMemory memory() const noexcept override { return {device_bytes_, 0}; }
+
+  Status write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
+               const TensorView& v) override;
+  Status attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& batch, const TensorView& out) override;
+  Status truncate(std::uint32_t n) override;
+  Status compact(std::uint32_t dst, std::span<const std::uint32_t> src) override;
+
+ private:
+  DeviceKvStore(Backend& backend, const KvGeometry& g, CacheType type) : backend_(backend), g_(g), type_(type) {}
+  Status write_rows(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k, const TensorView& v);
+  void set_all_filled(std::uint32_t n);
+
+  Backend& backend_;
+  KvGeometry g_;
+  CacheType type_;
+  std::vector<std::unique_ptr<Buffer>> k_, v_;  // one per layer
+  // filled_[l]: slots [0, filled_[l]) of layer l hold written K/V. size_ is their minimum: the
+  // slots present in every layer. A forward pass writing layers 0..L-1 at slots [size, size + n)
+  // raises size_ when its last layer is written; an aborted pass leaves size_ unchanged.
+  std::vector<std::uint32_t> filled_;
+  std::uint32_t size_ = 0;
+  std::uint64_t device_bytes_ = 0;
+};
+
+}  // namespace graft::kv
