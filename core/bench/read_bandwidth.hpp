@@ -1,0 +1,20 @@
+// The machine's memory read bandwidth, measured the way decode reads weights: every thread
+// streams its own contiguous slice of a buffer much larger than the caches. Decode speed is
+// reported as a fraction of this number measured in the same run.
+#pragma once
+
+#include <cstddef>
+
+namespace graft {
+
+struct BandwidthResult {
+  double bytes_per_second = 0;  // best of the passes
+  std::size_t buffer_bytes = 0;
+  unsigned threads = 0;
+  int passes = 0;
+};
+
+BandwidthResult measure_read_bandwidth(unsigned threads, std::size_t buffer_bytes = std::size_t(1) << 30,
+                                       int passes = 5);
+
+}  // namespace graft
