@@ -1,6 +1,7 @@
-// The sampling chain. Candidates are (id, logit) pairs; every ordering uses the total order
-// "higher logit first, lower id on ties", so nth_element/sort give the same result with any
-// standard library, and every sum runs in double in increasing id order (docs/sampling.md).
+// The sampling chain. Candidates are (id, logit) pairs; every filter keeps a best-first prefix of
+// the total order "higher logit first, lower id on ties", so the kept set does not depend on how
+// a standard library implements nth_element or partition; top_p sums integer masses (exact in
+// any order) and the softmax and the draw sum in double in increasing id order (docs/sampling.md).
 #include "sampling/sampler.hpp"
 
 #include <algorithm>
@@ -64,107 +65,183 @@ void apply_penalties(std::span<float> logits, std::span<const TokenId> history, 
   }
 }
 
+namespace {
+
+using Candidate = Sampler::Candidate;
+
+// The total order every filter uses: higher logit first, lower id on ties.
+inline bool better(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// top_p's mass unit: exp(logit - max) in float, times 2^40, truncated. Integer sums are exact, so
+// the kept set does not depend on the order candidates are visited in (any partition scheme,
+// any standard library). Weights below 2^-40 of the best count as nothing.
+inline std::uint64_t mass(float logit, float max) {
+  return static_cast<std::uint64_t>(std::exp(logit - max) * 0x1.0p40f);
+}
+
+// Reorders c so its first r entries are the r best, for the smallest r >= 1 whose mass reaches
+// ceil(top_p * total mass); returns r. Quickselect on mass (each candidate's mass computed once):
+// expected linear time, no sort.
+std::size_t best_prefix_by_mass(std::vector<Candidate>& c, float max, double top_p) {
+  struct Weighted {
+    Candidate c;
+    std::uint64_t mass;
+  };
+  std::vector<Weighted> w(c.size());
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) total += (w[i] = {c[i], mass(c[i].logit, max)}).mass;
+  const auto target = std::min(total, static_cast<std::uint64_t>(std::ceil(top_p * static_cast<double>(total))));
+  auto is_better = [](const Weighted& a, const Weighted& b) { return better(a.c, b.c); };
+  std::size_t r = 0;
+  if (target == 0) {  // the best alone
+    std::iter_swap(w.begin(), std::min_element(w.begin(), w.end(), is_better));
+    r = 1;
+  } else {
+    std::size_t lo = 0, hi = w.size();  // the answer r is in (lo, hi]; [0, lo) is kept
+    std::uint64_t need = target;         // mass still missing after [0, lo)
+    while (hi - lo > 1) {
+      const Weighted pivot = w[lo + (hi - lo) / 2];
+      const auto first = w.begin() + static_cast<std::ptrdiff_t>(lo), last = w.begin() + static_cast<std::ptrdiff_t>(hi);
+      const auto mid = std::partition(first, last, [&](const Weighted& x) { return is_better(x, pivot); });
+      std::uint64_t above = 0;
+      for (auto it = first; it != mid; ++it) above += it->mass;
+      const auto a = static_cast<std::size_t>(mid - first);
+      if (above >= need) {  // the answer lies among the candidates better than the pivot
+        hi = lo + a;
+        continue;
+      }
+      need -= above;
+      // The pivot is the best of the rest: move it next, so the prefix stays "better first".
+      std::iter_swap(mid, std::find_if(mid, last, [&](const Weighted& x) { return x.c.id == pivot.c.id; }));
+      lo += a + 1;
+      if (pivot.mass >= need) {
+        hi = lo;
+        break;
+      }
+      need -= pivot.mass;
+    }
+    r = hi;  // when one candidate is left undecided, it is needed
+  }
+  for (std::size_t i = 0; i < r; ++i) c[i] = w[i].c;
+  return r;
+}
+
+// The k best of `logits` (k < size): a buffer of up to 2k candidates is cut back to its k best
+// whenever it fills, and anything not better than the k-th best so far is skipped with one
+// comparison, so typical cost is one pass over the vocabulary.
+void top_k_of(std::span<const float> logits, std::size_t k, std::vector<Candidate>& c) {
+  const std::size_t cap = std::max<std::size_t>(2 * k, 64);
+  c.clear();
+  c.reserve(cap + 1);
+  bool full = false;
+  Candidate kth{};
+  auto shrink = [&] {
+    std::nth_element(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k) - 1, c.end(), better);
+    c.resize(k);
+    kth = c[k - 1];
+    full = true;
+  };
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    const Candidate x{static_cast<TokenId>(i), logits[i]};
+    if (full && !better(x, kth)) continue;
+    c.push_back(x);
+    if (c.size() >= cap) shrink();
+  }
+  if (c.size() > k) shrink();
+}
+
+}  // namespace
+
 bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> history, std::vector<Candidate>& c,
                         std::vector<float>& p, std::vector<float>& work) const {
-  // 1. Penalties, on a copy of the logits.
+  // 1. Penalties, on a copy of the logits. NaN can never win; +inf would make every softmax
+  //    term NaN.
   work.assign(logits.begin(), logits.end());
   apply_penalties(work, history, settings_);
-  const auto n = static_cast<TokenId>(work.size());
-  c.resize(work.size());
-  for (TokenId i = 0; i < n; ++i) {
-    float x = work[static_cast<std::size_t>(i)];
-    // NaN can never win; +inf would make every softmax term NaN.
+  for (float& x : work) {
     if (std::isnan(x)) x = kNegInf;
     if (x == std::numeric_limits<float>::infinity()) x = std::numeric_limits<float>::max();
-    c[static_cast<std::size_t>(i)] = {i, x};
   }
+  const auto n = static_cast<TokenId>(work.size());
 
-  auto better = [](const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
-
-  // 2. Greedy: argmax, lowest id on ties (c is in id order here).
+  // 2. Greedy: argmax, lowest id on ties.
   if (settings_.temperature <= 0) {
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < c.size(); ++i)
-      if (c[i].logit > c[best].logit) best = i;
-    c = {c[best]};
+    TokenId best = 0;
+    for (TokenId i = 1; i < n; ++i)
+      if (work[static_cast<std::size_t>(i)] > work[static_cast<std::size_t>(best)]) best = i;
+    c.assign(1, {best, work[static_cast<std::size_t>(best)]});
     p.assign(1, 1.0f);
     return false;
   }
 
-  // c[0, sorted) is the best `sorted` candidates in order; the rest are worse and unordered.
-  std::size_t sorted = 0;
-  bool id_order = true;
-  auto ensure_sorted = [&](std::size_t want) {
-    want = std::min(want, c.size());
-    if (want <= sorted) return;
-    const auto first = c.begin() + static_cast<std::ptrdiff_t>(sorted);
-    const auto mid = c.begin() + static_cast<std::ptrdiff_t>(want);
-    std::nth_element(first, mid - 1, c.end(), better);
-    std::sort(first, mid, better);
-    sorted = want;
-    id_order = false;
-  };
+  // top_k, top_p and min_p each keep a best-first prefix of the same total order, so the kept
+  // set is "every candidate at least as good as the worst one kept". c holds the kept set in any
+  // order; `filtered` says some filter removed something.
+  bool filtered = false;
   auto max_logit = [&] {
-    if (sorted > 0) return c[0].logit;
     float m = kNegInf;
     for (const auto& x : c) m = std::max(m, x.logit);
     return m;
   };
 
-  // 3. top_k: a partial selection, never a full sort of the vocabulary.
-  if (settings_.top_k > 0 && static_cast<std::size_t>(settings_.top_k) < c.size()) {
-    const auto k = static_cast<std::size_t>(settings_.top_k);
-    ensure_sorted(k);
-    c.resize(k);
+  // 3. top_k: a partial selection, never a sort of the vocabulary.
+  if (settings_.top_k > 0 && static_cast<std::size_t>(settings_.top_k) < work.size()) {
+    top_k_of(work, static_cast<std::size_t>(settings_.top_k), c);
+    filtered = true;
+  } else {
+    c.resize(work.size());
+    for (TokenId i = 0; i < n; ++i) c[static_cast<std::size_t>(i)] = {i, work[static_cast<std::size_t>(i)]};
   }
 
-  // 4. top_p: the shortest prefix (best first) whose softmax mass reaches top_p. Sorts only as
-  //    far as it has to, doubling the sorted prefix.
-  if (settings_.top_p < 1.0 && c.size() > 1) {
-    const double m = max_logit();
-    double total = 0;
-    for (const auto& x : c) total += std::exp(static_cast<double>(x.logit) - m);
-    const double target = settings_.top_p * total;
-    double cum = 0;
-    std::size_t keep = c.size();
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      if (i >= sorted) ensure_sorted(std::max<std::size_t>(64, 2 * sorted));
-      cum += std::exp(static_cast<double>(c[i].logit) - m);
-      if (cum >= target) {
-        keep = i + 1;
-        break;
-      }
+  // 4. top_p: the shortest best-first prefix whose softmax mass (no temperature yet) reaches
+  //    top_p of the total; the token that crosses the line is kept.
+  if (settings_.top_p < 1.0 && c.size() > 1 && max_logit() > kNegInf) {
+    const std::size_t r = best_prefix_by_mass(c, max_logit(), settings_.top_p);
+    if (r < c.size()) {
+      c.resize(r);
+      filtered = true;
     }
-    c.resize(keep);
-    sorted = std::min(sorted, keep);
   }
 
-  // 5. min_p: drop tokens with p < min_p * p_max, i.e. logit < max + log(min_p). Order kept.
+  // 5. min_p: drop tokens with p < min_p * p_max, i.e. logit < max + ln(min_p).
   if (settings_.min_p > 0.0 && c.size() > 1) {
     const double threshold = static_cast<double>(max_logit()) + std::log(settings_.min_p);
-    const auto kept_end = std::stable_partition(
-        c.begin(), c.end(), [&](const Candidate& x) { return static_cast<double>(x.logit) >= threshold; });
-    c.erase(kept_end, c.end());
-    sorted = std::min(sorted, c.size());
+    const auto end = std::remove_if(c.begin(), c.end(), [&](const Candidate& x) { return static_cast<double>(x.logit) < threshold; });
+    if (end != c.end()) {
+      c.erase(end, c.end());
+      filtered = true;
+    }
   }
 
-  // 6. Temperature and softmax, in increasing id order (the draw order).
-  if (!id_order) std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
-  sorted = 0;
-  const double m = max_logit();
-  if (m == static_cast<double>(kNegInf)) {  // every logit -inf or NaN: nothing to prefer
-    c = {c[0]};
+  // 6. Back to increasing id order (the draw order): a sort when few are kept, else one pass
+  //    over the vocabulary with the worst kept candidate as the cut.
+  if (filtered) {
+    if (c.size() * 16 < work.size()) {
+      std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+    } else {
+      const Candidate cut = *std::max_element(c.begin(), c.end(), better);  // the worst kept
+      c.clear();
+      for (TokenId i = 0; i < n; ++i) {
+        const Candidate x{i, work[static_cast<std::size_t>(i)]};
+        if (!better(cut, x)) c.push_back(x);
+      }
+    }
+  }
+
+  // 7. Temperature and softmax: w = exp((logit - max) / T) in float, summed in double.
+  const float m = max_logit();
+  if (m == kNegInf) {  // every logit -inf or NaN: nothing to prefer
+    c.assign(1, {0, kNegInf});
     p.assign(1, 1.0f);
     return true;
   }
-  const double inv_t = 1.0 / settings_.temperature;
-  std::vector<double> w(c.size());
-  double total = 0;
-  for (std::size_t i = 0; i < c.size(); ++i) total += w[i] = std::exp((static_cast<double>(c[i].logit) - m) * inv_t);
+  const auto inv_t = static_cast<float>(1.0 / settings_.temperature);
   p.resize(c.size());
-  for (std::size_t i = 0; i < c.size(); ++i) p[i] = static_cast<float>(w[i] / total);
+  double total = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) total += p[i] = std::exp((c[i].logit - m) * inv_t);
+  for (auto& x : p) x = static_cast<float>(x / total);
   return true;
 }
 

@@ -58,11 +58,12 @@ class Sampler {
   // The next uniform in [0, 1) of the sampler's stream (for a rejection sampler sharing it).
   double next_uniform() { return uniform_from_bits(rng_()); }
 
- private:
   struct Candidate {
     TokenId id;
     float logit;
   };
+
+ private:
   // Runs the chain up to and including softmax; leaves the kept candidates in increasing id
   // order in `c` and their probabilities in `p`. Returns false for greedy (c holds the choice).
   bool run_chain(std::span<const float> logits, std::span<const TokenId> history, std::vector<Candidate>& c,

@@ -12,8 +12,8 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> list = {
       {"tiny", "", 64, 2, 4, 2, 128, 512, 0, 2048, false, "unit tests: any arch, ~0.1M parameters"},
       {"bench-250m", "llama", 1024, 16, 16, 8, 2816, 32000, 0, 4096, false, "llama benchmark model, ~254M parameters"},
-      {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 3072, 151936, 128, 40960, true, "Qwen3-0.6B shapes (tied)"},
-      {"qwen3-1.7b", "qwen3", 2048, 28, 16, 8, 6144, 151936, 128, 40960, true, "Qwen3-1.7B shapes (tied)"},
+      {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 3072, 151936, 128, 40960, true, "Qwen3-0.6B shapes"},
+      {"qwen3-1.7b", "qwen3", 2048, 28, 16, 8, 6144, 151936, 128, 40960, true, "Qwen3-1.7B shapes"},
       {"qwen3-8b", "qwen3", 4096, 36, 32, 8, 12288, 151936, 128, 40960, false, "Qwen3-8B shapes"},
   };
   return list;

@@ -13,7 +13,10 @@ Status add_metadata(gguf::Writer& w, const SynthConfig& cfg, bool quantized) {
   const std::int64_t hd = cfg.head_dim_or_default();
 
   w.add_string("general.architecture", a);
-  w.add_string("general.name", fmt::format("graft-synth-{}-{}", cfg.preset.empty() ? "custom" : cfg.preset, a));
+  // Presets of one architecture already say which; tiny and custom shapes fit both.
+  const std::string preset = cfg.preset.empty() ? "custom" : cfg.preset;
+  const bool arch_in_preset = preset.rfind(a, 0) == 0 || preset == "bench-250m";
+  w.add_string("general.name", arch_in_preset ? "graft-synth-" + preset : fmt::format("graft-synth-{}-{}", preset, a));
   w.add_string("general.description", fmt::format("random weights from graft synth (seed {})", cfg.seed));
   if (quantized) w.add_u32("general.quantization_version", 2);
   w.add_u32(a + ".block_count", u32(cfg.n_layer));

@@ -122,26 +122,34 @@ TEST(Sampler, TopPKeepsTheShortestPrefixReachingP) {
 }
 
 TEST(Sampler, TopPOverALargeVocabularyMatchesAFullSort) {
-  // Many candidates, so the incremental partial sort takes several rounds.
-  std::vector<float> logits(5000);
-  for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = std::cos(static_cast<float>(i) * 1.3f) * 3.0f;
-  std::vector<std::size_t> order(logits.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  double total = 0;
-  for (const float x : logits) total += std::exp(static_cast<double>(x) - logits[order[0]]);
-  SamplingSettings s = plain();
-  s.top_p = 0.9;
-  std::vector<TokenId> expected;
-  double cum = 0;
-  for (const auto i : order) {
-    expected.push_back(static_cast<TokenId>(i));
-    cum += std::exp(static_cast<double>(logits[i]) - logits[order[0]]);
-    if (cum >= 0.9 * total) break;
+  // The documented rule computed the slow way: sort everything, then accumulate the integer
+  // masses floor(exp(logit - max) * 2^40) until ceil(top_p * total) is reached.
+  for (const float spread : {3.0f, 12.0f, 40.0f}) {
+    std::vector<float> logits(20000);
+    for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = std::cos(static_cast<float>(i) * 1.3f) * spread;
+    logits[77] = logits[78];  // a tie across the cut must go to the lower id
+    std::vector<std::size_t> order(logits.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    const float max = logits[order[0]];
+    auto mass = [&](std::size_t i) { return static_cast<std::uint64_t>(std::exp(logits[i] - max) * 0x1.0p40f); };
+    for (const double top_p : {0.3, 0.9, 0.999}) {
+      std::uint64_t total = 0;
+      for (std::size_t i = 0; i < logits.size(); ++i) total += mass(i);
+      const auto target = static_cast<std::uint64_t>(std::ceil(top_p * static_cast<double>(total)));
+      std::vector<TokenId> expected;
+      std::uint64_t cum = 0;
+      for (const auto i : order) {
+        expected.push_back(static_cast<TokenId>(i));
+        cum += mass(i);
+        if (cum >= target) break;
+      }
+      std::sort(expected.begin(), expected.end());
+      SamplingSettings s = plain();
+      s.top_p = top_p;
+      EXPECT_EQ(kept(Sampler(s).distribution(logits, {})), expected) << "spread " << spread << " top_p " << top_p;
+    }
   }
-  std::sort(expected.begin(), expected.end());
-  ASSERT_GT(expected.size(), 200u) << "the test should need more than one sorting round";
-  EXPECT_EQ(kept(Sampler(s).distribution(logits, {})), expected);
 }
 
 TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {

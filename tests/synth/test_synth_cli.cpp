@@ -59,6 +59,10 @@ TEST(SynthCli, UsageErrorsExitTwoWithOneLine) {
   EXPECT_EQ(r.output,
             "graft synth: unknown --preset 'huge' (known: tiny, bench-250m, qwen3-0.6b, qwen3-1.7b, qwen3-8b)\n");
 
+  r = synth("--preset tiny --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: --arch is required (llama or qwen3) unless the preset sets it\n");
+
   r = synth("--arch llama");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output, "graft synth: --out FILE is required\n");
