@@ -14,5 +14,6 @@ int cmd_profile(const Args& args);   // profile check FILE
 int cmd_info(const Args& args);      // GGUF metadata, tensor types and sizes
 int cmd_tokenize(const Args& args);  // text -> token ids / pieces
 int cmd_run(const Args& args);       // generation (CPU forward pass: next milestone)
+int cmd_synth(const Args& args);     // write a random-weight model GGUF
 
 }  // namespace graft::cli

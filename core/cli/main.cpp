@@ -24,6 +24,7 @@ constexpr Command kCommands[] = {
     {"profile", graft::cli::cmd_profile, "profile check FILE: validate a TOML profile"},
     {"info", graft::cli::cmd_info, "info MODEL: GGUF metadata, tensor types and sizes"},
     {"tokenize", graft::cli::cmd_tokenize, "tokenize --model FILE (--prompt TEXT | --prompt-file FILE) [--ids]"},
+    {"synth", graft::cli::cmd_synth, "synth --arch llama|qwen3 --out FILE [--preset NAME]: random-weight model"},
 };
 
 void usage(std::FILE* out) {

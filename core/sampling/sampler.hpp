@@ -1,0 +1,82 @@
+// Token sampling with llama.cpp's default chain: penalties -> top_k -> top_p -> min_p ->
+// temperature -> softmax -> one seeded draw. Every step is defined exactly (docs/sampling.md) so
+// the same seed, logits and history give the same token on every run and machine.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "profile/profile.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace graft {
+
+// Draws from a probability vector (not necessarily normalized; entries >= 0): u in [0, 1) from
+// `bits`, target = u * sum, then the first id, in increasing id order, whose running sum
+// (accumulated in double) exceeds the target; when rounding leaves none, the last id with a
+// non-zero entry. Zero entries are never chosen. The sampler draws with exactly this function, so
+// a rejection sampler that reuses distribution() and the same bits picks the same token.
+TokenId draw_token(std::span<const float> probs, std::uint64_t bits);
+
+// The uniform the draw uses: the top 53 bits of one 64-bit engine output, times 2^-53. Defined
+// here rather than by std::uniform_real_distribution, whose output differs between libraries.
+inline double uniform_from_bits(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+// The penalty step alone, in place (what sample() applies first): for each distinct token among
+// the last repeat_last_n entries of history (-1: all of it, 0: none), a logit x becomes x * r when
+// x <= 0 and x / r otherwise (r = repeat_penalty), then x - presence_penalty. In float, as
+// llama.cpp. Ids outside the logits are ignored.
+void apply_penalties(std::span<float> logits, std::span<const TokenId> history, const SamplingSettings& settings);
+
+class Sampler {
+ public:
+  // settings.seed == -1 takes a seed from std::random_device; seed() reports it so a run can be
+  // repeated with --seed. Settings are used as validated by the profile schema.
+  explicit Sampler(const SamplingSettings& settings);
+
+  const SamplingSettings& settings() const { return settings_; }
+  std::uint64_t seed() const { return seed_; }
+  bool greedy() const { return settings_.temperature <= 0; }
+
+  // Picks the next token. logits: one per vocabulary entry (non-empty); history: the tokens of
+  // the context so far, newest last (ids outside the vocabulary are ignored). Greedy sampling
+  // applies the penalties, then takes the highest logit (lowest id on ties) and uses no
+  // randomness; otherwise exactly one engine output is consumed per call.
+  TokenId sample(std::span<const float> logits, std::span<const TokenId> history);
+
+  // Probability of the token the last sample() returned in the distribution it was drawn from
+  // (1 for greedy; 0 before the first call).
+  float last_probability() const { return last_probability_; }
+
+  // The final distribution of the chain, one entry per vocabulary id (zeros for filtered
+  // tokens), summing to 1 up to rounding: what sample() draws from for the same arguments. For
+  // greedy settings it is one-hot at the greedy choice. Consumes no randomness.
+  std::vector<float> distribution(std::span<const float> logits, std::span<const TokenId> history) const;
+
+  // The next uniform in [0, 1) of the sampler's stream (for a rejection sampler sharing it).
+  double next_uniform() { return uniform_from_bits(rng_()); }
+
+  struct Candidate {
+    TokenId id;
+    float logit;
+  };
+
+ private:
+  // Runs the chain up to and including softmax; leaves the kept candidates in increasing id
+  // order in `c` and their probabilities in `p`. Returns false for greedy (c holds the choice).
+  bool run_chain(std::span<const float> logits, std::span<const TokenId> history, std::vector<Candidate>& c,
+                 std::vector<float>& p, std::vector<float>& work) const;
+
+  SamplingSettings settings_;
+  std::uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+  float last_probability_ = 0;
+  // Reused between calls: vocabularies reach 150k+ entries.
+  std::vector<Candidate> scratch_;
+  std::vector<float> probs_;
+  std::vector<float> work_;
+};
+
+}  // namespace graft

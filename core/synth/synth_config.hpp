@@ -1,0 +1,65 @@
+// What `graft synth` builds: architecture, shapes, weight types and seed, the named presets,
+// and the tensor list those imply (llama.cpp names and shapes, ne[0] = input width).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graft/status.hpp"
+
+namespace graft::synth {
+
+struct SynthConfig {
+  std::string arch;         // "llama" | "qwen3"
+  std::string preset;       // preset the shapes started from ("" = tiny defaults, custom)
+  std::int64_t n_embd = 64;
+  std::int64_t n_layer = 2;
+  std::int64_t n_head = 4;
+  std::int64_t n_head_kv = 2;
+  std::int64_t n_ff = 128;
+  std::int64_t n_vocab = 512;
+  std::int64_t head_dim = 0;  // 0: n_embd / n_head
+  std::int64_t ctx = 2048;
+  bool tied = false;          // no output.weight: the output projection reuses token_embd
+  std::string type = "f32";   // matrices
+  std::string embd_type;      // token_embd; empty: same as `type`
+  std::uint64_t seed = 0;
+
+  std::int64_t head_dim_or_default() const { return head_dim > 0 ? head_dim : (n_head > 0 ? n_embd / n_head : 0); }
+  const std::string& embedding_type() const { return embd_type.empty() ? type : embd_type; }
+  float rms_eps() const { return arch == "qwen3" ? 1e-6f : 1e-5f; }
+  float rope_freq_base() const { return arch == "qwen3" ? 1e6f : 1e4f; }
+};
+
+struct Preset {
+  std::string_view name;
+  std::string_view arch;  // empty: any architecture
+  std::int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, head_dim, ctx;
+  bool tied;
+  std::string_view help;
+};
+
+const std::vector<Preset>& presets();
+const Preset* find_preset(std::string_view name);
+// Copies a preset's shapes (and its architecture when it has one) into cfg.
+void apply_preset(const Preset& p, SynthConfig& cfg);
+
+// Checks the architecture and the shapes; one line naming the flag to fix.
+Status validate(const SynthConfig& cfg);
+
+enum class TensorRole { embedding, matrix, norm };
+
+struct TensorPlan {
+  std::string name;                // "blk.3.attn_q.weight"
+  std::vector<std::uint64_t> ne;   // ne[0] first: the input width of a matrix
+  TensorRole role;
+};
+
+// Every tensor of the model in file order: token_embd, output_norm, output (untied only), then
+// each block.
+std::vector<TensorPlan> plan_tensors(const SynthConfig& cfg);
+std::uint64_t parameter_count(const SynthConfig& cfg);
+
+}  // namespace graft::synth

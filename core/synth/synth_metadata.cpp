@@ -1,0 +1,57 @@
+// The metadata of a synthetic model: the keys llama.cpp's llama and qwen3 loaders read, and the
+// synthetic tokenizer.
+#include <fmt/format.h>
+
+#include "synth/synth_model.hpp"
+#include "synth/synth_vocab.hpp"
+
+namespace graft::synth {
+
+Status add_metadata(gguf::Writer& w, const SynthConfig& cfg, bool quantized) {
+  const std::string& a = cfg.arch;
+  auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  const std::int64_t hd = cfg.head_dim_or_default();
+
+  w.add_string("general.architecture", a);
+  // Presets of one architecture already say which; tiny and custom shapes fit both.
+  const std::string preset = cfg.preset.empty() ? "custom" : cfg.preset;
+  const bool arch_in_preset = preset.rfind(a, 0) == 0 || preset == "bench-250m";
+  w.add_string("general.name", arch_in_preset ? "graft-synth-" + preset : fmt::format("graft-synth-{}-{}", preset, a));
+  w.add_string("general.description", fmt::format("random weights from graft synth (seed {})", cfg.seed));
+  if (quantized) w.add_u32("general.quantization_version", 2);
+  w.add_u32(a + ".block_count", u32(cfg.n_layer));
+  w.add_u32(a + ".context_length", u32(cfg.ctx));
+  w.add_u32(a + ".embedding_length", u32(cfg.n_embd));
+  w.add_u32(a + ".feed_forward_length", u32(cfg.n_ff));
+  w.add_u32(a + ".attention.head_count", u32(cfg.n_head));
+  w.add_u32(a + ".attention.head_count_kv", u32(cfg.n_head_kv));
+  w.add_f32(a + ".attention.layer_norm_rms_epsilon", cfg.rms_eps());
+  w.add_f32(a + ".rope.freq_base", cfg.rope_freq_base());
+  if (a == "llama") {
+    w.add_u32(a + ".rope.dimension_count", u32(hd));
+    w.add_u32(a + ".vocab_size", u32(cfg.n_vocab));
+  }
+  // qwen3 always states the head size (128 != n_embd / n_head in the real models); llama only
+  // when it differs from the default llama.cpp derives.
+  if (a == "qwen3" || cfg.head_dim > 0) {
+    w.add_u32(a + ".attention.key_length", u32(hd));
+    w.add_u32(a + ".attention.value_length", u32(hd));
+  }
+
+  const bool qwen = a == "qwen3";
+  auto vocab = build_vocab(cfg.n_vocab, qwen ? "qwen2" : "llama-bpe", !qwen);
+  if (!vocab) return std::move(vocab).status();
+  w.add_string("tokenizer.ggml.model", vocab->model);
+  w.add_string("tokenizer.ggml.pre", vocab->pre);
+  w.add_string_array("tokenizer.ggml.tokens", std::move(vocab->tokens));
+  w.add_i32_array("tokenizer.ggml.token_type", std::move(vocab->token_types));
+  w.add_string_array("tokenizer.ggml.merges", std::move(vocab->merges));
+  w.add_u32("tokenizer.ggml.bos_token_id", u32(*vocab->bos_id));
+  w.add_u32("tokenizer.ggml.eos_token_id", u32(*vocab->eos_id));
+  w.add_u32("tokenizer.ggml.padding_token_id", u32(*vocab->pad_id));
+  w.add_bool("tokenizer.ggml.add_bos_token", *vocab->add_bos);
+  w.add_bool("tokenizer.ggml.add_eos_token", *vocab->add_eos);
+  return {};
+}
+
+}  // namespace graft::synth

@@ -1,0 +1,33 @@
+// Writes a complete synthetic model GGUF: architecture metadata, the synthetic tokenizer and every
+// tensor, streamed one row chunk at a time so even the 8B presets need only a few MiB of memory.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string_view>
+
+#include "graft/status.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "synth/synth_config.hpp"
+#include "synth/synth_types.hpp"
+
+namespace graft::synth {
+
+// done/total: tensor data bytes; called after each written chunk.
+using ProgressFn = std::function<void(std::uint64_t done, std::uint64_t total, std::string_view tensor)>;
+
+struct SynthSummary {
+  std::uint64_t parameters = 0;
+  std::uint64_t tensors = 0;
+  std::uint64_t tensor_bytes = 0;
+};
+
+// general.*, <arch>.* and tokenizer.ggml.* keys.
+Status add_metadata(gguf::Writer& w, const SynthConfig& cfg, bool quantized);
+
+// cfg must pass validate() and check_geometry(); same arguments give a byte-identical file.
+Expected<SynthSummary> write_model(const SynthConfig& cfg, const SynthTypes& types, const std::filesystem::path& path,
+                                   const ProgressFn& progress = {});
+
+}  // namespace graft::synth

@@ -1,0 +1,91 @@
+// `graft synth` through the real binary: exit codes and one-line errors.
+#include <gtest/gtest.h>
+
+#include "gguf/gguf_file.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+CommandResult synth(const std::string& args) { return run_command(std::string(GRAFT_EXE) + " synth " + args); }
+
+TEST(SynthCli, WritesALoadableModel) {
+  TempDir dir;
+  const auto out = (dir.path() / "tiny.gguf").string();
+  auto r = synth("--arch qwen3 --preset tiny --tied --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("wrote " + out + ": qwen3 d=64 layers=2"), std::string::npos) << r.output;
+  auto f = graft::gguf::File::open(out);
+  ASSERT_TRUE(f) << f.status().message();
+  EXPECT_EQ((*f)->tensor("output.weight"), nullptr);
+  auto info = run_command(std::string(GRAFT_EXE) + " info " + out);
+  EXPECT_EQ(info.exit_code, 0) << info.output;
+}
+
+TEST(SynthCli, PluginTypeThroughPluginDir) {
+  TempDir dir;
+  const auto out = (dir.path() / "q.gguf").string();
+  auto r = synth("--arch llama --type test8 --seed 3 --plugin-dir " + std::string(FAKE_PLUGIN_DIR) + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto info = run_command(std::string(GRAFT_EXE) + " info --plugin-dir " + FAKE_PLUGIN_DIR + " " + out);
+  EXPECT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_NE(info.output.find("test8"), std::string::npos) << info.output;
+}
+
+TEST(SynthCli, DryRunPrintsTheParameterCount) {
+  auto r = synth("--preset qwen3-0.6b --dry-run");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "qwen3-0.6b: qwen3 d=1024 layers=28 heads=16/8 head_dim=128 ff=3072 vocab=151936 tied, 596049920 "
+            "parameters (596.0M)\n");
+}
+
+TEST(SynthCli, UsageErrorsExitTwoWithOneLine) {
+  TempDir dir;
+  const auto out = (dir.path() / "x.gguf").string();
+  auto r = synth("--arch gpt9 --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: unknown --arch 'gpt9' (supported: llama, qwen3)\n");
+
+  r = synth("--arch llama --n-head 5 --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: --n-head 5 does not divide --n-embd 64 (or give --head-dim)\n");
+
+  r = synth("--preset bench-250m --arch qwen3 --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: --arch qwen3 conflicts with --preset bench-250m (llama)\n");
+
+  r = synth("--preset huge --arch llama --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output,
+            "graft synth: unknown --preset 'huge' (known: tiny, bench-250m, qwen3-0.6b, qwen3-1.7b, qwen3-8b)\n");
+
+  r = synth("--preset tiny --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: --arch is required (llama or qwen3) unless the preset sets it\n");
+
+  r = synth("--arch llama");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: --out FILE is required\n");
+
+  r = synth("--arch llama --n-layers 3 --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output,
+            "graft synth: command line: unrecognised option '--n-layers'; did you mean '--n-layer'? (try 'graft synth "
+            "--help')\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(SynthCli, MissingPluginExitsOneNamingTheFile) {
+  TempDir dir;
+  const auto out = (dir.path() / "x.gguf").string();
+  auto r = synth("--arch llama --type q9_9 --plugin-dir " + dir.path().string() + " --out " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string head = "graft synth: --type q9_9: no weight-format plugin provides this type (expected "
+                           "libgraft_quant_q9_9.so in: " + dir.path().string() + ", ";
+  EXPECT_EQ(r.output.rfind(head, 0), 0u) << r.output;
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line";
+  EXPECT_NE(r.output.find("; add --plugin-dir DIR)\n"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
