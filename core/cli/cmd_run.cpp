@@ -1,13 +1,142 @@
+// graft run: stream generated text to stdout, stats to stderr; --json for exact comparisons.
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/run_support.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace graft::cli {
-// Generation needs the CPU backend's ops, the weight formats and the llama/qwen3 forward pass,
-// which land with the next milestone; until then this says so instead of pretending.
-int cmd_run(const Args&) {
-  std::fprintf(stderr, "graft run: not implemented yet (the CPU forward pass is the next milestone); "
-                       "available now: plugins, profile check, info, tokenize\n");
-  return 1;
+
+int cmd_run(const Args& args) {
+  po::options_description desc("graft run [options]");
+  desc.add_options()("help,h", "show this help")(
+      "prompt-ids", po::value<std::string>()->value_name("IDS"), "raw prompt token ids, e.g. \"1 15043 3186\" (no BOS added)")(
+      "json", "print one JSON object (generated_ids, text, stats) instead of streaming text")(
+      "batch,b", po::value<std::int64_t>()->value_name("N")->default_value(256), "prompt tokens per forward pass")(
+      "no-bos", "do not add the vocabulary's BOS token to a text prompt");
+  add_profile_options(desc);
+  auto vm = parse_options(args, desc);
+  if (!vm) {
+    std::fprintf(stderr, "graft run: %s\n", vm.status().message().c_str());
+    return 2;
+  }
+  if (vm->count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  auto profile = load_profile_with_overrides(*vm);
+  if (!profile) {
+    std::fprintf(stderr, "graft run: %s\n", profile.status().message().c_str());
+    return 1;
+  }
+  const std::int64_t batch = (*vm)["batch"].as<std::int64_t>();
+  if (batch < 1 || batch > 65536) {
+    std::fprintf(stderr, "graft run: command line: --batch: %lld is out of range: must be in 1..65536\n",
+                 static_cast<long long>(batch));
+    return 2;
+  }
+  if (vm->count("prompt-ids") && (vm->count("prompt") || vm->count("prompt-file"))) {
+    std::fprintf(stderr, "graft run: command line: --prompt-ids cannot be combined with --prompt or --prompt-file\n");
+    return 2;
+  }
+
+  auto pipeline = build_pipeline(*profile, static_cast<std::uint32_t>(batch));
+  if (!pipeline) {
+    std::fprintf(stderr, "graft run: %s\n", pipeline.status().message().c_str());
+    return 1;
+  }
+  Pipeline& p = **pipeline;
+  const Tokenizer& tok = p.tokenizer();
+
+  std::vector<TokenId> prompt;
+  if (vm->count("prompt-ids")) {
+    auto ids = parse_prompt_ids((*vm)["prompt-ids"].as<std::string>(), tok.n_vocab());
+    if (!ids) {
+      std::fprintf(stderr, "graft run: %s\n", ids.status().message().c_str());
+      return 2;
+    }
+    prompt = std::move(*ids);
+  } else {
+    TokenizeOptions opt;
+    opt.add_special = !vm->count("no-bos");
+    opt.parse_special = true;  // chat markup such as <|im_start|> in a prompt means the token
+    auto ids = tok.encode(profile->prompt, opt);
+    if (!ids) {
+      std::fprintf(stderr, "graft run: %s\n", ids.status().message().c_str());
+      return 1;
+    }
+    prompt = std::move(*ids);
+  }
+  if (prompt.empty()) {
+    std::fprintf(stderr, "graft run: the prompt is empty: pass --prompt TEXT, --prompt-file FILE or --prompt-ids IDS\n");
+    return 2;
+  }
+
+  Sampler sampler(profile->sampling);
+  const bool json = vm->count("json") > 0;
+  std::vector<TokenId> generated;
+  Utf8Stream stream;
+  std::string text;
+  if (!json && !vm->count("prompt-ids")) {
+    std::fputs(profile->prompt.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  GenerationStats stats;
+  Generator gen(p);
+  Status st = gen.generate(prompt, profile->max_tokens, sampler,
+                           [&](TokenId id) {
+                             generated.push_back(id);
+                             const std::string piece = stream.push(tok.token_bytes(id));
+                             text += piece;
+                             if (!json) {
+                               std::fputs(piece.c_str(), stdout);
+                               std::fflush(stdout);
+                             }
+                             return true;
+                           },
+                           stats);
+  const std::string tail = stream.flush();
+  text += tail;
+  if (!json) {
+    std::fputs(tail.c_str(), stdout);
+    std::fputc('\n', stdout);
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "graft run: %s\n", st.message().c_str());
+    return 1;
+  }
+
+  const MemoryReport mem = p.memory();
+  if (json) {
+    nlohmann::json o = {
+        {"prompt_ids", prompt},
+        {"generated_ids", generated},
+        {"text", text},
+        {"stop_reason", stop_reason_name(stats.stop)},
+        {"seed", sampler.seed()},
+        {"stats",
+         {{"load_seconds", p.load_seconds()},
+          {"prompt_tokens", stats.prompt_tokens},
+          {"generated_tokens", stats.generated_tokens},
+          {"prefill_seconds", stats.prefill_seconds},
+          {"decode_seconds", stats.decode_seconds},
+          {"prefill_tokens_per_second", stats.prefill_tps()},
+          {"decode_tokens_per_second", stats.decode_tps()},
+          {"memory_bytes", {{"weights", mem.weights}, {"kv", mem.kv}, {"scratch", mem.scratch}}}}}};
+    std::puts(o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  std::fprintf(stderr,
+               "\nload %.2f s | prompt %u tokens, %.1f tok/s | generated %u tokens, %.1f tok/s | stop: %s | seed %llu\n"
+               "memory: weights %s, kv %s, scratch %s\n",
+               p.load_seconds(), stats.prompt_tokens, stats.prefill_tps(), stats.generated_tokens, stats.decode_tps(),
+               stop_reason_name(stats.stop), static_cast<unsigned long long>(sampler.seed()),
+               human_bytes(mem.weights).c_str(), human_bytes(mem.kv).c_str(), human_bytes(mem.scratch).c_str());
+  return 0;
 }
+
 }  // namespace graft::cli

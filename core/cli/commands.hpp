@@ -13,7 +13,9 @@ int cmd_plugins(const Args& args);   // list discovered plugins
 int cmd_profile(const Args& args);   // profile check FILE
 int cmd_info(const Args& args);      // GGUF metadata, tensor types and sizes
 int cmd_tokenize(const Args& args);  // text -> token ids / pieces
-int cmd_run(const Args& args);       // generation (CPU forward pass: next milestone)
+int cmd_run(const Args& args);       // generate text from a prompt
+int cmd_perplexity(const Args& args);  // llama.cpp-comparable perplexity of a text file
+int cmd_bench(const Args& args);     // prefill/decode speed against measured read bandwidth
 int cmd_synth(const Args& args);     // write a random-weight model GGUF
 
 }  // namespace graft::cli

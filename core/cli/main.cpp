@@ -20,6 +20,8 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"run", graft::cli::cmd_run, "generate text from a prompt"},
+    {"perplexity", graft::cli::cmd_perplexity, "perplexity --model M --file TEXT --ctx N [--chunks K]"},
+    {"bench", graft::cli::cmd_bench, "prefill/decode tok/s and decode bandwidth vs the machine's"},
     {"plugins", graft::cli::cmd_plugins, "list discovered plugins (kind, name, version, ABI, path)"},
     {"profile", graft::cli::cmd_profile, "profile check FILE: validate a TOML profile"},
     {"info", graft::cli::cmd_info, "info MODEL: GGUF metadata, tensor types and sizes"},

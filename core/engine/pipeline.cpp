@@ -97,7 +97,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
   if (!factory) return std::move(factory).status();
   p->kv_factory_ = *factory;
   auto kv = p->kv_factory_->create(*p->backend_, p->model_->kv_geometry(p->context_));
-  if (!kv) return Status(kv.status().code(), fmt::format("kv store '{}': {}", profile.kv.name, kv.status().message()));
+  if (!kv) return std::move(kv).status();
   p->kv_ = (*kv_lib)->adopt(std::move(*kv));
 
   prefault(*p->file_, progress);

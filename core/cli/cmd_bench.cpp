@@ -1,0 +1,162 @@
+// graft bench: prefill and decode speed, and decode's achieved read bandwidth as a fraction of
+// the machine's read bandwidth measured in the same run with the same thread count.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "bench/read_bandwidth.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/run_support.hpp"
+
+namespace graft::cli {
+
+namespace {
+
+struct Rep {
+  double prefill_tps = 0, decode_tps = 0;
+};
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / v.size();
+}
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / (v.size() - 1));
+}
+
+std::size_t argmax(const std::vector<float>& v) {
+  return static_cast<std::size_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  po::options_description desc("graft bench --model M [options]");
+  desc.add_options()("help,h", "show this help")(
+      "prompt-tokens", po::value<std::int64_t>()->value_name("N")->default_value(256), "prefill length")(
+      "gen-tokens", po::value<std::int64_t>()->value_name("N")->default_value(64), "decode length")(
+      "reps", po::value<std::int64_t>()->value_name("N")->default_value(3), "repetitions")(
+      "batch,b", po::value<std::int64_t>()->value_name("N")->default_value(256), "prompt tokens per forward pass")(
+      "bandwidth-mib", po::value<std::int64_t>()->value_name("N")->default_value(1024), "buffer for the bandwidth probe")(
+      "json", "print the results as one JSON object");
+  add_profile_options(desc);
+  auto vm = parse_options(args, desc);
+  if (!vm) {
+    std::fprintf(stderr, "graft bench: %s\n", vm.status().message().c_str());
+    return 2;
+  }
+  if (vm->count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  auto profile = load_profile_with_overrides(*vm);
+  if (!profile) {
+    std::fprintf(stderr, "graft bench: %s\n", profile.status().message().c_str());
+    return 1;
+  }
+  const auto P = (*vm)["prompt-tokens"].as<std::int64_t>(), G = (*vm)["gen-tokens"].as<std::int64_t>();
+  const auto reps = (*vm)["reps"].as<std::int64_t>(), batch = (*vm)["batch"].as<std::int64_t>();
+  const auto bw_mib = (*vm)["bandwidth-mib"].as<std::int64_t>();
+  if (P < 1 || G < 2 || reps < 1 || batch < 1 || bw_mib < 64) {
+    std::fprintf(stderr, "graft bench: need --prompt-tokens >= 1, --gen-tokens >= 2, --reps >= 1, --batch >= 1, "
+                         "--bandwidth-mib >= 64\n");
+    return 2;
+  }
+  if (profile->context < P + G) profile->context = P + G;
+
+  auto pipeline = build_pipeline(*profile, static_cast<std::uint32_t>(std::min(batch, P)));
+  if (!pipeline) {
+    std::fprintf(stderr, "graft bench: %s\n", pipeline.status().message().c_str());
+    return 1;
+  }
+  Pipeline& p = **pipeline;
+  const unsigned threads = p.backend().n_threads();
+  const BandwidthResult bw = measure_read_bandwidth(threads, std::size_t(bw_mib) << 20);
+
+  // Deterministic prompt of ordinary tokens; decode continues greedily, ignoring end of text.
+  std::mt19937 rng(1234);
+  std::vector<TokenId> prompt(static_cast<std::size_t>(P));
+  for (auto& t : prompt) t = static_cast<TokenId>(rng() % p.model().params().n_vocab);
+  std::vector<double> prefill, decode;
+  std::vector<float> logits;
+  const std::uint32_t B = p.model().max_batch();
+  for (std::int64_t r = 0; r < reps; ++r) {
+    Status st = p.kv().truncate(0);
+    auto t0 = std::chrono::steady_clock::now();
+    for (std::int64_t pos = 0; st.ok() && pos < P; pos += B) {
+      ForwardBatch fb;
+      fb.tokens = std::span<const TokenId>(prompt).subspan(pos, std::min<std::int64_t>(B, P - pos));
+      fb.n_past = static_cast<std::uint32_t>(pos);
+      st = p.model().forward(fb, p.kv(), logits);
+    }
+    const double t_prefill = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    t0 = std::chrono::steady_clock::now();
+    TokenId next = static_cast<TokenId>(argmax(logits));
+    for (std::int64_t i = 0; st.ok() && i + 1 < G; ++i) {
+      ForwardBatch fb;
+      fb.tokens = std::span<const TokenId>(&next, 1);
+      fb.n_past = static_cast<std::uint32_t>(P + i);
+      st = p.model().forward(fb, p.kv(), logits);
+      next = static_cast<TokenId>(argmax(logits));
+    }
+    const double t_decode = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!st.ok()) {
+      std::fprintf(stderr, "graft bench: %s\n", st.message().c_str());
+      return 1;
+    }
+    prefill.push_back(P / t_prefill);
+    decode.push_back((G - 1) / t_decode);
+  }
+
+  // Bytes one decode step reads: every weight once, plus the KV of the average context.
+  const MemoryReport mem = p.memory();
+  const double kv_per_token = double(mem.kv) / p.context();
+  const double bytes_per_step = double(mem.weights) + kv_per_token * (P + G / 2.0);
+  const double achieved = bytes_per_step * mean(decode);
+  const double fraction = achieved / bw.bytes_per_second;
+  const auto& mp = p.model().params();
+  if (vm->count("json")) {
+    nlohmann::json o = {{"model", p.file().name()},
+                        {"architecture", mp.arch_name},
+                        {"threads", threads},
+                        {"prompt_tokens", P},
+                        {"gen_tokens", G},
+                        {"reps", reps},
+                        {"prefill_tokens_per_second", prefill},
+                        {"decode_tokens_per_second", decode},
+                        {"prefill_mean", mean(prefill)},
+                        {"decode_mean", mean(decode)},
+                        {"weight_bytes", mem.weights},
+                        {"bytes_per_decode_step", bytes_per_step},
+                        {"decode_bytes_per_second", achieved},
+                        {"read_bandwidth_bytes_per_second", bw.bytes_per_second},
+                        {"decode_fraction_of_bandwidth", fraction},
+                        {"prefill_over_decode", mean(prefill) / mean(decode)}};
+    std::puts(o.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model:      %s (%s, %s of weights read per token)\n", p.file().name().c_str(), mp.arch_name.c_str(),
+              human_bytes(mem.weights).c_str());
+  std::printf("threads:    %u\n", threads);
+  std::printf("prefill:    %.1f +/- %.1f tok/s (%lld tokens, %lld reps)\n", mean(prefill), stddev(prefill),
+              static_cast<long long>(P), static_cast<long long>(reps));
+  std::printf("decode:     %.2f +/- %.2f tok/s (%lld tokens)\n", mean(decode), stddev(decode), static_cast<long long>(G));
+  std::printf("bandwidth:  decode reads %.2f GB/s = %.1f%% of the measured %.2f GB/s (%u threads, %s buffer)\n",
+              achieved / 1e9, 100 * fraction, bw.bytes_per_second / 1e9, threads, human_bytes(bw.buffer_bytes).c_str());
+  std::printf("ratio:      prefill / decode = %.2f\n", mean(prefill) / mean(decode));
+  return 0;
+}
+
+}  // namespace graft::cli

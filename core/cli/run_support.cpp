@@ -1,0 +1,56 @@
+#include "cli/run_support.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+
+namespace graft::cli {
+
+Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::uint32_t max_batch) {
+  const bool tty = isatty(STDERR_FILENO);
+  int last = -1;
+  auto progress = [&](std::string_view what, double fraction) {
+    const int pct = static_cast<int>(fraction * 100);
+    if (pct == last) return;
+    last = pct;
+    if (tty) {
+      std::fprintf(stderr, "\r%.*s: %3d%%", static_cast<int>(what.size()), what.data(), pct);
+      if (pct >= 100) std::fputc('\n', stderr);
+    } else if (pct == 0 || pct >= 100) {
+      std::fprintf(stderr, "%.*s: %d%%\n", static_cast<int>(what.size()), what.data(), pct);
+    }
+  };
+  return Pipeline::build(profile, max_batch, progress);
+}
+
+Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::size_t n_vocab) {
+  std::vector<TokenId> ids;
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n' || *p == '[' || *p == ']') {
+      ++p;
+      continue;
+    }
+    long long v = 0;
+    auto [next, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc() || next == p)
+      return Status(Errc::invalid_argument, fmt::format("--prompt-ids: '{}' is not a token id", std::string(p, std::min<std::size_t>(end - p, 16))));
+    if (v < 0 || static_cast<unsigned long long>(v) >= n_vocab)
+      return Status(Errc::out_of_range, fmt::format("--prompt-ids: token id {} is outside the vocabulary (0..{})", v, n_vocab - 1));
+    ids.push_back(static_cast<TokenId>(v));
+    p = next;
+  }
+  if (ids.empty()) return Status(Errc::invalid_argument, "--prompt-ids: no token ids given");
+  return ids;
+}
+
+std::string human_bytes(std::uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / double(1ull << 20));
+  return fmt::format("{:.1f} KiB", b / 1024.0);
+}
+
+}  // namespace graft::cli
