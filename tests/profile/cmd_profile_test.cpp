@@ -42,11 +42,9 @@ TEST(profile_cli, CheckGoodProfilePrintsSummaryAndOk) {
   test::TempDir dir;
   const auto file = dir.write("good.toml", R"([model]
 path = "m.gguf"
-[[drafter]]
-name = "ngram"
-n_max = 4
-[speculative]
-enabled = true
+[kv]
+store = "device"
+type = "f32"
 [sampling]
 temperature = 0
 )");
@@ -54,10 +52,10 @@ temperature = 0
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_NE(r.out.find("model:    " + (dir.path() / "m.gguf").string() + "\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("drafters: ngram (n_max); speculative on"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kv:       device (type)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sampling: temperature 0,"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("context:  2048 tokens"), std::string::npos) << r.out;  // the override applied
-  EXPECT_NE(r.out.find("1 plugin key(s) not checked"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 plugin key(s) checked against the plugins' declarations"), std::string::npos) << r.out;
   ASSERT_GE(r.out.size(), 3u);
   EXPECT_EQ(r.out.substr(r.out.size() - 3), "ok\n");
 }
