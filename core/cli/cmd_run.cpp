@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/run_support.hpp"
+#include "sampling/stop_checker.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace graft::cli {
@@ -18,7 +19,9 @@ int cmd_run(const Args& args) {
       "prompt-ids", po::value<std::string>()->value_name("IDS"), "raw prompt token ids, e.g. \"1 15043 3186\" (no BOS added)")(
       "json", "print one JSON object (generated_ids, text, stats) instead of streaming text")(
       "batch,b", po::value<std::int64_t>()->value_name("N")->default_value(256), "prompt tokens per forward pass")(
-      "no-bos", "do not add the vocabulary's BOS token to a text prompt");
+      "no-bos", "do not add the vocabulary's BOS token to a text prompt")(
+      "stop", po::value<std::vector<std::string>>()->value_name("TEXT")->composing(),
+      "stop when the output contains TEXT (not printed; repeatable)");
   add_profile_options(desc);
   auto vm = parse_options(args, desc);
   if (!vm) {
@@ -82,6 +85,15 @@ int cmd_run(const Args& args) {
   std::vector<TokenId> generated;
   Utf8Stream stream;
   std::string text;
+  StopChecker stop(vm->count("stop") ? (*vm)["stop"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  auto emit = [&](const std::string& bytes) {
+    const std::string piece = stream.push(bytes);
+    text += piece;
+    if (!json) {
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+    }
+  };
   if (!json && !vm->count("prompt-ids")) {
     std::fputs(profile->prompt.c_str(), stdout);
     std::fflush(stdout);
@@ -91,15 +103,12 @@ int cmd_run(const Args& args) {
   Status st = gen.generate(prompt, profile->max_tokens, sampler,
                            [&](TokenId id) {
                              generated.push_back(id);
-                             const std::string piece = stream.push(tok.token_bytes(id));
-                             text += piece;
-                             if (!json) {
-                               std::fputs(piece.c_str(), stdout);
-                               std::fflush(stdout);
-                             }
-                             return true;
+                             const StopResult r = stop.push_token(tok, id);
+                             emit(r.text);
+                             return !r.stopped();
                            },
                            stats);
+  if (!stop.stopped()) emit(stop.flush());
   const std::string tail = stream.flush();
   text += tail;
   if (!json) {
@@ -117,7 +126,7 @@ int cmd_run(const Args& args) {
         {"prompt_ids", prompt},
         {"generated_ids", generated},
         {"text", text},
-        {"stop_reason", stop_reason_name(stats.stop)},
+        {"stop_reason", finish_reason_name(stats.stop)},
         {"seed", sampler.seed()},
         {"stats",
          {{"load_seconds", p.load_seconds()},
@@ -134,7 +143,7 @@ int cmd_run(const Args& args) {
                "\nload %.2f s | prompt %u tokens, %.1f tok/s | generated %u tokens, %.1f tok/s | stop: %s | seed %llu\n"
                "memory: weights %s, kv %s, scratch %s\n",
                p.load_seconds(), stats.prompt_tokens, stats.prefill_tps(), stats.generated_tokens, stats.decode_tps(),
-               stop_reason_name(stats.stop), static_cast<unsigned long long>(sampler.seed()),
+               finish_reason_name(stats.stop), static_cast<unsigned long long>(sampler.seed()),
                human_bytes(mem.weights).c_str(), human_bytes(mem.kv).c_str(), human_bytes(mem.scratch).c_str());
   return 0;
 }

@@ -12,12 +12,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-const char* stop_reason_name(StopReason r) {
+const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case StopReason::length: return "length";
-    case StopReason::eog: return "end of generation";
-    case StopReason::context_full: return "context full";
-    case StopReason::callback: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::eog: return "end of generation";
+    case FinishReason::context_full: return "context full";
+    case FinishReason::stop: return "stop string";
   }
   return "?";
 }
@@ -67,26 +67,26 @@ Status Generator::generate(std::span<const TokenId> prompt, std::int64_t max_tok
   t0 = std::chrono::steady_clock::now();
   for (;;) {
     if (max_tokens >= 0 && stats.generated_tokens >= max_tokens) {
-      stats.stop = StopReason::length;
+      stats.stop = FinishReason::length;
       break;
     }
     const TokenId next = sampler.sample(std::span<const float>(logits.data(), n_vocab), history);
     history.push_back(next);
     ++stats.generated_tokens;
     if (p_.tokenizer().is_eog(next)) {
-      stats.stop = StopReason::eog;
+      stats.stop = FinishReason::eog;
       break;
     }
     if (!on_token(next)) {
-      stats.stop = StopReason::callback;
+      stats.stop = FinishReason::stop;
       break;
     }
     if (max_tokens >= 0 && stats.generated_tokens >= max_tokens) {
-      stats.stop = StopReason::length;
+      stats.stop = FinishReason::length;
       break;
     }
     if (history.size() >= p_.context()) {
-      stats.stop = StopReason::context_full;
+      stats.stop = FinishReason::context_full;
       break;
     }
     ForwardBatch batch;

@@ -14,15 +14,15 @@
 
 namespace graft {
 
-enum class StopReason { length, eog, context_full, callback };
-const char* stop_reason_name(StopReason r);
+enum class FinishReason { length, eog, context_full, stop };
+const char* finish_reason_name(FinishReason r);
 
 struct GenerationStats {
   std::uint32_t prompt_tokens = 0;
   std::uint32_t generated_tokens = 0;
   double prefill_seconds = 0;  // prompt forward passes, up to the first sampled token
   double decode_seconds = 0;   // every later forward pass and sampling step
-  StopReason stop = StopReason::length;
+  FinishReason stop = FinishReason::length;
   double prefill_tps() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
   // As the field reports it: the first token comes from prefill, so (generated - 1) / decode time.
   double decode_tps() const {
