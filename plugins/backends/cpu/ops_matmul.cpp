@@ -23,7 +23,7 @@ Status op_matmul(const OpContext& c, const TensorView& w, const TensorView& x, c
   expected.ne[0] = w.ne[1];
   if (!same_shape(y, expected))
     return op_error(op, "y has shape " + shape_string(y) + "; expected " + shape_string(expected) +
-                            " ([ne[1] of w, rows of x])");
+                            ": ne[1] of w by the rows of x");
   if (overlap(y, x) != Overlap::none) return op_error(op, "y overlaps x; matmul cannot run in place");
   if (overlap(y, w) != Overlap::none) return op_error(op, "y overlaps w");
 

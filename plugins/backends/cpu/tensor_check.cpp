@@ -14,7 +14,7 @@ std::string list_types(std::initializer_list<TypeId> types) {
   std::string s;
   std::size_t i = 0;
   for (TypeId t : types) {
-    if (i > 0) s += (i + 1 == types.size()) ? (types.size() > 2 ? ", or " : " or ") : ", ";
+    if (i > 0) s += (i + 1 == types.size()) ? " or " : ", ";
     s += type_name(t);
     ++i;
   }
@@ -32,7 +32,25 @@ std::string type_name(TypeId type) {
     case type_id::i32: return "i32";
     case type_id::i64: return "i64";
     case type_id::f64: return "f64";
-    default: return "type " + std::to_string(type);
+    case type_id::q4_0: return "q4_0";
+    case type_id::q4_1: return "q4_1";
+    case type_id::q5_0: return "q5_0";
+    case type_id::q5_1: return "q5_1";
+    case type_id::q8_0: return "q8_0";
+    case type_id::q8_1: return "q8_1";
+    case type_id::q2_k: return "q2_k";
+    case type_id::q3_k: return "q3_k";
+    case type_id::q4_k: return "q4_k";
+    case type_id::q5_k: return "q5_k";
+    case type_id::q6_k: return "q6_k";
+    case type_id::q8_k: return "q8_k";
+    case type_id::tq1_0: return "tq1_0";
+    case type_id::tq2_0: return "tq2_0";
+    case type_id::mxfp4: return "mxfp4";
+    case type_id::nvfp4: return "nvfp4";
+    case type_id::q1_0: return "q1_0";
+    case type_id::q2_0: return "q2_0";
+    default: return "id " + std::to_string(type);
   }
 }
 

@@ -11,7 +11,7 @@
 
 namespace graft::cpu {
 
-// "f32", "f16", "bf16", "i32", ... or "type 8" for ids the backend has no name for.
+// "f32", "bf16", "q8_0", ... (the ids of graft/tensor.hpp) or "id 99" for others.
 std::string type_name(TypeId type);
 // Bytes per element of the dense types the ops accept (f32, f16, bf16); 0 otherwise.
 std::size_t dense_element_size(TypeId type) noexcept;
