@@ -1,6 +1,7 @@
 // The CPU backend as an object: devices, memory, threads, and how the SIMD level is chosen.
 #include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "cpu_fixture.hpp"
 #include "simd_level.hpp"
@@ -59,6 +60,33 @@ TEST(cpuThreads, ParallelForCoversEveryIndexExactlyOnce) {
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 3) << "threads " << threads << " n " << n;
     }
   }
+}
+
+// An op called from inside parallel_for (a weight-format kernel normalizing its rows) and two host
+// threads calling at once both complete, covering every index once.
+TEST(cpuThreads, NestedAndConcurrentParallelForComplete) {
+  auto b = make_cpu(3);
+  ASSERT_TRUE(b);
+  std::vector<std::atomic<int>> hits(60 * 50);
+  b->parallel_for(60, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i)
+      b->parallel_for(50, [&](std::size_t b2, std::size_t e2) {
+        for (std::size_t j = b2; j < e2; ++j) hits[i * 50 + j]++;
+      });
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+
+  std::vector<std::atomic<int>> a(100000), c(100000);
+  auto sweep = [&](std::vector<std::atomic<int>>& v) {
+    for (int round = 0; round < 20; ++round)
+      b->parallel_for(v.size(), [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) v[i]++;
+      });
+  };
+  std::thread other([&] { sweep(c); });
+  sweep(a);
+  other.join();
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i] == 20 && c[i] == 20) << i;
 }
 
 // ---- SIMD level selection ----

@@ -1,6 +1,8 @@
 // matmul for dense weights: y[j][i] = dot(w row i, x row j); w f32/f16/bf16 [k, m], x f32 [k, n],
 // y f32 [m, n]. Threads split the weight rows; an f16/bf16 row is widened (exactly) to f32 once
-// and then dotted with every x row, so the result equals the f32 matmul of the widened weights.
+// per call and then dotted with every x row, so the result equals the f32 matmul of the widened
+// weights. x stays f32 (ggml would round it to the weight type first; see docs/backends.md).
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -36,22 +38,33 @@ Status op_matmul(const OpContext& c, const TensorView& w, const TensorView& x, c
   const Kernels& kern = c.k;
   std::atomic<bool> out_of_memory{false};
   c.for_rows(m, k * n, [&](std::size_t begin, std::size_t end) {
-    if (w.type == type_id::f32) {
-      for (std::size_t i = begin; i < end; ++i) kern.dot_cols(w.as<const float>() + i * k, xp, k, k, n, yp + i, m);
-      return;
+    // Blocks of kRowBlock weight rows (widened once into scratch for f16/bf16) meet every group of
+    // kColGroup x rows, so a group stays in L1 while the block's rows pass over it. The grouping
+    // does not change any dot's arithmetic (dot_cols guarantees it).
+    constexpr std::size_t kRowBlock = 16, kColGroup = 4;
+    std::vector<float> scratch;
+    if (w.type != type_id::f32) {
+      try {
+        scratch.resize(kRowBlock * k);
+      } catch (...) {  // no exception may leave a pool thread
+        out_of_memory = true;
+        return;
+      }
     }
-    std::vector<float> row;
-    try {
-      row.resize(k);
-    } catch (...) {  // no exception may leave a pool thread
-      out_of_memory = true;
-      return;
-    }
-    const auto* wp = w.as<const std::uint16_t>();
+    const auto* wh = w.as<const std::uint16_t>();
     const auto widen = w.type == type_id::f16 ? kern.f16_to_f32 : kern.bf16_to_f32;
-    for (std::size_t i = begin; i < end; ++i) {
-      widen(wp + i * k, row.data(), k);
-      kern.dot_cols(row.data(), xp, k, k, n, yp + i, m);
+    for (std::size_t i0 = begin; i0 < end; i0 += kRowBlock) {
+      const std::size_t rows = std::min(kRowBlock, end - i0);
+      const float* block = w.as<const float>() + i0 * k;
+      if (w.type != type_id::f32) {
+        for (std::size_t r = 0; r < rows; ++r) widen(wh + (i0 + r) * k, scratch.data() + r * k, k);
+        block = scratch.data();
+      }
+      for (std::size_t j = 0; j < n; j += kColGroup) {
+        const std::size_t cols = std::min(kColGroup, n - j);
+        for (std::size_t r = 0; r < rows; ++r)
+          kern.dot_cols(block + r * k, xp + j * k, k, k, cols, yp + j * m + i0 + r, m);
+      }
     }
   });
   if (out_of_memory) return Status(Errc::out_of_memory, "cpu backend: matmul: out of memory for a weight row");
