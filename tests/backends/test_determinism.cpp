@@ -133,8 +133,8 @@ TEST_P(Determinism, GetRows) {
       n, k, "get_rows");
 }
 
-// rope, add, mul and the widening conversions do no reductions and no fused arithmetic: every
-// SIMD level gives the scalar bits.
+// rope, add, mul and the widening conversions do no reductions and no fused arithmetic, and
+// rms_norm sums in one fixed order: every SIMD level gives the scalar bits.
 TEST(cpuDeterminism, ExactOpsGiveTheSameBitsOnEveryLevel) {
   const std::size_t head_dim = 128, heads = 32, tokens = 7, n = head_dim * heads * tokens;
   auto x = random_floats(n, -3.0f, 3.0f, 79);
@@ -152,6 +152,8 @@ TEST(cpuDeterminism, ExactOpsGiveTheSameBitsOnEveryLevel) {
       EXPECT_TRUE(b->rope(view(x, head_dim, heads, tokens), pos.data(), p, view(y, head_dim, heads, tokens)).ok());
       out.insert(out.end(), y.begin(), y.end());
     }
+    EXPECT_TRUE(b->rms_norm(view(x, 1001, 27), view(u, 1001), 1e-6f, view(y, 1001, 27)).ok());
+    out.insert(out.end(), y.begin(), y.end());
     EXPECT_TRUE(b->add(view(x, 1001, 27), view(u, 1001, 27), view(y, 1001, 27)).ok());
     out.insert(out.end(), y.begin(), y.end());
     EXPECT_TRUE(b->mul(view(x, 1001, 27), view(u, 1001, 27), view(y, 1001, 27)).ok());

@@ -21,6 +21,21 @@ std::vector<double> reference(const std::vector<float>& x, const std::vector<flo
   return y;
 }
 
+// ggml-cpu's rms_norm followed by its mul by the weight, transcribed: float squares summed in
+// order into a double, mean rounded to float, scale = 1.0f/sqrtf(mean + eps), (x*scale)*w.
+std::vector<float> ggml_rms_norm(const std::vector<float>& x, const std::vector<float>& w, std::size_t n, float eps) {
+  std::vector<float> y(x.size());
+  for (std::size_t r = 0; r < x.size() / n; ++r) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[r * n + i] * x[r * n + i]);
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (std::size_t i = 0; i < n; ++i) y[r * n + i] = x[r * n + i] * scale;
+    for (std::size_t i = 0; i < n; ++i) y[r * n + i] = y[r * n + i] * w[i];
+  }
+  return y;
+}
+
 void expect_close(const std::vector<float>& y, const std::vector<double>& ref, const char* what) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < y.size(); ++i)
@@ -61,6 +76,16 @@ TEST_P(RmsNorm, OddLengthsExerciseTheTails) {
     std::vector<float> y(x.size());
     ASSERT_TRUE(backend->rms_norm(view(x, n, 3), view(w, n), kEps, view(y, n, 3)).ok());
     expect_close(y, reference(x, w, n, kEps), ("n = " + std::to_string(n)).c_str());
+  }
+}
+
+TEST_P(RmsNorm, MatchesGgmlBitForBit) {
+  for (std::int64_t n : {4096, 128, 1000}) {
+    auto x = random_floats(n * 9, -5.0f, 5.0f, 19);
+    auto w = random_floats(n, -2.0f, 2.0f, 20);
+    std::vector<float> y(x.size());
+    ASSERT_TRUE(backend->rms_norm(view(x, n, 9), view(w, n), kEps, view(y, n, 9)).ok());
+    EXPECT_EQ(first_bit_difference(y, ggml_rms_norm(x, w, n, kEps)), -1) << "n = " << n;
   }
 }
 

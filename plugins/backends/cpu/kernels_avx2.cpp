@@ -76,30 +76,11 @@ inline __m256 exp_ps(__m256 x) {
   return _mm256_andnot_ps(under, e);
 }
 
-// Squares rounded to float (as ggml), accumulated in four double registers.
-inline void add_squares(__m256 v, __m256d& a, __m256d& b) {
-  const __m256 sq = _mm256_mul_ps(v, v);
-  a = _mm256_add_pd(a, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
-  b = _mm256_add_pd(b, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
-}
-
 void rms_norm_row(const float* x, const float* w, float eps, float* y, std::size_t n) {
-  __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-  std::size_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {
-    add_squares(_mm256_loadu_ps(x + i), a0, a1);
-    add_squares(_mm256_loadu_ps(x + i + W), a2, a3);
-  }
-  if (i + W <= n) {
-    add_squares(_mm256_loadu_ps(x + i), a0, a1);
-    i += W;
-  }
-  double sum = hsum(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-  for (std::size_t j = i; j < n; ++j) sum += static_cast<double>(x[j] * x[j]);
-  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float mean = static_cast<float>(sum_of_squares(x, n) / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
   const __m256 vs = _mm256_set1_ps(scale);
-  i = 0;
+  std::size_t i = 0;
   for (; i + W <= n; i += W)
     _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(w + i)));
   for (; i < n; ++i) y[i] = (x[i] * scale) * w[i];

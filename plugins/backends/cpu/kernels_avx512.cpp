@@ -60,28 +60,10 @@ inline __m512 exp_ps(__m512 x) {
 }
 
 void rms_norm_row(const float* x, const float* w, float eps, float* y, std::size_t n) {
-  // Squares rounded to float (as ggml), accumulated in four double registers.
-  __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-  std::size_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {
-    const __m512 u = _mm512_loadu_ps(x + i), v = _mm512_loadu_ps(x + i + W);
-    const __m512 su = _mm512_mul_ps(u, u), sv = _mm512_mul_ps(v, v);
-    a0 = _mm512_add_pd(a0, lo_pd(su));
-    a1 = _mm512_add_pd(a1, hi_pd(su));
-    a2 = _mm512_add_pd(a2, lo_pd(sv));
-    a3 = _mm512_add_pd(a3, hi_pd(sv));
-  }
-  for (; i < n; i += W) {  // at most two more steps; masked-off lanes add zero
-    const __m512 u = _mm512_maskz_loadu_ps(n - i >= W ? __mmask16(0xffff) : tail_mask(n - i), x + i);
-    const __m512 su = _mm512_mul_ps(u, u);
-    a0 = _mm512_add_pd(a0, lo_pd(su));
-    a1 = _mm512_add_pd(a1, hi_pd(su));
-  }
-  const double sum = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
-  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float mean = static_cast<float>(sum_of_squares(x, n) / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
   const __m512 vs = _mm512_set1_ps(scale);
-  for (i = 0; i < n; i += W) {
+  for (std::size_t i = 0; i < n; i += W) {
     const __mmask16 m = n - i >= W ? __mmask16(0xffff) : tail_mask(n - i);
     const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vs), _mm512_maskz_loadu_ps(m, w + i));
     _mm512_mask_storeu_ps(y + i, m, v);

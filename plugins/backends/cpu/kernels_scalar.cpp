@@ -12,10 +12,7 @@ namespace graft::cpu {
 namespace {
 
 void rms_norm_row(const float* x, const float* w, float eps, float* y, std::size_t n) {
-  // As ggml: squares in float, summed in double, mean rounded to float before adding eps.
-  double sum = 0.0;
-  for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
-  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float mean = static_cast<float>(sum_of_squares(x, n) / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
   for (std::size_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
