@@ -1,12 +1,19 @@
-// The CPU backend: host memory, a thread pool, and the generic ops. On the CPU "device" and
-// "pinned host" memory are ordinary host memory, so the same pipeline runs unchanged.
+// The CPU backend: host memory, a thread pool, and the generic ops (ops_*.cpp) on kernels chosen
+// at run time for the CPU (kernels_*.cpp). On the CPU "device" and "pinned host" memory are
+// ordinary host memory, so the same pipeline runs unchanged.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include <exception>
+#include <new>
+
 #include "cpu_info.hpp"
 #include "graft/graft.hpp"
+#include "kernels.hpp"
+#include "ops.hpp"
+#include "simd_level.hpp"
 #include "thread_pool.hpp"
 
 namespace graft::cpu {
@@ -31,13 +38,15 @@ class HostBuffer final : public Buffer {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(unsigned threads) : info_(detect_cpu()), pool_(threads ? threads : info_.logical_cores) {}
+  CpuBackend(const CpuInfo& info, SimdLevel level, unsigned threads)
+      : info_(info), kernels_(&kernels_for(level)), pool_(threads ? threads : info_.logical_cores) {}
 
   Status status() const override { return Status::success(); }
 
   std::vector<DeviceInfo> devices() const override {
     DeviceInfo d;
-    d.name = info_.model + " (" + std::to_string(pool_.size()) + " threads, " + info_.simd_summary() + ")";
+    d.name = info_.model + " (" + std::to_string(pool_.size()) + " threads, " + info_.simd_summary() + "; kernels " +
+             simd_level_name(kernels_->level) + ")";
     d.total_memory = info_.total_memory;
     d.free_memory = detect_cpu().available_memory;
     return {d};
@@ -63,32 +72,51 @@ class CpuBackend final : public Backend {
   }
   void* native_stream() noexcept override { return nullptr; }
 
-  // The generic ops arrive with the CPU forward pass (next milestone); until then each says so.
-  Status rms_norm(const TensorView&, const TensorView&, float, const TensorView&) override {
-    return not_implemented("cpu backend: rms_norm");
+  Status rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) override {
+    return guarded("rms_norm", [&] { return op_rms_norm(ctx(), x, w, eps, y); });
   }
-  Status rope(const TensorView&, const std::int32_t*, const RopeParams&, const TensorView&) override {
-    return not_implemented("cpu backend: rope");
+  Status rope(const TensorView& x, const std::int32_t* positions, const RopeParams& p, const TensorView& y) override {
+    return guarded("rope", [&] { return op_rope(ctx(), x, positions, p, y); });
   }
-  Status softmax(const TensorView&, float, const TensorView&) override { return not_implemented("cpu backend: softmax"); }
-  Status add(const TensorView&, const TensorView&, const TensorView&) override {
-    return not_implemented("cpu backend: add");
+  Status softmax(const TensorView& x, float scale, const TensorView& y) override {
+    return guarded("softmax", [&] { return op_softmax(ctx(), x, scale, y); });
   }
-  Status mul(const TensorView&, const TensorView&, const TensorView&) override {
-    return not_implemented("cpu backend: mul");
+  Status add(const TensorView& a, const TensorView& b, const TensorView& y) override {
+    return guarded("add", [&] { return op_add(ctx(), a, b, y); });
   }
-  Status silu_mul(const TensorView&, const TensorView&, const TensorView&) override {
-    return not_implemented("cpu backend: silu_mul");
+  Status mul(const TensorView& a, const TensorView& b, const TensorView& y) override {
+    return guarded("mul", [&] { return op_mul(ctx(), a, b, y); });
   }
-  Status matmul(const TensorView&, const TensorView&, const TensorView&) override {
-    return not_implemented("cpu backend: matmul");
+  Status silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) override {
+    return guarded("silu_mul", [&] { return op_silu_mul(ctx(), gate, up, y); });
   }
-  Status get_rows(const TensorView&, const std::int32_t*, std::size_t, const TensorView&) override {
-    return not_implemented("cpu backend: get_rows");
+  Status matmul(const TensorView& w, const TensorView& x, const TensorView& y) override {
+    return guarded("matmul", [&] { return op_matmul(ctx(), w, x, y); });
+  }
+  Status get_rows(const TensorView& table, const std::int32_t* ids, std::size_t n, const TensorView& y) override {
+    return guarded("get_rows", [&] { return op_get_rows(ctx(), table, ids, n, y); });
   }
 
  private:
+  OpContext ctx() { return OpContext{*kernels_, pool_}; }
+
+  // No exception may cross the plugin boundary: allocation failures (the rope angle cache, error
+  // text) become a Status.
+  template <class F>
+  static Status guarded(const char* op, F&& f) noexcept {
+    try {
+      return f();
+    } catch (const std::bad_alloc&) {
+      return Status(Errc::out_of_memory, std::string("cpu backend: ") + op + ": out of memory");
+    } catch (const std::exception& e) {
+      return Status(Errc::internal, std::string("cpu backend: ") + op + ": " + e.what());
+    } catch (...) {
+      return Status(Errc::internal, std::string("cpu backend: ") + op + ": unknown exception");
+    }
+  }
+
   CpuInfo info_;
+  const Kernels* kernels_;
   ThreadPool pool_;
 };
 
@@ -99,7 +127,15 @@ const ConfigKeySpec kKeys[] = {
 PluginObject* create(const HostServices&, const Config& config, Status& error) noexcept {
   return guarded_create(error, [&]() -> PluginObject* {
     const auto threads = config.get_int("threads").value_or(0);
-    return new CpuBackend(static_cast<unsigned>(threads));
+    const CpuInfo info = detect_cpu();
+    // The kernel level is forced through the environment (tests, debugging); unset means auto.
+    const char* forced = std::getenv(kSimdEnvVar);
+    auto level = resolve_simd_level(forced ? forced : "auto", info, kSimdEnvVar);
+    if (!level) {
+      error = level.status();
+      return nullptr;
+    }
+    return new CpuBackend(info, *level, static_cast<unsigned>(threads));
   });
 }
 

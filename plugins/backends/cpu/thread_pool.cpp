@@ -27,10 +27,18 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
   if (n == 0) return;
-  if (n_threads_ == 1 || n == 1) {
+  // A parallel_for from inside another one (a kernel calling an op) or from a second host thread
+  // runs on its caller: the workers belong to the call in flight, and waiting for them from one
+  // of them would deadlock. Results do not depend on the split, so this changes only speed.
+  bool idle = false;
+  if (n_threads_ == 1 || n == 1 || !busy_.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
     fn(0, n);
     return;
   }
+  struct Release {
+    std::atomic<bool>& busy;
+    ~Release() { busy.store(false, std::memory_order_release); }
+  } release{busy_};
   {
     std::lock_guard lock(mu_);
     job_ = &fn;

@@ -2,6 +2,7 @@
 // every parallel_for, so a pool of n threads has n - 1 workers.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -19,7 +20,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   unsigned size() const noexcept { return n_threads_; }
-  // Splits [0, n) into one contiguous range per thread and waits for all of them.
+  // Splits [0, n) into one contiguous range per thread and waits for all of them. Re-entrant:
+  // a nested or concurrent call runs fn(0, n) on its calling thread.
   void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn);
 
  private:
@@ -27,6 +29,7 @@ class ThreadPool {
 
   unsigned n_threads_;
   std::vector<std::thread> workers_;
+  std::atomic<bool> busy_{false};  // a parallel_for owns the workers
   std::mutex mu_;
   std::condition_variable wake_, done_;
   const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;

@@ -1,0 +1,44 @@
+// The generic ops of the CPU backend (contracts in docs/backends.md). Each checks its arguments,
+// then runs a row kernel over the rows, split across the backend's threads when the work is big
+// enough. Rows never share a reduction, so a row's result does not depend on the batch or on the
+// thread count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "graft/backend.hpp"
+#include "kernels.hpp"
+#include "thread_pool.hpp"
+
+namespace graft::cpu {
+
+struct OpContext {
+  const Kernels& k;
+  ThreadPool& pool;
+
+  // Runs fn over [0, n_rows): on the calling thread when the total work (in elements) is too
+  // small to repay waking the pool, otherwise split across the pool.
+  void for_rows(std::size_t n_rows, std::size_t work_per_row,
+                const std::function<void(std::size_t, std::size_t)>& fn) const {
+    constexpr std::size_t kMinParallelWork = 1 << 15;
+    if (pool.size() == 1 || n_rows < 2 || n_rows * work_per_row < kMinParallelWork)
+      fn(0, n_rows);
+    else
+      pool.parallel_for(n_rows, fn);
+  }
+};
+
+Status op_rms_norm(const OpContext& c, const TensorView& x, const TensorView& w, float eps, const TensorView& y);
+Status op_rope(const OpContext& c, const TensorView& x, const std::int32_t* positions, const RopeParams& p,
+               const TensorView& y);
+Status op_softmax(const OpContext& c, const TensorView& x, float scale, const TensorView& y);
+Status op_add(const OpContext& c, const TensorView& a, const TensorView& b, const TensorView& y);
+Status op_mul(const OpContext& c, const TensorView& a, const TensorView& b, const TensorView& y);
+Status op_silu_mul(const OpContext& c, const TensorView& gate, const TensorView& up, const TensorView& y);
+Status op_matmul(const OpContext& c, const TensorView& w, const TensorView& x, const TensorView& y);
+Status op_get_rows(const OpContext& c, const TensorView& table, const std::int32_t* ids, std::size_t n,
+                   const TensorView& y);
+
+}  // namespace graft::cpu

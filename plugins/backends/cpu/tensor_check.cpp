@@ -1,0 +1,151 @@
+#include "tensor_check.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+namespace graft::cpu {
+
+namespace {
+// Keeps element counts and byte sizes far from int64/size_t overflow (2^48 bytes = 256 TiB).
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 48;
+
+std::string list_types(std::initializer_list<TypeId> types) {
+  std::string s;
+  std::size_t i = 0;
+  for (TypeId t : types) {
+    if (i > 0) s += (i + 1 == types.size()) ? " or " : ", ";
+    s += type_name(t);
+    ++i;
+  }
+  return s;
+}
+}  // namespace
+
+std::string type_name(TypeId type) {
+  switch (type) {
+    case type_id::f32: return "f32";
+    case type_id::f16: return "f16";
+    case type_id::bf16: return "bf16";
+    case type_id::i8: return "i8";
+    case type_id::i16: return "i16";
+    case type_id::i32: return "i32";
+    case type_id::i64: return "i64";
+    case type_id::f64: return "f64";
+    case type_id::q4_0: return "q4_0";
+    case type_id::q4_1: return "q4_1";
+    case type_id::q5_0: return "q5_0";
+    case type_id::q5_1: return "q5_1";
+    case type_id::q8_0: return "q8_0";
+    case type_id::q8_1: return "q8_1";
+    case type_id::q2_k: return "q2_k";
+    case type_id::q3_k: return "q3_k";
+    case type_id::q4_k: return "q4_k";
+    case type_id::q5_k: return "q5_k";
+    case type_id::q6_k: return "q6_k";
+    case type_id::q8_k: return "q8_k";
+    case type_id::tq1_0: return "tq1_0";
+    case type_id::tq2_0: return "tq2_0";
+    case type_id::mxfp4: return "mxfp4";
+    case type_id::nvfp4: return "nvfp4";
+    case type_id::q1_0: return "q1_0";
+    case type_id::q2_0: return "q2_0";
+    default: return "id " + std::to_string(type);
+  }
+}
+
+std::size_t dense_element_size(TypeId type) noexcept {
+  switch (type) {
+    case type_id::f32: return 4;
+    case type_id::f16:
+    case type_id::bf16: return 2;
+    default: return 0;
+  }
+}
+
+std::string check_dense(const char* name, const TensorView& t, std::initializer_list<TypeId> types) {
+  const std::string n = name;
+  bool type_ok = false;
+  for (TypeId ty : types) type_ok = type_ok || ty == t.type;
+  if (!type_ok) return n + " has type " + type_name(t.type) + "; expected " + list_types(types);
+  if (t.n_dims < 1 || t.n_dims > kMaxDims)
+    return n + " has n_dims = " + std::to_string(t.n_dims) + "; expected 1 to " + std::to_string(kMaxDims);
+  for (int d = 0; d < kMaxDims; ++d) {
+    const std::string ne = "ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]);
+    if (d == 0 && t.ne[0] < 1) return n + " has " + ne + "; rows must not be empty";
+    if (t.ne[d] < 0) return n + " has " + ne;
+    if (d >= t.n_dims && t.ne[d] != 1)
+      return n + " has " + ne + " beyond its n_dims = " + std::to_string(t.n_dims);
+  }
+  const std::size_t esize = dense_element_size(t.type);
+  std::int64_t bytes = static_cast<std::int64_t>(esize ? esize : 1);
+  for (int d = 0; d < kMaxDims; ++d) {
+    if (t.ne[d] == 0) break;  // empty tensor: no size to overflow
+    if (t.ne[d] > kMaxBytes / bytes) return n + " is too large: " + shape_string(t);
+    bytes *= t.ne[d];
+  }
+  if (t.nb[0] != esize)
+    return n + " is not contiguous: nb[0] = " + std::to_string(t.nb[0]) + ", expected " + std::to_string(esize);
+  std::size_t packed = esize;
+  for (int d = 1; d < kMaxDims; ++d) {
+    packed *= static_cast<std::size_t>(t.ne[d - 1]);
+    if (t.ne[d] > 1 && t.nb[d] != packed)
+      return n + " is not contiguous: nb[" + std::to_string(d) + "] = " + std::to_string(t.nb[d]) + ", expected " +
+             std::to_string(packed);
+  }
+  if (t.data == nullptr && t.elements() > 0) return n + " has no data (null pointer)";
+  return {};
+}
+
+std::string shape_string(const TensorView& t) {
+  std::string s = "[";
+  const int dims = t.n_dims < 1 ? 1 : (t.n_dims > kMaxDims ? kMaxDims : t.n_dims);
+  for (int d = 0; d < dims; ++d) {
+    if (d) s += ", ";
+    s += std::to_string(t.ne[d]);
+  }
+  return s + "]";
+}
+
+bool same_shape(const TensorView& a, const TensorView& b) noexcept { return a.ne == b.ne; }
+
+Overlap overlap(const TensorView& a, const TensorView& b) noexcept {
+  const auto begin_a = reinterpret_cast<std::uintptr_t>(a.data);
+  const auto begin_b = reinterpret_cast<std::uintptr_t>(b.data);
+  const auto size_a = static_cast<std::uintptr_t>(a.elements()) * dense_element_size(a.type);
+  const auto size_b = static_cast<std::uintptr_t>(b.elements()) * dense_element_size(b.type);
+  if (size_a == 0 || size_b == 0) return Overlap::none;
+  if (begin_a + size_a <= begin_b || begin_b + size_b <= begin_a) return Overlap::none;
+  if (begin_a == begin_b && size_a == size_b) return Overlap::same;
+  return Overlap::partial;
+}
+
+std::string check_output(const char* out_name, const TensorView& out, const char* in_name, const TensorView& in,
+                         bool in_place_ok) {
+  const std::string o = out_name, i = in_name;
+  if (!same_shape(out, in)) return o + " has shape " + shape_string(out) + "; expected " + shape_string(in) + " like " + i;
+  switch (overlap(out, in)) {
+    case Overlap::none: return {};
+    case Overlap::same:
+      if (in_place_ok) return {};
+      return o + " is " + i + "; this op cannot run in place";
+    case Overlap::partial:
+      return o + " partially overlaps " + i + (in_place_ok ? "; in place needs " + o + " and " + i + " to be the same memory" : "");
+  }
+  return {};
+}
+
+std::string number(float v) {
+  char buf[32];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, static_cast<double>(v));
+    if (std::strtof(buf, nullptr) == v) break;  // NaN never compares equal: ends at 9 digits, "nan"
+  }
+  return buf;
+}
+
+Status op_error(const char* op, const std::string& what) {
+  return Status(Errc::invalid_argument, std::string("cpu backend: ") + op + ": " + what);
+}
+
+}  // namespace graft::cpu

@@ -1,0 +1,43 @@
+// Validation of the TensorViews handed to the ops: every problem becomes one line of text the op
+// prefixes with "cpu backend: <op>: ", so a bad shape is an error and never a crash.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+
+#include "graft/status.hpp"
+#include "graft/tensor.hpp"
+
+namespace graft::cpu {
+
+// "f32", "bf16", "q8_0", ... (the ids of graft/tensor.hpp) or "id 99" for others.
+std::string type_name(TypeId type);
+// Bytes per element of the dense types the ops accept (f32, f16, bf16); 0 otherwise.
+std::size_t dense_element_size(TypeId type) noexcept;
+
+// "" when t is a packed (contiguous) tensor of one of `types` with a sane shape and data;
+// otherwise what is wrong, starting with `name`. Dimensions of extent 1 may have any stride.
+std::string check_dense(const char* name, const TensorView& t, std::initializer_list<TypeId> types);
+
+// "[1024, 7]": ne[0 .. n_dims).
+std::string shape_string(const TensorView& t);
+bool same_shape(const TensorView& a, const TensorView& b) noexcept;
+
+enum class Overlap { none, same, partial };
+// How the bytes of two (checked) tensors overlap: not at all, exactly (same data and size), or
+// otherwise.
+Overlap overlap(const TensorView& a, const TensorView& b) noexcept;
+
+// "" when `out` may receive the result of an op on `in`: same shape, and either disjoint from it or,
+// when in_place_ok, exactly the same memory.
+std::string check_output(const char* out_name, const TensorView& out, const char* in_name, const TensorView& in,
+                         bool in_place_ok);
+
+// Shortest round-trip text of a float ("1e-06", "-1", "nan").
+std::string number(float v);
+
+// Status(invalid_argument, "cpu backend: <op>: <what>")
+Status op_error(const char* op, const std::string& what);
+
+}  // namespace graft::cpu
