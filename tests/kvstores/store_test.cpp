@@ -24,6 +24,7 @@ class FakeBackend final : public Backend {
   unsigned n_threads() const noexcept override { return 1; }
   void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override { fn(0, n); }
   void* native_stream() noexcept override { return gpu_ ? this : nullptr; }
+  bool host_accessible(graft::MemoryKind kind) const noexcept override { return !gpu_ || kind != graft::MemoryKind::device; }
   Status rms_norm(const TensorView&, const TensorView&, float, const TensorView&) override {
     return not_implemented("x");
   }

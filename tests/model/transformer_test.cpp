@@ -21,6 +21,7 @@ struct Case {
   const char* arch;
   const char* extra;  // synth flags
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << (*c.extra ? " " : "") << c.extra; }
 
 class TransformerTest : public ::testing::TestWithParam<Case> {
  protected:

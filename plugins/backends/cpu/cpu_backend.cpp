@@ -71,6 +71,7 @@ class CpuBackend final : public Backend {
     pool_.parallel_for(n, fn);
   }
   void* native_stream() noexcept override { return nullptr; }
+  bool host_accessible(MemoryKind) const noexcept override { return true; }
 
   Status rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) override {
     return guarded("rms_norm", [&] { return op_rms_norm(ctx(), x, w, eps, y); });

@@ -48,7 +48,7 @@ Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const
     if (value == 0) return fail(Errc::invalid_argument, std::string("geometry ") + name + " is 0");
   // Attention runs on the calling CPU threads and reads buffers directly, which is only valid
   // when the backend's "device" memory is host memory (the CPU backend).
-  if (backend.native_stream() != nullptr) {
+  if (!backend.host_accessible(MemoryKind::device)) {
     const auto devs = backend.devices();
     return fail(Errc::unsupported, "this store computes attention on the CPU and cannot use backend device '" +
                                        (devs.empty() ? std::string("?") : devs[0].name) +

@@ -48,6 +48,11 @@ class Backend : public PluginObject {
   virtual std::vector<DeviceInfo> devices() const = 0;
 
   // ---- memory ----
+  // Whether the host CPU may read and write memory of this kind directly (CPU backend: every
+  // kind; CUDA: host and pinned_host only). Plugins that compute on the CPU check this instead of
+  // guessing from native_stream().
+  virtual bool host_accessible(MemoryKind kind) const noexcept = 0;
+  // A Buffer must be destroyed before the backend that allocated it.
   virtual Expected<std::unique_ptr<Buffer>> allocate(std::size_t bytes, MemoryKind kind) = 0;
   virtual Status copy(void* dst, MemoryKind dst_kind, const void* src, MemoryKind src_kind,
                       std::size_t bytes) = 0;
@@ -55,26 +60,32 @@ class Backend : public PluginObject {
 
   // ---- execution ----
   virtual unsigned n_threads() const noexcept = 0;
-  // Runs fn(begin, end) over [0, n) split across the backend's threads; returns when all are done.
+  // Runs fn(begin, end) over [0, n) split into contiguous ranges across the backend's threads and
+  // returns when all are done. fn must not throw (an exception on a pool thread ends the process).
+  // Re-entrant: a nested call, or a call from a second host thread, runs on its caller.
   virtual void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) = 0;
   // cudaStream_t on CUDA, nullptr on CPU.
   virtual void* native_stream() noexcept = 0;
 
-  // ---- generic ops; activations are contiguous f32 rows (ne[0] = row length) ----
-  // y = x / rms(x) * w per row.
+  // ---- generic ops ----
+  // Tensors are packed (contiguous) f32 rows, ne[0] = row length; other layouts are refused with
+  // Errc::invalid_argument. The result for one row never depends on the other rows in the call or
+  // on the thread count (bitwise), so a batched verify pass reproduces one-token decoding.
+  // y = (x * (1 / sqrt(mean(x^2) + eps))) * w per row; w has ne[0] elements; y may alias x.
   virtual Status rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) = 0;
   // x: [head_dim, n_heads, n_tokens]; positions: n_tokens entries. In-place allowed (y == x).
   virtual Status rope(const TensorView& x, const std::int32_t* positions, const RopeParams& p,
                       const TensorView& y) = 0;
-  // Row-wise softmax of x * scale.
+  // Row-wise softmax of x * scale; in place allowed.
   virtual Status softmax(const TensorView& x, float scale, const TensorView& y) = 0;
+  // Elementwise; b is either a's shape or one row broadcast over all rows of a; y may alias a.
   virtual Status add(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
   virtual Status mul(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
-  // y = silu(gate) * up.
+  // y = silu(gate) * up; y may alias gate or up.
   virtual Status silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) = 0;
   // Dense (f32/f16/bf16) weights: y[n, m] = x[n, k] * w[m, k]^T (w rows along k as in GGUF).
   virtual Status matmul(const TensorView& w, const TensorView& x, const TensorView& y) = 0;
-  // Dense embedding lookup: y[i] = table row ids[i].
+  // Dense embedding lookup: y[i] = table row ids[i]; an id outside the table is Errc::out_of_range.
   virtual Status get_rows(const TensorView& table, const std::int32_t* ids, std::size_t n,
                           const TensorView& y) = 0;
 };

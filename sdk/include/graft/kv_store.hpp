@@ -42,6 +42,9 @@ struct AttentionBatch {
   std::uint32_t sliding_window = 0; // 0: unlimited
 };
 
+// size() is the number of slots filled in every layer: a forward pass writes layers 0..L-1 at the
+// same slots and size() rises when the last layer is written. Overwriting slot s keeps slots > s.
+// A query that may see no slot gets zeros. A store must be destroyed before its backend.
 class KvStore {
  public:
   virtual ~KvStore() = default;
