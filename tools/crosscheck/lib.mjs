@@ -1,12 +1,20 @@
 // Shared helpers for the llama.cpp side of the cross-check: argument parsing and loading llama.cpp
 // through node-llama-cpp's prebuilt CPU binary only (never a download, never a source build).
+import path from "node:path";
 import process from "node:process";
+import { pathToFileURL } from "node:url";
 
 // Set before node-llama-cpp is imported: its config module reads these once at import time.
 process.env.NODE_LLAMA_CPP_SKIP_DOWNLOAD = "true";
 process.env.NODE_LLAMA_CPP_GPU = "false";
 
-const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
+// CROSSCHECK_NODE_MODULES=DIR loads node-llama-cpp from DIR/node-llama-cpp instead of this folder's
+// node_modules: compare.sh points it at a copy whose prebuilt package offers ggml only one CPU
+// variant (see compare.sh --llama-cpu). The binaries are the same registry package's.
+const nlcDir = process.env.CROSSCHECK_NODE_MODULES;
+const { getLlama, LlamaLogLevel } = await import(
+  nlcDir ? pathToFileURL(path.join(nlcDir, "node-llama-cpp", "dist", "index.js")).href : "node-llama-cpp"
+);
 
 // Minimal "--key value" / "-n value" / "--flag" parser. `spec` maps option names (without dashes)
 // to "string" | "int" | "bool"; `aliases` maps short names to long ones.
@@ -67,7 +75,7 @@ export function parseIds(text, nVocab) {
 
 // The prebuilt CPU llama.cpp that @node-llama-cpp/linux-x64 ships. build "never" + skipDownload:
 // if no prebuilt binary loads, this throws instead of cloning or compiling llama.cpp.
-export async function loadLlama({ threads = 2, verbose = false } = {}) {
+export async function loadLlama({ threads = 1, verbose = false } = {}) {
   return getLlama({
     gpu: false,
     build: "never",
@@ -88,7 +96,7 @@ export async function loadModel(llama, modelPath) {
 // A context with an explicit size, batch and thread count. flashAttention false: llama.cpp's
 // classic attention path (KQ mul_mat, soft_max, KQV mul_mat); KV cache f16 (llama.cpp's default,
 // and graft's). Both can be changed for investigation.
-export async function createContext(model, { contextSize, batchSize, threads = 2, flashAttention = false, kvType }) {
+export async function createContext(model, { contextSize, batchSize, threads = 1, flashAttention = false, kvType }) {
   const opts = {
     contextSize,
     batchSize,

@@ -43,7 +43,7 @@ if (!args.model) usage("--model is required");
 if (args["prompt-ids"] == null) usage("--prompt-ids is required");
 const nPredict = args["n-predict"] ?? 32;
 if (nPredict < 0) usage("-n must be >= 0");
-const threads = args.threads ?? 2;
+const threads = args.threads ?? 1;
 
 const llama = await loadLlama({ threads, verbose: args.verbose });
 const model = await loadModel(llama, args.model);

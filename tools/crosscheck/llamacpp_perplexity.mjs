@@ -51,7 +51,7 @@ if (!args.file) usage("--file is required");
 const nCtx = args.ctx ?? 512;
 if (nCtx < 4) usage("--ctx must be >= 4");
 const maxChunks = args.chunks ?? -1;
-const threads = args.threads ?? 2;
+const threads = args.threads ?? 1;
 
 const text = fs.readFileSync(args.file, "utf8");
 const llama = await loadLlama({ threads, verbose: args.verbose });
