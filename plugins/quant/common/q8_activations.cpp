@@ -1,0 +1,58 @@
+#include "q8_activations.hpp"
+
+#include <cmath>
+
+#include "half.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+// Round half to even for |v| <= 2^22, as _mm256_round_ps(v, _MM_ROUND_NEAREST) does: adding and
+// subtracting 1.5 * 2^23 leaves an integer rounded in the default (nearest-even) mode. Without
+// -ffast-math the compiler may not fold the pair away.
+inline float round_half_even(float v) noexcept {
+  constexpr float kMagic = 12582912.0f;
+  return (v + kMagic) - kMagic;
+}
+
+}  // namespace
+
+void quantize_activation_row(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int32_t* sum) noexcept {
+  for (std::int64_t b = 0; b < k / 32; ++b, x += 32, qs += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      const float a = std::fabs(x[j]);
+      amax = amax > a ? amax : a;
+    }
+    d[b] = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    std::int32_t s = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int q = static_cast<int>(round_half_even(x[j] * id));
+      qs[j] = static_cast<std::int8_t>(q);
+      s += q;
+    }
+    sum[b] = s;
+  }
+}
+
+void quantize_activations(Backend& backend, const float* x, std::int64_t n, std::int64_t k, Q8Activations& out) {
+  out.n = n;
+  out.nb = k / 32;
+  out.qs.resize(static_cast<std::size_t>(n * k));
+  out.d.resize(static_cast<std::size_t>(n * out.nb));
+  out.sum.resize(static_cast<std::size_t>(n * out.nb));
+  auto rows = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const auto i = static_cast<std::int64_t>(r);
+      quantize_activation_row(x + i * k, k, out.qs.data() + i * k, out.d.data() + i * out.nb,
+                              out.sum.data() + i * out.nb);
+    }
+  };
+  // A few rows cost less than waking the pool.
+  if (n * k < (std::int64_t{1} << 16)) rows(0, static_cast<std::size_t>(n));
+  else backend.parallel_for(static_cast<std::size_t>(n), rows);
+}
+
+}  // namespace graft::quant

@@ -1,0 +1,34 @@
+// Activations quantized to Q8_0 once per matmul, as ggml's CPU backend does before its integer dot
+// products (type_traits_cpu[Q8_0].from_float = quantize_row_q8_0, x86 version in
+// ggml-cpu/arch/x86/quants.c): per block of 32, amax = max |x|, d = fp16(amax / 127),
+// q = round_half_even(x * (127 / amax)). Note this is not quantize_row_q8_0_ref (which uses
+// 1 / d and roundf); we match what llama.cpp computes on x86, where our users run.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graft/backend.hpp"
+
+namespace graft::quant {
+
+// Stored unpacked (not as 34-byte blocks) so kernels load aligned-size quants and f32 scales.
+struct Q8Activations {
+  std::int64_t n = 0;    // activation rows
+  std::int64_t nb = 0;   // blocks per row
+  std::vector<std::int8_t> qs;     // [n][nb][32]
+  std::vector<float> d;            // [n][nb]: the fp16 scale, widened
+  std::vector<std::int32_t> sum;   // [n][nb]: sum of the block's quants (for offset-form dots)
+
+  const std::int8_t* block_qs(std::int64_t row, std::int64_t b) const { return qs.data() + (row * nb + b) * 32; }
+  const float* scales(std::int64_t row) const { return d.data() + row * nb; }
+  const std::int32_t* sums(std::int64_t row) const { return sum.data() + row * nb; }
+};
+
+// One row of k (a multiple of 32) values.
+void quantize_activation_row(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int32_t* sum) noexcept;
+
+// All n rows of x (row stride k); rows are split across the backend's threads when n is large.
+void quantize_activations(Backend& backend, const float* x, std::int64_t n, std::int64_t k, Q8Activations& out);
+
+}  // namespace graft::quant
