@@ -3,7 +3,9 @@
 // memory. The ratio of the two is the figure of merit on a shared, noisy machine.
 //
 //   quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
-//               [--prefill 64] [--simd auto]
+//               [--prefill 64] [--simd auto] [--m 4096]
+// With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
+// speed instead of memory streaming.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -14,6 +16,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <time.h>
 
 #include "graft/graft.hpp"
 #include "plugin_host/host_services.hpp"
@@ -32,6 +36,7 @@ struct Options {
   long mib = 512;       // weight bytes per pass, well beyond any cache
   long reps = 5;
   long prefill = 64;    // activation rows for the prefill figure (0: skip)
+  long m = 4096;        // rows per matrix
   std::string simd = "auto";
 };
 
@@ -57,6 +62,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (key == "--reps") o.reps = std::stol(value);
     else if (key == "--prefill") o.prefill = std::stol(value);
     else if (key == "--simd") o.simd = value;
+    else if (key == "--m") o.m = std::stol(value);
     else return false;
   }
   return argc % 2 == 1;
@@ -71,20 +77,35 @@ std::shared_ptr<PluginLibrary> load(const std::string& file) {
   return *lib;
 }
 
-// Best time of `reps` runs of fn, in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Best of `reps` runs of fn: wall seconds, and CPU seconds per thread (what the run cost while it
+// was actually scheduled; on a machine shared with other jobs this is the steadier figure).
+struct Timing {
+  double wall = 1e30, cpu = 1e30;
+};
+
 template <class F>
-double best_of(long reps, F&& fn) {
-  double best = 1e30;
+Timing best_of(long reps, unsigned threads, F&& fn) {
+  Timing best;
   for (long r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
     fn();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+    best.cpu = std::min(best.cpu, (process_cpu_seconds() - c0) / threads);
+    best.wall = std::min(best.wall, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return best;
 }
 
-// Read bandwidth of a plain summing loop over `bytes`, split across the backend's threads.
-double read_bandwidth(Backend& backend, std::size_t bytes, long reps) {
+// Read bandwidth over `bytes` split across the backend's threads: the better of a plain summing
+// loop and the same loop with software prefetch (which, like the kernels, keeps more misses in
+// flight than the hardware prefetcher alone), so the ratio is against the best plain code.
+Timing read_bandwidth(Backend& backend, std::size_t bytes, long reps) {
   auto buf = backend.allocate(bytes, MemoryKind::host);
   if (!buf) std::exit(1);
   auto* words = static_cast<std::uint64_t*>((*buf)->data());
@@ -93,17 +114,24 @@ double read_bandwidth(Backend& backend, std::size_t bytes, long reps) {
     for (std::size_t i = b; i < e; ++i) words[i] = i * 0x9E3779B97F4A7C15ull;
   });
   std::vector<std::uint64_t> sinks(4096);
-  const double t = best_of(reps, [&] {
-    backend.parallel_for(n, [&](std::size_t b, std::size_t e) {
-      std::uint64_t s[8] = {};
-      std::size_t i = b;
-      for (; i + 8 <= e; i += 8)
-        for (int j = 0; j < 8; ++j) s[j] += words[i + j];
-      for (; i < e; ++i) s[0] += words[i];
-      sinks[b % sinks.size()] = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
+  Timing best;
+  for (int prefetch = 0; prefetch < 2; ++prefetch) {
+    const Timing t = best_of(reps, backend.n_threads(), [&] {
+      backend.parallel_for(n, [&](std::size_t b, std::size_t e) {
+        std::uint64_t s[8] = {};
+        std::size_t i = b;
+        for (; i + 8 <= e; i += 8) {
+          if (prefetch) __builtin_prefetch(words + i + 256);  // 2 KiB ahead
+          for (int j = 0; j < 8; ++j) s[j] += words[i + j];
+        }
+        for (; i < e; ++i) s[0] += words[i];
+        sinks[b % sinks.size()] = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
+      });
     });
-  });
-  return static_cast<double>(bytes) / t / 1e9;
+    best.wall = std::min(best.wall, t.wall);
+    best.cpu = std::min(best.cpu, t.cpu);
+  }
+  return best;
 }
 
 struct Matrices {
@@ -115,11 +143,11 @@ struct Matrices {
 
 // Random blocks with a modest fp16 scale (0x2000 = 2^-7): the kernels' speed does not depend on the
 // values, and generating bytes is far faster than quantizing floats.
-Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, std::size_t total_bytes) {
+Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, std::int64_t m, std::size_t total_bytes) {
   Matrices mx;
   mx.traits = t;
   mx.k = k;
-  mx.m = 4096;
+  mx.m = m;
   mx.bytes_each = static_cast<std::size_t>(k / t.block_elems * t.block_bytes * mx.m);
   const std::size_t count = std::max<std::size_t>(1, total_bytes / mx.bytes_each);
   std::uint64_t state = 0x243F6A8885A308D3ull;
@@ -157,14 +185,14 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr, "usage: quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] "
-                         "[--mib 512] [--reps 5] [--prefill 64] [--simd auto]\n");
+                         "[--mib 512] [--reps 5] [--prefill 64] [--simd auto] [--m 4096]\n");
     return 2;
   }
   DefaultHostServices host;
   auto cpu_lib = load("libgraft_backend_cpu.so");
-  std::printf("weights per pass: %ld MiB (matrices of k x 4096); best of %ld passes\n", o.mib, o.reps);
-  std::printf("%-6s %5s %3s %11s %10s %6s %12s %14s %8s\n", "format", "k", "thr", "matvec GB/s", "read GB/s",
-              "ratio", "decode tok/s", "prefill tok/s", "pf/dec");
+  std::printf("weights per pass: %ld MiB (matrices of k x %ld); best of %ld passes\n", o.mib, o.m, o.reps);
+  std::printf("%-6s %5s %3s %11s %10s %6s %12s %14s %8s %5s\n", "format", "k", "thr", "matvec GB/s", "read GB/s",
+              "ratio", "decode tok/s", "prefill tok/s", "pf/dec", "par");
   for (long threads : o.threads) {
     Config bcfg;
     bcfg.set("threads", static_cast<std::int64_t>(threads));
@@ -182,7 +210,7 @@ int main(int argc, char** argv) {
       }
       FormatKernels* kern = (*fmt)->kernels("cpu");
       for (long k : o.ks) {
-        const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, static_cast<std::size_t>(o.mib) << 20);
+        const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20);
         const std::size_t count = mx.buffers.size();
         std::vector<float> x(static_cast<std::size_t>(k * std::max(1L, o.prefill)), 0.25f);
         for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
@@ -197,15 +225,20 @@ int main(int argc, char** argv) {
           }
         };
         pass(1);  // warm up: page in, wake threads
-        const double t_dec = best_of(o.reps, [&] { pass(1); });
+        const unsigned nt = b.n_threads();
+        const Timing dec = best_of(o.reps, nt, [&] { pass(1); });
         // Measured right after the matvecs so both see the same machine load.
-        const double read = read_bandwidth(b, std::size_t{1} << 30, 3);
-        const double gbs = static_cast<double>(mx.bytes_each * count) / t_dec / 1e9;
-        double t_pf = 0;
-        if (o.prefill > 0) t_pf = best_of(std::max(1L, o.reps / 2), [&] { pass(o.prefill); });
-        const double dec_tps = 1.0 / t_dec, pf_tps = o.prefill > 0 ? static_cast<double>(o.prefill) / t_pf : 0.0;
-        std::printf("%-6s %5ld %3ld %11.2f %10.2f %6.2f %12.1f %14.1f %8.2f\n", name.c_str(), k, threads, gbs, read,
-                    gbs / read, dec_tps, pf_tps, o.prefill > 0 ? pf_tps / dec_tps : 0.0);
+        const Timing read = read_bandwidth(b, std::size_t{1} << 30, 3);
+        const double bytes = static_cast<double>(mx.bytes_each * count);
+        Timing pf;
+        if (o.prefill > 0) pf = best_of(std::max(1L, o.reps / 2), nt, [&] { pass(o.prefill); });
+        const double np = static_cast<double>(o.prefill);
+        // par: CPU time over wall time x threads in the matvec runs; below ~0.9 the machine did not
+        // give every thread a core and the figures understate the kernels.
+        const double gbs = bytes / dec.wall / 1e9, rd = static_cast<double>(std::size_t{1} << 30) / read.wall / 1e9;
+        const double dec_tps = 1.0 / dec.wall, pf_tps = o.prefill > 0 ? np / pf.wall : 0.0;
+        std::printf("%-6s %5ld %3ld %11.2f %10.2f %6.2f %12.1f %14.1f %8.2f %5.2f\n", name.c_str(), k, threads, gbs, rd,
+                    gbs / rd, dec_tps, pf_tps, o.prefill > 0 ? pf_tps / dec_tps : 0.0, dec.cpu / dec.wall);
         std::fflush(stdout);
       }
     }

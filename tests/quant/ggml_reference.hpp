@@ -132,17 +132,22 @@ inline std::vector<Block> quantize_activation(const float* x, std::int64_t k) {
   return out;
 }
 
-// The documented output of a Q8_0/Q4_0 kernel: f32 accumulation of d_w * d_x * integer block sums.
+// The documented output of a Q8_0/Q4_0 kernel: 8 lanes (block elements 4l .. 4l+3) each
+// accumulating float(exact integer lane sum) * (d_w * d_x) block by block, then a fixed tree.
 inline float quantized_dot(const std::vector<Block>& w, const std::vector<Block>& x) {
-  float acc = 0.0f;
+  float lane[8] = {};
   for (std::size_t b = 0; b < w.size(); ++b) {
-    long isum = 0;
-    for (int j = 0; j < 32; ++j) isum += static_cast<long>(w[b].q[j]) * x[b].q[j];
     const float s = w[b].d * x[b].d;
-    const float t = s * static_cast<float>(isum);
-    acc = acc + t;
+    for (int l = 0; l < 8; ++l) {
+      long p = 0;
+      for (int j = 4 * l; j < 4 * l + 4; ++j) p += static_cast<long>(w[b].q[j]) * x[b].q[j];
+      const float t = static_cast<float>(p) * s;
+      lane[l] = lane[l] + t;
+    }
   }
-  return acc;
+  for (int half = 4; half >= 1; half /= 2)
+    for (int l = 0; l < half; ++l) lane[l] = lane[l] + lane[l + half];
+  return lane[0];
 }
 
 // The documented output of a dense kernel: 16 lane sums (zero padded), then a fixed tree.

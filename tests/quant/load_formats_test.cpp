@@ -48,7 +48,8 @@ TEST(LoadWeightFormats, GgufRoundTripThroughLoadedFormats) {
     ASSERT_TRUE(writer.add_tensor(std::string("w.") + t.name, une, id, q).ok());
     written[t.name] = q;
   }
-  auto file = gguf::File::parse(writer.to_bytes(), formats->types);
+  const auto bytes = writer.to_bytes();  // parse() views these bytes; keep them alive
+  auto file = gguf::File::parse(bytes, formats->types);
   ASSERT_TRUE(file) << file.status().message();
   std::vector<float> x(static_cast<std::size_t>(k), 0.5f);
   for (auto& fmt : formats->formats) {

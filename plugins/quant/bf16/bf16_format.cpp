@@ -26,6 +26,7 @@ const FormatSpec kSpec{
     &quantize_row,
     &dequantize_row,
     ActivationForm::bf16_round,
+    0,
     {dense_gemm_scalar(DenseType::bf16), dense_gemm_avx2(DenseType::bf16), dense_gemm_avx512(DenseType::bf16)},
 };
 

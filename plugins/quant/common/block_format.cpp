@@ -10,10 +10,10 @@ namespace {
 
 class CpuKernels final : public FormatKernels {
  public:
-  CpuKernels(const FormatSpec& spec, GemmFn gemm) : spec_(spec), gemm_(gemm) {}
+  CpuKernels(const FormatSpec& spec, SimdLevel level) : spec_(spec), level_(level) {}
 
   Status matmul(Backend& backend, const TensorView& w, const TensorView& x, const TensorView& y) override {
-    return guard([&] { return cpu_matmul(spec_, gemm_, backend, w, x, y); });
+    return guard([&] { return cpu_matmul(spec_, level_, backend, w, x, y); });
   }
   Status get_rows(Backend& backend, const TensorView& table, const std::int32_t* ids, std::size_t n,
                   const TensorView& y) override {
@@ -34,12 +34,12 @@ class CpuKernels final : public FormatKernels {
   }
 
   const FormatSpec& spec_;
-  GemmFn gemm_;
+  SimdLevel level_;
 };
 
 class BlockFormat final : public WeightFormat {
  public:
-  BlockFormat(const FormatSpec& spec, SimdLevel level) : spec_(spec), cpu_(spec, spec.gemm[static_cast<int>(level)]) {}
+  BlockFormat(const FormatSpec& spec, SimdLevel level) : spec_(spec), cpu_(spec, level) {}
 
   std::span<const TypeTraits> types() const noexcept override { return {&spec_.traits, 1}; }
 

@@ -22,6 +22,9 @@ GemmFn dense_gemm_scalar(DenseType type) noexcept;
 GemmFn dense_gemm_avx2(DenseType type) noexcept;
 GemmFn dense_gemm_avx512(DenseType type) noexcept;
 
+template <DenseType T>
+inline constexpr std::int64_t kElemBytes = T == DenseType::f32 ? 4 : 2;
+
 // Element i of a weight row, widened to f32 (exact).
 template <DenseType T>
 inline float dense_weight(const std::uint8_t* row, std::int64_t i) noexcept {

@@ -44,6 +44,8 @@ struct Avx2 {
     for (std::int64_t i0 = 0; i0 < full; i0 += 16) {
       __m256 wl[R], wh[R];
       for (int i = 0; i < R; ++i) {
+        // Fetch the next tile's rows (contiguous after these) to keep misses in flight.
+        _mm_prefetch(reinterpret_cast<const char*>(w[i] + R * a.w_stride + i0 * kElemBytes<T>), _MM_HINT_T0);
         wl[i] = load8<T>(w[i], i0);
         wh[i] = load8<T>(w[i], i0 + 8);
       }

@@ -43,7 +43,11 @@ struct Avx512 {
     const std::int64_t full = a.k / 16 * 16;
     for (std::int64_t i0 = 0; i0 < full; i0 += 16) {
       __m512 wv[R];
-      for (int i = 0; i < R; ++i) wv[i] = load16<T>(w[i], i0);
+      for (int i = 0; i < R; ++i) {
+        // Fetch the next tile's rows (contiguous after these) to keep misses in flight.
+        _mm_prefetch(reinterpret_cast<const char*>(w[i] + R * a.w_stride + i0 * kElemBytes<T>), _MM_HINT_T0);
+        wv[i] = load16<T>(w[i], i0);
+      }
       for (int j = 0; j < C; ++j) {
         const __m512 xv = _mm512_loadu_ps(x[j] + i0);
         for (int i = 0; i < R; ++i) acc[i][j] = _mm512_add_ps(acc[i][j], _mm512_mul_ps(wv[i], xv));

@@ -23,6 +23,9 @@ struct FormatSpec {
   void (*quantize_row)(const float* src, void* dst, std::int64_t k) noexcept;
   void (*dequantize_row)(const void* src, float* dst, std::int64_t k) noexcept;
   ActivationForm activations;
+  // For q8_0 activations: the unsigned offset of the weight codes some kernels multiply by
+  // (Q4_0: 8, Q8_0: 128), folded into Q8Activations::lane_offsets.
+  std::int32_t activation_offset;
   GemmFn gemm[kSimdLevels];  // indexed by SimdLevel; nullptr where not built (non-x86)
 };
 

@@ -19,6 +19,7 @@ struct GemmArgs {
   std::int64_t k = 0;               // row length in elements
   const float* xf = nullptr;        // dense formats: activation rows, k floats apart
   const Q8Activations* xq = nullptr;  // Q8_0/Q4_0: quantized activation rows
+  const float* fp16 = nullptr;      // fp16_table(), for the block scales
   float* y = nullptr;               // y[c * y_stride + r]
   std::size_t y_stride = 0;
 };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dense_activations.hpp"
+#include "half_table.hpp"
 #include "q8_activations.hpp"
 
 namespace graft::quant {
@@ -76,8 +77,9 @@ Status check_f32_rows(const FormatSpec& spec, const char* op, const char* name, 
 
 }  // namespace
 
-Status cpu_matmul(const FormatSpec& spec, GemmFn gemm, Backend& backend, const TensorView& w, const TensorView& x,
+Status cpu_matmul(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w, const TensorView& x,
                   const TensorView& y) {
+  const GemmFn gemm = spec.gemm[static_cast<int>(level)];
   std::size_t w_stride = 0;
   GRAFT_TRY(check_weights(spec, "matmul", "weight", w, w_stride));
   const std::int64_t k = w.ne[0], m = w.ne[1];
@@ -99,9 +101,10 @@ Status cpu_matmul(const FormatSpec& spec, GemmFn gemm, Backend& backend, const T
   std::int64_t act_row_bytes = k * 4;
   switch (spec.activations) {
     case ActivationForm::q8_0:
-      quantize_activations(backend, x.as<float>(), n, k, xq);
+      quantize_activations(backend, level, x.as<float>(), n, k, spec.activation_offset, xq);
       args.xq = &xq;
-      act_row_bytes = k + k / 32 * 8;
+      args.fp16 = fp16_table();
+      act_row_bytes = k + k / 32 * 36;
       break;
     case ActivationForm::f32: args.xf = x.as<float>(); break;
     case ActivationForm::f16_round:

@@ -9,7 +9,7 @@
 
 namespace graft::quant {
 
-Status cpu_matmul(const FormatSpec& spec, GemmFn gemm, Backend& backend, const TensorView& w, const TensorView& x,
+Status cpu_matmul(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w, const TensorView& x,
                   const TensorView& y);
 
 Status cpu_get_rows(const FormatSpec& spec, Backend& backend, const TensorView& table, const std::int32_t* ids,

@@ -18,8 +18,9 @@ inline float round_half_even(float v) noexcept {
 
 }  // namespace
 
-void quantize_activation_row(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int32_t* sum) noexcept {
-  for (std::int64_t b = 0; b < k / 32; ++b, x += 32, qs += 32) {
+void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
+                             std::int32_t* lane_offsets) noexcept {
+  for (std::int64_t b = 0; b < k / 32; ++b, x += 32, qs += 32, lane_offsets += 8) {
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) {
       const float a = std::fabs(x[j]);
@@ -27,27 +28,29 @@ void quantize_activation_row(const float* x, std::int64_t k, std::int8_t* qs, fl
     }
     d[b] = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    std::int32_t s = 0;
-    for (int j = 0; j < 32; ++j) {
-      const int q = static_cast<int>(round_half_even(x[j] * id));
-      qs[j] = static_cast<std::int8_t>(q);
-      s += q;
-    }
-    sum[b] = s;
+    for (int j = 0; j < 32; ++j) qs[j] = static_cast<std::int8_t>(static_cast<int>(round_half_even(x[j] * id)));
+    for (int l = 0; l < 8; ++l) lane_offsets[l] = -offset * (qs[4 * l] + qs[4 * l + 1] + qs[4 * l + 2] + qs[4 * l + 3]);
   }
 }
 
-void quantize_activations(Backend& backend, const float* x, std::int64_t n, std::int64_t k, Q8Activations& out) {
+void quantize_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
+                          std::int32_t offset, Q8Activations& out) {
+#ifdef __x86_64__
+  const auto row_fn = level == SimdLevel::scalar ? &quantize_activation_row : &quantize_activation_row_avx2;
+#else
+  (void)level;
+  const auto row_fn = &quantize_activation_row;
+#endif
   out.n = n;
   out.nb = k / 32;
   out.qs.resize(static_cast<std::size_t>(n * k));
   out.d.resize(static_cast<std::size_t>(n * out.nb));
-  out.sum.resize(static_cast<std::size_t>(n * out.nb));
+  out.lane_offsets.resize(static_cast<std::size_t>(n * out.nb * 8));
   auto rows = [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const auto i = static_cast<std::int64_t>(r);
-      quantize_activation_row(x + i * k, k, out.qs.data() + i * k, out.d.data() + i * out.nb,
-                              out.sum.data() + i * out.nb);
+      row_fn(x + i * k, k, offset, out.qs.data() + i * k, out.d.data() + i * out.nb,
+             out.lane_offsets.data() + i * out.nb * 8);
     }
   };
   // A few rows cost less than waking the pool.

@@ -9,26 +9,33 @@
 #include <vector>
 
 #include "graft/backend.hpp"
+#include "simd_level.hpp"
 
 namespace graft::quant {
 
-// Stored unpacked (not as 34-byte blocks) so kernels load aligned-size quants and f32 scales.
+// Stored unpacked (not as 34-byte blocks) so kernels load whole vectors and f32 scales.
 struct Q8Activations {
   std::int64_t n = 0;    // activation rows
   std::int64_t nb = 0;   // blocks per row
-  std::vector<std::int8_t> qs;     // [n][nb][32]
-  std::vector<float> d;            // [n][nb]: the fp16 scale, widened
-  std::vector<std::int32_t> sum;   // [n][nb]: sum of the block's quants (for offset-form dots)
+  std::vector<std::int8_t> qs;      // [n][nb][32]
+  std::vector<float> d;             // [n][nb]: the fp16 scale, widened
+  // [n][nb][8]: -offset * (sum of quants l*4 .. l*4+3): the correction for kernels that multiply
+  // x by an unsigned form of the weights, w + offset (Q4_0's codes are q - 8, Q8_0's w + 128).
+  std::vector<std::int32_t> lane_offsets;
 
   const std::int8_t* block_qs(std::int64_t row, std::int64_t b) const { return qs.data() + (row * nb + b) * 32; }
   const float* scales(std::int64_t row) const { return d.data() + row * nb; }
-  const std::int32_t* sums(std::int64_t row) const { return sum.data() + row * nb; }
+  const std::int32_t* offsets(std::int64_t row, std::int64_t b) const { return lane_offsets.data() + (row * nb + b) * 8; }
 };
 
-// One row of k (a multiple of 32) values.
-void quantize_activation_row(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int32_t* sum) noexcept;
+// One row of k (a multiple of 32) values; the AVX2 form gives identical bits, faster.
+void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
+                             std::int32_t* lane_offsets) noexcept;
+void quantize_activation_row_avx2(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
+                                  std::int32_t* lane_offsets) noexcept;
 
 // All n rows of x (row stride k); rows are split across the backend's threads when n is large.
-void quantize_activations(Backend& backend, const float* x, std::int64_t n, std::int64_t k, Q8Activations& out);
+void quantize_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
+                          std::int32_t offset, Q8Activations& out);
 
 }  // namespace graft::quant

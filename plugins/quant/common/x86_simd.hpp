@@ -19,26 +19,20 @@
 
 namespace graft::quant::x86 {
 
-// [sum(v0), sum(v1), sum(v2), sum(v3)] of four vectors of 8 int32. Integer sums are exact, so the
-// order of these additions cannot change any result.
-GRAFT_TARGET_AVX2 static inline __m128i reduce4_epi32(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
-  const __m256i a = _mm256_hadd_epi32(v0, v1);
-  const __m256i b = _mm256_hadd_epi32(v2, v3);
-  const __m256i c = _mm256_hadd_epi32(a, b);  // [v0 v1 v2 v3 (low halves) | v0 v1 v2 v3 (high halves)]
-  return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
-}
-
-// Four fp16 scales (zero beyond n) widened to f32.
-GRAFT_TARGET_AVX2 static inline __m128 load_fp16x4(const unsigned short* h) {
-  return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(h)));
+// The fixed lane tree of the quantized kernels: (l + l+4), then + 2 apart, then + 1 apart -- the
+// shape of ggml's hsum_float_8.
+GRAFT_TARGET_AVX2 static inline float hsum8(__m256 v) {
+  const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
 }
 
 // 32 nibbles of a Q4_0 block as bytes 0..15 in element order: low nibbles are elements 0..15,
-// high nibbles 16..31.
+// high nibbles 16..31. A broadcast load and a per-half shift: no shuffle-port work.
 GRAFT_TARGET_AVX2 static inline __m256i unpack_nibbles(const unsigned char* qs) {
-  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
 }
 
 }  // namespace graft::quant::x86

@@ -25,6 +25,7 @@ const FormatSpec kSpec{
     &quantize_row,
     &dequantize_row,
     ActivationForm::f16_round,
+    0,
     {dense_gemm_scalar(DenseType::f16), dense_gemm_avx2(DenseType::f16), dense_gemm_avx512(DenseType::f16)},
 };
 

@@ -16,6 +16,7 @@ const FormatSpec kSpec{
     &copy_row,
     &copy_back,
     ActivationForm::f32,
+    0,
     {dense_gemm_scalar(DenseType::f32), dense_gemm_avx2(DenseType::f32), dense_gemm_avx512(DenseType::f32)},
 };
 

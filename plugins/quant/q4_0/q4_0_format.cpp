@@ -52,6 +52,7 @@ const FormatSpec kSpec{
     &quantize_row,
     &dequantize_row,
     ActivationForm::q8_0,
+    8,
 #ifdef __x86_64__
     {&q4_0_gemm_scalar, &q4_0_gemm_avx2, &q4_0_gemm_avx512},
 #else

@@ -1,6 +1,9 @@
-// Q4_0 weight x Q8_0-quantized activation kernels, one per SIMD level. Each output is
-//   acc = 0; for each block b in order: acc = acc + (d_w[b] * d_x[b]) * float(isum_b)
-// with isum_b = sum((q - 8) * x) the exact integer dot product of the block (docs/formats.md).
+// Q4_0 weight x Q8_0-quantized activation kernels, one per SIMD level. Every level computes each
+// output with the same f32 operations (docs/formats.md, "Determinism"):
+//   for each block b in order, for each lane l (block elements 4l .. 4l+3):
+//     acc[l] = acc[l] + float(P[b][l]) * (d_w[b] * d_x[b])     P = exact integer dot of the 4 (q - 8) * x
+//   y = ((acc[l] + acc[l+4]) + 2 apart) + 1 apart
+// which is ggml's AVX2 vec_dot structure without the fused multiply-add.
 #pragma once
 
 #include "gemm.hpp"

@@ -1,43 +1,31 @@
 // Portable Q4_0 kernel: the definition the SIMD kernels reproduce bit for bit.
+#include <cstring>
+
 #include "blocks.hpp"
-#include "half.hpp"
 #include "q4_0_gemm.hpp"
+#include "qgemm_scalar.hpp"
 
 namespace graft::quant {
 
 namespace {
 
-struct Scalar {
-  template <int R, int C>
-  static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
-    const std::int64_t nb = a.k / kQK;
-    const BlockQ4_0* w[R];
-    for (int i = 0; i < R; ++i) w[i] = reinterpret_cast<const BlockQ4_0*>(a.w + (r + i) * a.w_stride);
-    float acc[R][C] = {};
-    for (std::int64_t b = 0; b < nb; ++b) {
-      for (int j = 0; j < C; ++j) {
-        const std::int8_t* xq = a.xq->block_qs(c + j, b);
-        const float dx = a.xq->scales(c + j)[b];
-        for (int i = 0; i < R; ++i) {
-          std::int32_t isum = 0;
-          for (int e = 0; e < kQK / 2; ++e) {
-            isum += ((w[i][b].qs[e] & 0x0F) - 8) * xq[e];
-            isum += ((w[i][b].qs[e] >> 4) - 8) * xq[e + kQK / 2];
-          }
-          const float s = fp16_to_fp32(w[i][b].d) * dx;
-          acc[i][j] = acc[i][j] + s * static_cast<float>(isum);
-        }
-      }
+struct Q4Weights {
+  static constexpr std::size_t kBlockBytes = sizeof(BlockQ4_0);
+  static std::uint16_t decode(const std::uint8_t* p, int* codes) {
+    BlockQ4_0 blk;
+    std::memcpy(&blk, p, sizeof blk);
+    for (int e = 0; e < kQK / 2; ++e) {
+      codes[e] = (blk.qs[e] & 0x0F) - 8;
+      codes[e + kQK / 2] = (blk.qs[e] >> 4) - 8;
     }
-    for (int j = 0; j < C; ++j)
-      for (int i = 0; i < R; ++i) a.y[(c + j) * a.y_stride + r + i] = acc[i][j];
+    return blk.d;
   }
 };
 
 }  // namespace
 
 void q4_0_gemm_scalar(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<Scalar, 4, 4>(a, r0, r1, c0, c1);
+  walk_tiles<ScalarQGemm<Q4Weights>, 4, 4>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant

@@ -39,6 +39,7 @@ const FormatSpec kSpec{
     &quantize_row,
     &dequantize_row,
     ActivationForm::q8_0,
+    128,
 #ifdef __x86_64__
     {&q8_0_gemm_scalar, &q8_0_gemm_avx2, &q8_0_gemm_avx512},
 #else

@@ -1,64 +1,37 @@
 // AVX2 Q8_0 kernel: ggml's sign trick (|w| as unsigned bytes, x carrying w's sign) feeds
-// _mm256_maddubs_epi16 without saturation (|w| <= 128, |x| <= 127), then 4 rows are reduced at
-// once into exact int32 block sums and accumulated in f32 exactly as the scalar kernel does.
+// _mm256_maddubs_epi16 without saturation (|w| <= 128, |x| <= 127); _mm256_madd_epi16 then
+// leaves the 8 lane sums of 4 products. (w + 128 would saturate maddubs, so no offset form here.)
 #include "q8_0_gemm.hpp"
 
 #ifdef __x86_64__
-#include "blocks.hpp"
 #include "x86_simd.hpp"
+#define GRAFT_QGEMM_TARGET GRAFT_TARGET_AVX2
+#include "qgemm_x86.hpp"
 
 namespace graft::quant {
 
 namespace {
 
-struct Avx2 {
-  template <int R, int C>
-  GRAFT_TARGET_AVX2 static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
-    static_assert(R <= 4);
-    const std::int64_t nb = a.k / kQK;
-    const BlockQ8_0* w[R];
-    for (int i = 0; i < R; ++i) w[i] = reinterpret_cast<const BlockQ8_0*>(a.w + (r + i) * a.w_stride);
-    const std::int8_t* xq[C];
-    const float* dx[C];
-    __m128 acc[C];
-    for (int j = 0; j < C; ++j) {
-      xq[j] = a.xq->block_qs(c + j, 0);
-      dx[j] = a.xq->scales(c + j);
-      acc[j] = _mm_setzero_ps();
-    }
-    const __m256i ones = _mm256_set1_epi16(1);
-    alignas(16) unsigned short dh[8] = {};
-    for (std::int64_t b = 0; b < nb; ++b) {
-      __m256i aw[R], sw[R];
-      for (int i = 0; i < R; ++i) {
-        dh[i] = w[i][b].d;
-        sw[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i][b].qs));
-        aw[i] = _mm256_sign_epi8(sw[i], sw[i]);
-      }
-      const __m128 dw = x86::load_fp16x4(dh);
-      for (int j = 0; j < C; ++j) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + b * kQK));
-        __m256i p[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                        _mm256_setzero_si256()};
-        for (int i = 0; i < R; ++i)
-          p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[i], _mm256_sign_epi8(x, sw[i])), ones);
-        const __m128i isum = x86::reduce4_epi32(p[0], p[1], p[2], p[3]);
-        const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(dx[j][b]));
-        acc[j] = _mm_add_ps(acc[j], _mm_mul_ps(s, _mm_cvtepi32_ps(isum)));
-      }
-    }
-    for (int j = 0; j < C; ++j) {
-      alignas(16) float out[4];
-      _mm_store_ps(out, acc[j]);
-      for (int i = 0; i < R; ++i) a.y[(c + j) * a.y_stride + r + i] = out[i];
-    }
+struct Q8Avx2 {
+  static constexpr std::int64_t kBlockBytes = 34;
+  static constexpr int kCols = 2;
+  struct Prep {
+    __m256i w, abs_w;
+  };
+  GRAFT_TARGET_AVX2 static Prep load(const std::uint8_t* qs) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+    return {w, _mm256_sign_epi8(w, w)};
+  }
+  GRAFT_TARGET_AVX2 static __m256i dot(const Prep& p, __m256i x, __m256i) {
+    const __m256i pairs = _mm256_maddubs_epi16(p.abs_w, _mm256_sign_epi8(x, p.w));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
   }
 };
 
 }  // namespace
 
 void q8_0_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<Avx2, 4, 4>(a, r0, r1, c0, c1);
+  x86_qgemm<Q8Avx2>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
