@@ -133,7 +133,7 @@ inline std::vector<Block> quantize_activation(const float* x, std::int64_t k) {
 }
 
 // The documented output of a Q8_0/Q4_0 kernel: 8 lanes (block elements 4l .. 4l+3) each
-// accumulating float(exact integer lane sum) * (d_w * d_x) block by block, then a fixed tree.
+// accumulating fma(float(exact integer lane sum), d_w * d_x, acc) block by block, then a fixed tree.
 inline float quantized_dot(const std::vector<Block>& w, const std::vector<Block>& x) {
   float lane[8] = {};
   for (std::size_t b = 0; b < w.size(); ++b) {
@@ -141,8 +141,7 @@ inline float quantized_dot(const std::vector<Block>& w, const std::vector<Block>
     for (int l = 0; l < 8; ++l) {
       long p = 0;
       for (int j = 4 * l; j < 4 * l + 4; ++j) p += static_cast<long>(w[b].q[j]) * x[b].q[j];
-      const float t = static_cast<float>(p) * s;
-      lane[l] = lane[l] + t;
+      lane[l] = std::fma(static_cast<float>(p), s, lane[l]);
     }
   }
   for (int half = 4; half >= 1; half /= 2)
@@ -150,13 +149,12 @@ inline float quantized_dot(const std::vector<Block>& w, const std::vector<Block>
   return lane[0];
 }
 
-// The documented output of a dense kernel: 16 lane sums (zero padded), then a fixed tree.
+// The documented output of a dense kernel: 16 fused multiply-add lanes (zero padded), then a
+// fixed tree.
 inline float lane_dot(const float* w, const float* x, std::int64_t k) {
   float lane[16] = {};
-  for (std::int64_t i = 0; i < (k + 15) / 16 * 16; ++i) {
-    const float p = i < k ? w[i] * x[i] : 0.0f;
-    lane[i % 16] = lane[i % 16] + p;
-  }
+  for (std::int64_t i = 0; i < (k + 15) / 16 * 16; ++i)
+    lane[i % 16] = std::fma(i < k ? w[i] : 0.0f, i < k ? x[i] : 0.0f, lane[i % 16]);
   for (int w8 = 8; w8 >= 1; w8 /= 2)
     for (int l = 0; l < w8; ++l) lane[l] = lane[l] + lane[l + w8];
   return lane[0];

@@ -1,8 +1,8 @@
 // Kernels for dense weights (f32, f16, bf16) against f32 activations (already rounded through the
 // weight's type, see dense_activations.hpp). Each output is defined as 16 lane sums, lane l taking
-// elements l, l + 16, l + 32, ... in order (acc = acc + w * x, no fused multiply-add; the row is
-// padded with zeros to a multiple of 16), then ((a[l] + a[l+8]) for l < 8, then + the element 4
-// apart, then 2 apart, then 1 apart). Every SIMD level computes exactly that sequence.
+// elements l, l + 16, l + 32, ... in order (acc = fma(w, x, acc); the row is padded with zeros to
+// a multiple of 16), then (a[l] + a[l+8]) for l < 8, then + the element 4 apart, then 2 apart, then
+// 1 apart. Every SIMD level computes exactly that sequence (the scalar one with std::fma).
 #pragma once
 
 #include <cstdint>

@@ -52,8 +52,8 @@ struct Avx2 {
       for (int j = 0; j < C; ++j) {
         const __m256 xl = _mm256_loadu_ps(x[j] + i0), xh = _mm256_loadu_ps(x[j] + i0 + 8);
         for (int i = 0; i < R; ++i) {
-          lo[i][j] = _mm256_add_ps(lo[i][j], _mm256_mul_ps(wl[i], xl));
-          hi[i][j] = _mm256_add_ps(hi[i][j], _mm256_mul_ps(wh[i], xh));
+          lo[i][j] = _mm256_fmadd_ps(wl[i], xl, lo[i][j]);
+          hi[i][j] = _mm256_fmadd_ps(wh[i], xh, hi[i][j]);
         }
       }
     }
@@ -66,8 +66,8 @@ struct Avx2 {
         for (int l = 0; l < 16; ++l) xt[j][l] = l < len ? x[j][full + l] : 0.0f;
       for (int j = 0; j < C; ++j)
         for (int i = 0; i < R; ++i) {
-          lo[i][j] = _mm256_add_ps(lo[i][j], _mm256_mul_ps(_mm256_load_ps(wt[i]), _mm256_load_ps(xt[j])));
-          hi[i][j] = _mm256_add_ps(hi[i][j], _mm256_mul_ps(_mm256_load_ps(wt[i] + 8), _mm256_load_ps(xt[j] + 8)));
+          lo[i][j] = _mm256_fmadd_ps(_mm256_load_ps(wt[i]), _mm256_load_ps(xt[j]), lo[i][j]);
+          hi[i][j] = _mm256_fmadd_ps(_mm256_load_ps(wt[i] + 8), _mm256_load_ps(xt[j] + 8), hi[i][j]);
         }
     }
     for (int i = 0; i < R; ++i)

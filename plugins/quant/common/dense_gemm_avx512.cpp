@@ -50,7 +50,7 @@ struct Avx512 {
       }
       for (int j = 0; j < C; ++j) {
         const __m512 xv = _mm512_loadu_ps(x[j] + i0);
-        for (int i = 0; i < R; ++i) acc[i][j] = _mm512_add_ps(acc[i][j], _mm512_mul_ps(wv[i], xv));
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
       }
     }
     if (full < a.k) {  // zero-padded last chunk, widened through the scalar path (exact)
@@ -62,7 +62,7 @@ struct Avx512 {
         for (int l = 0; l < 16; ++l) xt[j][l] = l < len ? x[j][full + l] : 0.0f;
       for (int j = 0; j < C; ++j)
         for (int i = 0; i < R; ++i)
-          acc[i][j] = _mm512_add_ps(acc[i][j], _mm512_mul_ps(_mm512_load_ps(wt[i]), _mm512_load_ps(xt[j])));
+          acc[i][j] = _mm512_fmadd_ps(_mm512_load_ps(wt[i]), _mm512_load_ps(xt[j]), acc[i][j]);
     }
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = reduce(acc[i][j]);

@@ -1,5 +1,6 @@
 // Portable dense kernel: the definition of the lane order the SIMD kernels reproduce.
 #include <algorithm>
+#include <cmath>
 
 #include "dense_gemm.hpp"
 
@@ -25,7 +26,7 @@ struct Scalar {
         for (int l = 0; l < 16; ++l) xv[j][l] = l < len ? x[j][i0 + l] : 0.0f;
       for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j)
-          for (int l = 0; l < 16; ++l) acc[i][j][l] = acc[i][j][l] + wv[i][l] * xv[j][l];
+          for (int l = 0; l < 16; ++l) acc[i][j][l] = std::fma(wv[i][l], xv[j][l], acc[i][j][l]);
     }
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = reduce_lanes16(acc[i][j]);

@@ -27,21 +27,25 @@ struct GemmArgs {
 // Computes rows [r0, r1) x columns [c0, c1).
 using GemmFn = void (*)(const GemmArgs& args, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
 
-// Walks the rectangle in R x C tiles and hands edge tiles to narrower instantiations, so each
-// kernel only writes the fixed-size microkernel K::tile<Rt, Ct>(args, r, c).
+// Walks the rectangle in R x C tiles; leftover columns go to C/2-wide tiles (while C/2 > 1) and
+// then 1-wide ones, leftover rows to 1-row tiles. A kernel only writes the fixed-size microkernel
+// K::tile<Rt, Ct>(args, r, c).
+template <class K, int R, int C>
+inline void walk_columns(const GemmArgs& a, std::int64_t r, std::int64_t c0, std::int64_t c1) {
+  std::int64_t c = c0;
+  for (; c + C <= c1; c += C) K::template tile<R, C>(a, r, c);
+  if constexpr (C / 2 > 1) {
+    if (c < c1) walk_columns<K, R, C / 2>(a, r, c, c1);
+  } else {
+    for (; c < c1; ++c) K::template tile<R, 1>(a, r, c);
+  }
+}
+
 template <class K, int R, int C>
 inline void walk_tiles(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   std::int64_t r = r0;
-  for (; r + R <= r1; r += R) {
-    std::int64_t c = c0;
-    for (; c + C <= c1; c += C) K::template tile<R, C>(a, r, c);
-    for (; c < c1; ++c) K::template tile<R, 1>(a, r, c);
-  }
-  for (; r < r1; ++r) {
-    std::int64_t c = c0;
-    for (; c + C <= c1; c += C) K::template tile<1, C>(a, r, c);
-    for (; c < c1; ++c) K::template tile<1, 1>(a, r, c);
-  }
+  for (; r + R <= r1; r += R) walk_columns<K, R, C>(a, r, c0, c1);
+  for (; r < r1; ++r) walk_columns<K, 1, C>(a, r, c0, c1);
 }
 
 }  // namespace graft::quant

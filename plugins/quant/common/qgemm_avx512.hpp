@@ -34,6 +34,23 @@ struct Avx512QGemm {
       const std::uint8_t* w[R];
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
+      // Column pointers hoisted out of the block loop: scalar address work competes with the
+      // vector ports.
+      const std::int8_t* x0[P];
+      const std::int8_t* x1[P];
+      const std::int32_t* o0[P];
+      const std::int32_t* o1[P];
+      const float* d0[P];
+      const float* d1[P];
+      _Pragma("GCC unroll 8")
+      for (int p = 0; p < P; ++p) {
+        x0[p] = a.xq->block_qs(c + 2 * p, 0);
+        x1[p] = a.xq->block_qs(c + 2 * p + 1, 0);
+        o0[p] = a.xq->offsets(c + 2 * p, 0);
+        o1[p] = a.xq->offsets(c + 2 * p + 1, 0);
+        d0[p] = a.xq->scales(c + 2 * p);
+        d1[p] = a.xq->scales(c + 2 * p + 1);
+      }
       __m512 acc[R][P];
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i)
@@ -53,15 +70,14 @@ struct Avx512QGemm {
         }
         _Pragma("GCC unroll 8")
         for (int p = 0; p < P; ++p) {
-          const std::int64_t c0 = c + 2 * p, c1 = c0 + 1;
-          const __m512i x = load_pair(a.xq->block_qs(c0, b), a.xq->block_qs(c1, b));
-          const __m512i o = load_pair(a.xq->offsets(c0, b), a.xq->offsets(c1, b));
-          const __m512 dx = broadcast_pair(a.xq->scales(c0) + b, a.xq->scales(c1) + b);
+          const __m512i x = load_pair(x0[p] + b * 32, x1[p] + b * 32);
+          const __m512i o = load_pair(o0[p] + b * 8, o1[p] + b * 8);
+          const __m512 dx = broadcast_pair(d0[p] + b, d1[p] + b);
           _Pragma("GCC unroll 8")
           for (int i = 0; i < R; ++i) {
             const __m512 s = _mm512_mul_ps(dw[i], dx);
             const __m512 q = _mm512_cvtepi32_ps(W::dot512(wp[i], x, o));
-            acc[i][p] = _mm512_add_ps(acc[i][p], _mm512_mul_ps(q, s));
+            acc[i][p] = _mm512_fmadd_ps(q, s, acc[i][p]);
           }
         }
       }
@@ -80,7 +96,7 @@ struct Avx512QGemm {
 
 template <class W>
 void avx512_qgemm(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<Avx512QGemm<W>, 4, 4>(a, r0, r1, c0, c1);
+  walk_tiles<Avx512QGemm<W>, 4, 8>(a, r0, r1, c0, c1);
 }
 
 }  // namespace

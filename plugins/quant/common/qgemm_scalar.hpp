@@ -1,6 +1,10 @@
 // The portable form of the quantized kernels' defined computation, shared by Q8_0 and Q4_0:
 // `Weights::decode(block, codes)` turns one weight block into 32 signed codes and its fp16 scale.
+// std::fma is the same correctly rounded operation as the SIMD kernels' vfmadd (glibc runs the
+// instruction where the CPU has it and an exact software version where it does not).
 #pragma once
+
+#include <cmath>
 
 #include "gemm.hpp"
 #include "half.hpp"
@@ -27,7 +31,7 @@ struct ScalarQGemm {
           for (int l = 0; l < 8; ++l) {
             std::int32_t p = 0;
             for (int e = 4 * l; e < 4 * l + 4; ++e) p += codes[i][e] * xq[e];
-            acc[i][j][l] = acc[i][j][l] + static_cast<float>(p) * s;
+            acc[i][j][l] = std::fma(static_cast<float>(p), s, acc[i][j][l]);
           }
         }
       }

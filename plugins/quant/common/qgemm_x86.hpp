@@ -4,7 +4,7 @@
 //   W::kBlockBytes, W::kCols (columns per tile), W::Prep, W::load(block) -> Prep (once per weight
 //   block, shared by the tile's columns) and W::dot(prep, x, lane_offsets) -> 8 exact int32 lane
 //   sums P[l] over block elements 4l .. 4l+3.
-// Each output lane accumulates acc = acc + float(P) * (d_w * d_x) in block order; the lanes are
+// Each output lane accumulates acc = fma(float(P), d_w * d_x, acc) in block order; the lanes are
 // folded by x86::hsum8 at the end. That is exactly the scalar definition (qgemm_scalar.hpp).
 #pragma once
 
@@ -66,7 +66,7 @@ struct X86QGemm {
         for (int i = 0; i < R; ++i) {
           const __m256 s = _mm256_mul_ps(dw[i], dxb);
           const __m256 p = _mm256_cvtepi32_ps(W::dot(wp[i], x, o));
-          acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_mul_ps(p, s));
+          acc[i][j] = _mm256_fmadd_ps(p, s, acc[i][j]);
         }
       }
     }
