@@ -3,7 +3,7 @@
 // memory. The ratio of the two is the figure of merit on a shared, noisy machine.
 //
 //   quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
-//               [--prefill 64] [--simd auto] [--m 4096]
+//               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR]
 // With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
 // speed instead of memory streaming.
 #include <algorithm>
@@ -38,6 +38,7 @@ struct Options {
   long prefill = 64;    // activation rows for the prefill figure (0: skip)
   long m = 4096;        // rows per matrix
   std::string simd = "auto";
+  std::string plugin_dir = GRAFT_PLUGIN_DIR;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -63,13 +64,14 @@ bool parse(int argc, char** argv, Options& o) {
     else if (key == "--prefill") o.prefill = std::stol(value);
     else if (key == "--simd") o.simd = value;
     else if (key == "--m") o.m = std::stol(value);
+    else if (key == "--plugin-dir") o.plugin_dir = value;
     else return false;
   }
   return argc % 2 == 1;
 }
 
-std::shared_ptr<PluginLibrary> load(const std::string& file) {
-  auto lib = PluginLibrary::load(std::filesystem::path(GRAFT_PLUGIN_DIR) / file);
+std::shared_ptr<PluginLibrary> load(const std::string& dir, const std::string& file) {
+  auto lib = PluginLibrary::load(std::filesystem::path(dir) / file);
   if (!lib) {
     std::fprintf(stderr, "error: %s\n", lib.status().message().c_str());
     std::exit(1);
@@ -185,11 +187,11 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr, "usage: quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] "
-                         "[--mib 512] [--reps 5] [--prefill 64] [--simd auto] [--m 4096]\n");
+                         "[--mib 512] [--reps 5] [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR]\n");
     return 2;
   }
   DefaultHostServices host;
-  auto cpu_lib = load("libgraft_backend_cpu.so");
+  auto cpu_lib = load(o.plugin_dir, "libgraft_backend_cpu.so");
   std::printf("weights per pass: %ld MiB (matrices of k x %ld); best of %ld passes\n", o.mib, o.m, o.reps);
   std::printf("%-6s %5s %3s %11s %10s %6s %12s %14s %8s %5s\n", "format", "k", "thr", "matvec GB/s", "read GB/s",
               "ratio", "decode tok/s", "prefill tok/s", "pf/dec", "par");
@@ -200,7 +202,7 @@ int main(int argc, char** argv) {
     if (!backend) return 1;
     Backend& b = **backend;
     for (const auto& name : o.formats) {
-      auto lib = load("libgraft_quant_" + name + ".so");
+      auto lib = load(o.plugin_dir, "libgraft_quant_" + name + ".so");
       Config fcfg;
       fcfg.set("simd", o.simd);
       auto fmt = lib->create<WeightFormat>(host, fcfg);

@@ -1,5 +1,6 @@
 #include "block_format.hpp"
 
+#include <mutex>
 #include <string>
 
 #include "matmul_driver.hpp"
@@ -13,7 +14,13 @@ class CpuKernels final : public FormatKernels {
   CpuKernels(const FormatSpec& spec, SimdLevel level) : spec_(spec), level_(level) {}
 
   Status matmul(Backend& backend, const TensorView& w, const TensorView& x, const TensorView& y) override {
-    return guard([&] { return cpu_matmul(spec_, level_, backend, w, x, y); });
+    return guard([&] {
+      // The cached scratch serves one call at a time; a concurrent call gets its own.
+      std::unique_lock lock(scratch_mu_, std::try_to_lock);
+      if (lock.owns_lock()) return cpu_matmul(spec_, level_, scratch_, backend, w, x, y);
+      MatmulScratch local;
+      return cpu_matmul(spec_, level_, local, backend, w, x, y);
+    });
   }
   Status get_rows(Backend& backend, const TensorView& table, const std::int32_t* ids, std::size_t n,
                   const TensorView& y) override {
@@ -35,6 +42,8 @@ class CpuKernels final : public FormatKernels {
 
   const FormatSpec& spec_;
   SimdLevel level_;
+  std::mutex scratch_mu_;
+  MatmulScratch scratch_;
 };
 
 class BlockFormat final : public WeightFormat {

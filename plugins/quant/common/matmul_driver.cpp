@@ -12,8 +12,9 @@ namespace graft::quant {
 
 namespace {
 
-// Activation rows a thread keeps hot in L2 while it walks its weight rows (prefill).
-constexpr std::int64_t kActivationBudgetBytes = 192 * 1024;
+// Activation bytes a thread walks per weight row tile (prefill): the tile's weight rows stay in L1
+// while this chunk streams from L2, and the weights are re-read from memory once per chunk.
+constexpr std::int64_t kActivationBudgetBytes = 1024 * 1024;
 constexpr std::int64_t kRowsPerUnit = 4;  // the kernels' row tile: threads split on its multiples
 
 // "[k, m]": n_dims entries, more if a higher dimension is not 1.
@@ -77,8 +78,8 @@ Status check_f32_rows(const FormatSpec& spec, const char* op, const char* name, 
 
 }  // namespace
 
-Status cpu_matmul(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w, const TensorView& x,
-                  const TensorView& y) {
+Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratch, Backend& backend,
+                  const TensorView& w, const TensorView& x, const TensorView& y) {
   const GemmFn gemm = spec.gemm[static_cast<int>(level)];
   std::size_t w_stride = 0;
   GRAFT_TRY(check_weights(spec, "matmul", "weight", w, w_stride));
@@ -96,15 +97,17 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, Backend& backend, con
   args.y_stride = static_cast<std::size_t>(m);
 
   // Activations are converted once per call, before any thread reads them.
-  Q8Activations xq;
-  std::vector<float> rounded;
+  Q8Activations& xq = scratch.q;
+  std::vector<float>& rounded = scratch.rounded;
   std::int64_t act_row_bytes = k * 4;
   switch (spec.activations) {
     case ActivationForm::q8_0:
-      quantize_activations(backend, level, x.as<float>(), n, k, spec.activation_offset, xq);
+      quantize_activations(backend, level, x.as<float>(), n, k, spec.activation_offset,
+                           level == SimdLevel::avx512 && n >= 2, xq);
       args.xq = &xq;
       args.fp16 = fp16_table();
-      act_row_bytes = k + k / 32 * 36;
+      // Per column and block: 32 quants, 8 offsets, a scale; the AVX-512 pairs carry 96 bytes.
+      act_row_bytes = level == SimdLevel::avx512 && n >= 2 ? k * 3 : k + k / 32 * 36;
       break;
     case ActivationForm::f32: args.xf = x.as<float>(); break;
     case ActivationForm::f16_round:

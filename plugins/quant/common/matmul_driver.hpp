@@ -4,13 +4,23 @@
 
 #include <cstdint>
 
+#include <vector>
+
 #include "format_spec.hpp"
+#include "q8_activations.hpp"
 #include "graft/backend.hpp"
 
 namespace graft::quant {
 
-Status cpu_matmul(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w, const TensorView& x,
-                  const TensorView& y);
+// Activation buffers reused across calls (page faults on fresh buffers cost as much as a small
+// matmul).
+struct MatmulScratch {
+  Q8Activations q;
+  std::vector<float> rounded;
+};
+
+Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratch, Backend& backend,
+                  const TensorView& w, const TensorView& x, const TensorView& y);
 
 Status cpu_get_rows(const FormatSpec& spec, Backend& backend, const TensorView& table, const std::int32_t* ids,
                     std::size_t n, const TensorView& y);

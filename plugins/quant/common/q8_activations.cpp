@@ -1,6 +1,7 @@
 #include "q8_activations.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include "half.hpp"
 
@@ -34,7 +35,7 @@ void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset
 }
 
 void quantize_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
-                          std::int32_t offset, Q8Activations& out) {
+                          std::int32_t offset, bool pairs, Q8Activations& out) {
 #ifdef __x86_64__
   const auto row_fn = level == SimdLevel::scalar ? &quantize_activation_row : &quantize_activation_row_avx2;
 #else
@@ -54,8 +55,31 @@ void quantize_activations(Backend& backend, SimdLevel level, const float* x, std
     }
   };
   // A few rows cost less than waking the pool.
-  if (n * k < (std::int64_t{1} << 16)) rows(0, static_cast<std::size_t>(n));
+  const bool small = n * k < (std::int64_t{1} << 16);
+  if (small) rows(0, static_cast<std::size_t>(n));
   else backend.parallel_for(static_cast<std::size_t>(n), rows);
+
+  out.n_pairs = pairs ? n / 2 : 0;
+  const std::int64_t nb = out.nb;
+  out.pair_qs.resize(static_cast<std::size_t>(out.n_pairs * nb * 64));
+  out.pair_offsets.resize(static_cast<std::size_t>(out.n_pairs * nb * 16));
+  out.pair_scales.resize(static_cast<std::size_t>(out.n_pairs * nb * 16));
+  auto interleave = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t pi = begin; pi < end; ++pi) {
+      const auto p = static_cast<std::int64_t>(pi);
+      for (std::int64_t b = 0; b < nb; ++b) {
+        const std::int64_t dst = p * nb + b;
+        for (std::int64_t h = 0; h < 2; ++h) {
+          const std::int64_t row = 2 * p + h;
+          std::memcpy(out.pair_qs.data() + dst * 64 + h * 32, out.block_qs(row, b), 32);
+          std::memcpy(out.pair_offsets.data() + dst * 16 + h * 8, out.offsets(row, b), 32);
+          for (int l = 0; l < 8; ++l) out.pair_scales[static_cast<std::size_t>(dst * 16 + h * 8 + l)] = out.scales(row)[b];
+        }
+      }
+    }
+  };
+  if (small) interleave(0, static_cast<std::size_t>(out.n_pairs));
+  else backend.parallel_for(static_cast<std::size_t>(out.n_pairs), interleave);
 }
 
 }  // namespace graft::quant

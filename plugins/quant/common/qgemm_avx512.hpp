@@ -1,6 +1,6 @@
 // AVX-512 tiles for batches (n >= 2): two activation columns share one 512-bit register, lanes 0..7
-// for column c and 8..15 for column c + 1, so the f32 lane work (convert, scale, accumulate) runs
-// on 16 lanes per instruction. Each lane sees exactly the operations of the 256-bit kernel, so
+// for column c and 8..15 for column c + 1 (Q8Activations' interleaved pairs), so the f32 lane work
+// (convert, scale, accumulate) runs on 16 lanes per instruction. Each lane sees exactly the operations of the 256-bit kernel, so
 // results are bit-identical to it (and to the scalar definition). Odd columns fall back to the
 // 256-bit tile. Include after qgemm_x86.hpp in an AVX-512 translation unit; the weight policy adds
 //   W::load512(block) -> the block's prepared weights in both 256-bit halves,
@@ -11,16 +11,6 @@
 
 namespace graft::quant {
 namespace {
-
-GRAFT_TARGET_AVX512 static inline __m512i load_pair(const void* lo, const void* hi) {
-  const __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo)));
-  return _mm512_inserti64x4(v, _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
-}
-
-GRAFT_TARGET_AVX512 static inline __m512 broadcast_pair(const float* lo, const float* hi) {
-  const __m512d v = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_broadcast_ss(lo)));
-  return _mm512_castpd_ps(_mm512_insertf64x4(v, _mm256_castps_pd(_mm256_broadcast_ss(hi)), 1));
-}
 
 template <class W>
 struct Avx512QGemm {
@@ -34,22 +24,17 @@ struct Avx512QGemm {
       const std::uint8_t* w[R];
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
-      // Column pointers hoisted out of the block loop: scalar address work competes with the
-      // vector ports.
-      const std::int8_t* x0[P];
-      const std::int8_t* x1[P];
-      const std::int32_t* o0[P];
-      const std::int32_t* o1[P];
-      const float* d0[P];
-      const float* d1[P];
+      // Pair pointers hoisted out of the block loop: scalar address work competes with the vector
+      // ports. Tiles of even width start at even columns, so column c + 2p is pair (c / 2 + p).
+      const std::int8_t* xp[P];
+      const std::int32_t* op[P];
+      const float* dp[P];
       _Pragma("GCC unroll 8")
       for (int p = 0; p < P; ++p) {
-        x0[p] = a.xq->block_qs(c + 2 * p, 0);
-        x1[p] = a.xq->block_qs(c + 2 * p + 1, 0);
-        o0[p] = a.xq->offsets(c + 2 * p, 0);
-        o1[p] = a.xq->offsets(c + 2 * p + 1, 0);
-        d0[p] = a.xq->scales(c + 2 * p);
-        d1[p] = a.xq->scales(c + 2 * p + 1);
+        const std::int64_t pair = c / 2 + p;
+        xp[p] = a.xq->pair_qs.data() + pair * nb * 64;
+        op[p] = a.xq->pair_offsets.data() + pair * nb * 16;
+        dp[p] = a.xq->pair_scales.data() + pair * nb * 16;
       }
       __m512 acc[R][P];
       _Pragma("GCC unroll 8")
@@ -70,12 +55,12 @@ struct Avx512QGemm {
         }
         _Pragma("GCC unroll 8")
         for (int p = 0; p < P; ++p) {
-          const __m512i x = load_pair(x0[p] + b * 32, x1[p] + b * 32);
-          const __m512i o = load_pair(o0[p] + b * 8, o1[p] + b * 8);
-          const __m512 dx = broadcast_pair(d0[p] + b, d1[p] + b);
+          const __m512i x = _mm512_loadu_si512(xp[p] + b * 64);
+          const __m512 dx = _mm512_loadu_ps(dp[p] + b * 16);
           _Pragma("GCC unroll 8")
           for (int i = 0; i < R; ++i) {
             const __m512 s = _mm512_mul_ps(dw[i], dx);
+            const __m512i o = _mm512_loadu_si512(op[p] + b * 16);  // dpbusd accumulates into it
             const __m512 q = _mm512_cvtepi32_ps(W::dot512(wp[i], x, o));
             acc[i][p] = _mm512_fmadd_ps(q, s, acc[i][p]);
           }
