@@ -88,6 +88,10 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   const std::int64_t n = x.rows();
   GRAFT_TRY(check_f32_rows(spec, "matmul", "y", y, m, n, true));
   if (n == 0 || m == 0) return Status::success();
+  // Kernels read x (f32 weights: directly) while writing y, so they must not share memory.
+  const auto xb = reinterpret_cast<std::uintptr_t>(x.data), yb = reinterpret_cast<std::uintptr_t>(y.data);
+  if (xb < yb + static_cast<std::uintptr_t>(n * m) * 4 && yb < xb + static_cast<std::uintptr_t>(n * k) * 4)
+    return fail(spec, "matmul", "y overlaps x");
 
   GemmArgs args;
   args.w = static_cast<const std::uint8_t*>(w.data);
