@@ -101,6 +101,7 @@ TEST(FormatApi, MatmulRefusesBadShapesWithExactMessages) {
   TensorView strided = f32_view(x.data(), 32, 3);
   strided.ne[0] = 64;  // rows 32 floats apart while claiming 64 columns
   EXPECT_EQ(msg(k.matmul(b, w, strided, f32_view(y.data(), 8, 3))), "q8_0 matmul: x must be contiguous");
+  EXPECT_EQ(msg(k.matmul(b, w, f32_view(x.data(), 64, 3), f32_view(x.data() + 8, 8, 3))), "q8_0 matmul: y overlaps x");
   TensorView no_data = w;
   no_data.data = nullptr;
   EXPECT_EQ(msg(k.matmul(b, no_data, f32_view(x.data(), 64, 3), f32_view(y.data(), 8, 3))),

@@ -2,7 +2,9 @@
 // what n = 1 decoding would have computed. So y[c][r] may depend only on weight row r and activation
 // row c: not on n, on where c sits in the batch, on the thread count, or (by our stronger design) on
 // the SIMD level.
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "quant_test_util.hpp"
 
@@ -76,4 +78,25 @@ TEST(Determinism, RepeatedCallsAreIdentical) {
   const Fixture fx = make(*f, 45);
   const auto first = slice(*f, *cpu(3), fx, 0, kN);
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(same_bits(slice(*f, *cpu(3), fx, 0, kN).data(), first.data(), first.size()));
+}
+
+TEST(Determinism, ConcurrentCallsOnOneFormatAgree) {
+  // The format keeps one reusable scratch buffer; a second caller at the same time must get its
+  // own, not share it.
+  for (const std::string name : {"q8_0", "f16"}) {
+    auto f = format(name);
+    const Fixture fx = make(*f, 47);
+    const auto want_a = slice(*f, *cpu(1), fx, 0, 3);
+    const auto want_b = slice(*f, *cpu(2), fx, 5, 7);
+    std::atomic<int> mismatches{0};
+    auto worker = [&](Backend* b, std::int64_t c0, std::int64_t n, const std::vector<float>* want) {
+      for (int i = 0; i < 20; ++i)
+        if (!same_bits(slice(*f, *b, fx, c0, n).data(), want->data(), want->size())) ++mismatches;
+    };
+    std::thread ta(worker, cpu(1).get(), 0, 3, &want_a);
+    std::thread tb(worker, cpu(2).get(), 5, 7, &want_b);
+    ta.join();
+    tb.join();
+    EXPECT_EQ(mismatches.load(), 0) << name;
+  }
 }

@@ -170,3 +170,26 @@ TEST(Matmul, EmptyBatchAndEmptyOutputAreNoOps) {
   EXPECT_TRUE(f->kernels("cpu")->matmul(*cpu(2), weight_view(q.data(), traits(*f), 64, 4), xv, yv).ok());
   EXPECT_EQ(y[0], 7.0f);
 }
+
+TEST(Matmul, Q8_0AcceptsEveryCodeIncludingMinus128) {
+  // Files written by other tools may hold -128, which ggml's quantizer never produces; the sign
+  // trick and the w + 128 form must both still give the exact integer sums.
+  const std::int64_t k = 256, m = 12;
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(m * k / 32 * 34));
+  std::mt19937 rng(31);
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = static_cast<std::uint8_t>(rng());
+  for (std::size_t b = 0; b < q.size(); b += 34) {
+    q[b] = static_cast<std::uint8_t>(rng() & 0xFF);
+    q[b + 1] = static_cast<std::uint8_t>(0x20 + (rng() & 0x0F));  // scales around 2^-7
+    q[b + 2] = 0x80;                                              // at least one -128 per block
+  }
+  auto base = format("q8_0");
+  const auto wd = dequantize(*base, q, k * m);
+  const auto x = activations(k, 32);
+  const auto exact = exact_reference("q8_0", q, wd, x, {k, m});
+  for (const auto& level : available_levels()) {
+    const auto y = matmul(*format("q8_0", level), *cpu(2), q, k, m, x.data(), kMaxN);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(exact[i])) << level << " " << i;
+  }
+}

@@ -16,6 +16,9 @@ namespace {
 // while this chunk streams from L2, and the weights are re-read from memory once per chunk.
 constexpr std::int64_t kActivationBudgetBytes = 1024 * 1024;
 constexpr std::int64_t kRowsPerUnit = 4;  // the kernels' row tile: threads split on its multiples
+// Waking the backend's threads costs ~10 us on a loaded VM (measured with quant_bench), about as
+// long as one core needs to stream this many weight bytes; smaller products run on the caller.
+constexpr std::uint64_t kInlineWorkBytes = 160 * 1024;
 
 // "[k, m]": n_dims entries, more if a higher dimension is not 1.
 std::string shape(const TensorView& t) {
@@ -88,6 +91,10 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   const std::int64_t n = x.rows();
   GRAFT_TRY(check_f32_rows(spec, "matmul", "y", y, m, n, true));
   if (n == 0 || m == 0) return Status::success();
+  // Kernels read x (f32 weights: directly) while writing y, so they must not share memory.
+  const auto xb = reinterpret_cast<std::uintptr_t>(x.data), yb = reinterpret_cast<std::uintptr_t>(y.data);
+  if (xb < yb + static_cast<std::uintptr_t>(n * m) * 4 && yb < xb + static_cast<std::uintptr_t>(n * k) * 4)
+    return fail(spec, "matmul", "y overlaps x");
 
   GemmArgs args;
   args.w = static_cast<const std::uint8_t*>(w.data);
@@ -122,11 +129,14 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   // L2, so a weight row is read from memory once per chunk rather than once per activation row.
   const std::int64_t chunk = std::max<std::int64_t>(4, kActivationBudgetBytes / std::max<std::int64_t>(1, act_row_bytes) / 4 * 4);
   const auto units = static_cast<std::size_t>((m + kRowsPerUnit - 1) / kRowsPerUnit);
-  backend.parallel_for(units, [&](std::size_t begin, std::size_t end) {
+  auto rows = [&](std::size_t begin, std::size_t end) {
     const std::int64_t r0 = static_cast<std::int64_t>(begin) * kRowsPerUnit;
     const std::int64_t r1 = std::min(m, static_cast<std::int64_t>(end) * kRowsPerUnit);
     for (std::int64_t c0 = 0; c0 < n; c0 += chunk) gemm(args, r0, r1, c0, std::min(n, c0 + chunk));
-  });
+  };
+  // Where the rows run never changes a result (see gemm.hpp), only how fast.
+  if (row_bytes(spec.traits, k) * static_cast<std::uint64_t>(m * n) < kInlineWorkBytes) rows(0, units);
+  else backend.parallel_for(units, rows);
   return Status::success();
 }
 

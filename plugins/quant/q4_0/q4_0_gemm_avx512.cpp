@@ -1,6 +1,7 @@
-// AVX-512 VNNI Q4_0 kernel (256-bit vectors): one _mm256_dpbusd_epi32 multiplies the unsigned codes
-// q (0..15) by the signed activation quants and accumulates the lane sums onto the activation's
-// precomputed -8 * sum(x), leaving exactly sum((q - 8) * x).
+// AVX-512 VNNI Q4_0 kernel: one dpbusd multiplies the unsigned codes q (0..15) by the signed
+// activation quants and accumulates the lane sums onto the activation's precomputed -8 * sum(x),
+// leaving exactly sum((q - 8) * x). 256-bit vectors for single columns, 512-bit column pairs for
+// batches (qgemm_avx512.hpp).
 #include "q4_0_gemm.hpp"
 
 #ifdef __x86_64__
@@ -14,7 +15,6 @@ namespace {
 
 struct Q4Avx512 {
   static constexpr std::int64_t kBlockBytes = 18;
-  static constexpr int kCols = 4;
   using Prep = __m256i;
   GRAFT_TARGET_AVX512 static Prep load(const std::uint8_t* qs) { return x86::unpack_nibbles(qs); }
   GRAFT_TARGET_AVX512 static __m256i dot(Prep q, __m256i x, __m256i offsets) { return _mm256_dpbusd_epi32(offsets, q, x); }

@@ -1,6 +1,7 @@
-// AVX-512 VNNI Q8_0 kernel (256-bit vectors, as ggml uses VNNI): w + 128 (w xor 0x80) is an
-// unsigned byte, and one _mm256_dpbusd_epi32 accumulates sum((w + 128) * x) per lane onto the
-// activation's precomputed -128 * sum(x), leaving exactly sum(w * x).
+// AVX-512 VNNI Q8_0 kernel: w + 128 (w xor 0x80) is an unsigned byte, and one dpbusd accumulates
+// sum((w + 128) * x) per lane onto the activation's precomputed -128 * sum(x), leaving exactly
+// sum(w * x). 256-bit vectors for single columns (as ggml uses VNNI), 512-bit column pairs for
+// batches (qgemm_avx512.hpp).
 #include "q8_0_gemm.hpp"
 
 #ifdef __x86_64__
@@ -14,7 +15,6 @@ namespace {
 
 struct Q8Avx512 {
   static constexpr std::int64_t kBlockBytes = 34;
-  static constexpr int kCols = 4;
   using Prep = __m256i;
   GRAFT_TARGET_AVX512 static Prep load(const std::uint8_t* qs) {
     return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)),
