@@ -89,7 +89,7 @@ class BlockFormat final : public WeightFormat {
     return Status::success();
   }
 
-  FormatKernels* kernels(std::string_view backend_name) noexcept override {
+  FormatKernels* kernels(std::string_view backend_name) const noexcept override {
     return backend_name == "cpu" ? &cpu_ : nullptr;
   }
 
@@ -109,7 +109,7 @@ class BlockFormat final : public WeightFormat {
   }
 
   const FormatSpec& spec_;
-  CpuKernels cpu_;
+  mutable CpuKernels cpu_;  // handed out by the const kernels(); its scratch is internally locked
 };
 
 }  // namespace
