@@ -51,24 +51,14 @@ int cmd_bench(const Args& args) {
       "batch,b", po::value<std::int64_t>()->value_name("N")->default_value(256), "prompt tokens per forward pass")(
       "bandwidth-mib", po::value<std::int64_t>()->value_name("N")->default_value(1024), "buffer for the bandwidth probe")(
       "json", "print the results as one JSON object");
-  add_profile_options(desc);
-  auto vm = parse_options(args, desc);
-  if (!vm) {
-    std::fprintf(stderr, "graft bench: %s\n", vm.status().message().c_str());
-    return 2;
-  }
-  if (vm->count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  auto profile = load_profile_with_overrides(*vm);
-  if (!profile) {
-    std::fprintf(stderr, "graft bench: %s\n", profile.status().message().c_str());
-    return 1;
-  }
-  const auto P = (*vm)["prompt-tokens"].as<std::int64_t>(), G = (*vm)["gen-tokens"].as<std::int64_t>();
-  const auto reps = (*vm)["reps"].as<std::int64_t>(), batch = (*vm)["batch"].as<std::int64_t>();
-  const auto bw_mib = (*vm)["bandwidth-mib"].as<std::int64_t>();
+  int exit_code = 0;
+  auto parsed = parse_command("bench", args, desc, exit_code);
+  if (!parsed) return exit_code;
+  auto& vm = parsed->vm;
+  auto* profile = &parsed->profile;
+  const auto P = vm["prompt-tokens"].as<std::int64_t>(), G = vm["gen-tokens"].as<std::int64_t>();
+  const auto reps = vm["reps"].as<std::int64_t>(), batch = vm["batch"].as<std::int64_t>();
+  const auto bw_mib = vm["bandwidth-mib"].as<std::int64_t>();
   if (P < 1 || G < 2 || reps < 1 || batch < 1 || bw_mib < 64) {
     std::fprintf(stderr, "graft bench: need --prompt-tokens >= 1, --gen-tokens >= 2, --reps >= 1, --batch >= 1, "
                          "--bandwidth-mib >= 64\n");
@@ -127,7 +117,7 @@ int cmd_bench(const Args& args) {
   const double achieved = bytes_per_step * mean(decode);
   const double fraction = achieved / bw.bytes_per_second;
   const auto& mp = p.model().params();
-  if (vm->count("json")) {
+  if (vm.count("json")) {
     nlohmann::json o = {{"model", p.file().name()},
                         {"architecture", mp.arch_name},
                         {"threads", threads},

@@ -34,32 +34,22 @@ int cmd_perplexity(const Args& args) {
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>()->value_name("TEXT"), "text file to score")(
       "chunks", po::value<std::int64_t>()->value_name("K")->default_value(-1), "score at most K chunks (-1: all)")(
       "batch,b", po::value<std::int64_t>()->value_name("N")->default_value(512), "tokens per forward pass");
-  add_profile_options(desc);
-  auto vm = parse_options(args, desc);
-  if (!vm) {
-    std::fprintf(stderr, "graft perplexity: %s\n", vm.status().message().c_str());
-    return 2;
-  }
-  if (vm->count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  if (!vm->count("file")) {
+  int exit_code = 0;
+  auto parsed = parse_command("perplexity", args, desc, exit_code);
+  if (!parsed) return exit_code;
+  auto& vm = parsed->vm;
+  auto* profile = &parsed->profile;
+  if (!vm.count("file")) {
     std::fprintf(stderr, "graft perplexity: missing --file TEXT\n");
     return 2;
   }
-  auto profile = load_profile_with_overrides(*vm);
-  if (!profile) {
-    std::fprintf(stderr, "graft perplexity: %s\n", profile.status().message().c_str());
-    return 1;
-  }
-  const std::int64_t ctx = profile->context, batch = (*vm)["batch"].as<std::int64_t>();
-  const std::int64_t max_chunks = (*vm)["chunks"].as<std::int64_t>();
+  const std::int64_t ctx = profile->context, batch = vm["batch"].as<std::int64_t>();
+  const std::int64_t max_chunks = vm["chunks"].as<std::int64_t>();
   if (batch < 1 || batch > 65536) {
     std::fprintf(stderr, "graft perplexity: command line: --batch: must be in 1..65536\n");
     return 2;
   }
-  const std::string path = (*vm)["file"].as<std::string>();
+  const std::string path = vm["file"].as<std::string>();
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "graft perplexity: %s: cannot open\n", path.c_str());

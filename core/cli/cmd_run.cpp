@@ -22,28 +22,18 @@ int cmd_run(const Args& args) {
       "no-bos", "do not add the vocabulary's BOS token to a text prompt")(
       "stop", po::value<std::vector<std::string>>()->value_name("TEXT")->composing(),
       "stop when the output contains TEXT (not printed; repeatable)");
-  add_profile_options(desc);
-  auto vm = parse_options(args, desc);
-  if (!vm) {
-    std::fprintf(stderr, "graft run: %s\n", vm.status().message().c_str());
-    return 2;
-  }
-  if (vm->count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  auto profile = load_profile_with_overrides(*vm);
-  if (!profile) {
-    std::fprintf(stderr, "graft run: %s\n", profile.status().message().c_str());
-    return 1;
-  }
-  const std::int64_t batch = (*vm)["batch"].as<std::int64_t>();
+  int exit_code = 0;
+  auto parsed = parse_command("run", args, desc, exit_code);
+  if (!parsed) return exit_code;
+  auto& vm = parsed->vm;
+  auto* profile = &parsed->profile;
+  const std::int64_t batch = vm["batch"].as<std::int64_t>();
   if (batch < 1 || batch > 65536) {
     std::fprintf(stderr, "graft run: command line: --batch: %lld is out of range: must be in 1..65536\n",
                  static_cast<long long>(batch));
     return 2;
   }
-  if (vm->count("prompt-ids") && (vm->count("prompt") || vm->count("prompt-file"))) {
+  if (vm.count("prompt-ids") && (vm.count("prompt") || vm.count("prompt-file"))) {
     std::fprintf(stderr, "graft run: command line: --prompt-ids cannot be combined with --prompt or --prompt-file\n");
     return 2;
   }
@@ -57,8 +47,8 @@ int cmd_run(const Args& args) {
   const Tokenizer& tok = p.tokenizer();
 
   std::vector<TokenId> prompt;
-  if (vm->count("prompt-ids")) {
-    auto ids = parse_prompt_ids((*vm)["prompt-ids"].as<std::string>(), tok.n_vocab());
+  if (vm.count("prompt-ids")) {
+    auto ids = parse_prompt_ids(vm["prompt-ids"].as<std::string>(), tok.n_vocab());
     if (!ids) {
       std::fprintf(stderr, "graft run: %s\n", ids.status().message().c_str());
       return 2;
@@ -66,7 +56,7 @@ int cmd_run(const Args& args) {
     prompt = std::move(*ids);
   } else {
     TokenizeOptions opt;
-    opt.add_special = !vm->count("no-bos");
+    opt.add_special = !vm.count("no-bos");
     opt.parse_special = true;  // chat markup such as <|im_start|> in a prompt means the token
     auto ids = tok.encode(profile->prompt, opt);
     if (!ids) {
@@ -81,11 +71,11 @@ int cmd_run(const Args& args) {
   }
 
   Sampler sampler(profile->sampling);
-  const bool json = vm->count("json") > 0;
+  const bool json = vm.count("json") > 0;
   std::vector<TokenId> generated;
   Utf8Stream stream;
   std::string text;
-  StopChecker stop(vm->count("stop") ? (*vm)["stop"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  StopChecker stop(vm.count("stop") ? vm["stop"].as<std::vector<std::string>>() : std::vector<std::string>{});
   auto emit = [&](const std::string& bytes) {
     const std::string piece = stream.push(bytes);
     text += piece;
@@ -94,7 +84,7 @@ int cmd_run(const Args& args) {
       std::fflush(stdout);
     }
   };
-  if (!json && !vm->count("prompt-ids")) {
+  if (!json && !vm.count("prompt-ids")) {
     std::fputs(profile->prompt.c_str(), stdout);
     std::fflush(stdout);
   }

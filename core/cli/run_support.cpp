@@ -5,8 +5,32 @@
 
 #include <charconv>
 #include <cstdio>
+#include <iostream>
 
 namespace graft::cli {
+
+std::optional<ParsedCommand> parse_command(const char* name, const Args& args, po::options_description& desc,
+                                           int& exit_code) {
+  add_profile_options(desc);
+  auto vm = parse_options(args, desc);
+  if (!vm) {
+    std::fprintf(stderr, "graft %s: %s\n", name, vm.status().message().c_str());
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if (vm->count("help")) {
+    std::cout << desc << "\n";
+    exit_code = 0;
+    return std::nullopt;
+  }
+  auto profile = load_profile_with_overrides(*vm);
+  if (!profile) {
+    std::fprintf(stderr, "graft %s: %s\n", name, profile.status().message().c_str());
+    exit_code = 1;
+    return std::nullopt;
+  }
+  return ParsedCommand{std::move(*vm), std::move(*profile)};
+}
 
 Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::uint32_t max_batch) {
   const bool tty = isatty(STDERR_FILENO);

@@ -2,13 +2,27 @@
 // --prompt-ids, and the stats block.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "cli/options.hpp"
 
 #include "engine/generator.hpp"
 #include "engine/pipeline.hpp"
 
 namespace graft::cli {
+
+struct ParsedCommand {
+  po::variables_map vm;
+  Profile profile;  // --profile or the built-in defaults, with the flags applied
+};
+
+// Adds the profile flags to desc, parses args and loads the profile. Returns nullopt when the
+// command is finished: --help printed (exit 0), a command-line error (2) or a profile error (1),
+// with the message already on stderr as "graft NAME: ...".
+std::optional<ParsedCommand> parse_command(const char* name, const Args& args, po::options_description& desc,
+                                           int& exit_code);
 
 // Builds the pipeline, drawing load progress on stderr when it is a terminal.
 Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::uint32_t max_batch);

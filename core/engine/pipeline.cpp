@@ -87,6 +87,10 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
                               p->tokenizer_->n_vocab(), p->model_->params().n_vocab));
 
   p->context_ = static_cast<std::uint32_t>(profile.context);
+  // An unset context defaults to the model's training context when that is smaller; a context
+  // the user chose is kept, with a warning past the training length.
+  const bool context_chosen = profile.locations.count("context.size") > 0;
+  if (!context_chosen) p->context_ = std::min(p->context_, p->model_->params().n_ctx_train);
   if (p->context_ > p->model_->params().n_ctx_train)
     spdlog::warn("{}: context {} exceeds the {} tokens the model was trained on; quality may drop past it",
                  profile.where("context.size"), p->context_, p->model_->params().n_ctx_train);

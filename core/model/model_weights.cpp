@@ -23,8 +23,7 @@ class Binder {
                     fmt::format("{}: tensor '{}' has type id {} and no weight-format plugin for it is loaded "
                                 "(graft plugins lists what is installed)",
                                 f_.name(), name, t->type));
-    // kernels() is non-const by interface: the format hands out its own kernel objects.
-    FormatKernels* kernels = const_cast<WeightFormat*>(format)->kernels(backend_);
+    FormatKernels* kernels = format->kernels(backend_);
     const char* type_name = "?";
     std::uint32_t block_bytes = 0;
     for (const auto& tt : format->types())

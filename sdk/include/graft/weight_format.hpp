@@ -49,7 +49,9 @@ class WeightFormat : public PluginObject {
 
   // Kernels for a backend by its plugin name ("cpu", "cuda"), or nullptr when this format has
   // none there: the host reports that as an error, never a silent fallback.
-  virtual FormatKernels* kernels(std::string_view backend_name) noexcept = 0;
+  // Const: formats reached through HostServices::weight_format() are const; kernels are
+  // stateless to callers (any scratch they keep is internal and thread-safe).
+  virtual FormatKernels* kernels(std::string_view backend_name) const noexcept = 0;
 };
 
 }  // namespace GRAFT_ABI_NAMESPACE

@@ -17,7 +17,7 @@ class Conflicting final : public graft::WeightFormat {
   graft::Status quantize(graft::TypeId, const float*, void*, std::int64_t, std::int64_t, const float*) const override {
     return graft::not_implemented("conflicting quantize");
   }
-  graft::FormatKernels* kernels(std::string_view) noexcept override { return nullptr; }
+  graft::FormatKernels* kernels(std::string_view) const noexcept override { return nullptr; }
 };
 
 graft::PluginObject* create(const graft::HostServices&, const graft::Config&, graft::Status& err) noexcept {

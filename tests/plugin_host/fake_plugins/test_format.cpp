@@ -38,7 +38,7 @@ class TestFormat final : public graft::WeightFormat {
     }
     return graft::Status::success();
   }
-  graft::FormatKernels* kernels(std::string_view) noexcept override { return nullptr; }
+  graft::FormatKernels* kernels(std::string_view) const noexcept override { return nullptr; }
 };
 
 graft::PluginObject* create(const graft::HostServices&, const graft::Config&, graft::Status& err) noexcept {

@@ -1,0 +1,249 @@
+// Streams quantized weights through the CPU matvec kernels like a decode step through a model's
+// layers, and measures, in the same run and with the same thread count, how fast plain code reads
+// memory. The ratio of the two is the figure of merit on a shared, noisy machine.
+//
+//   quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
+//               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR]
+// With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
+// speed instead of memory streaming.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <time.h>
+
+#include "graft/graft.hpp"
+#include "plugin_host/host_services.hpp"
+#include "plugin_host/plugin_library.hpp"
+
+using namespace graft;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<long> threads{1, 2};
+  std::vector<std::string> formats{"q8_0", "q4_0"};
+  std::vector<long> ks{1024, 2048, 4096};
+  long mib = 512;       // weight bytes per pass, well beyond any cache
+  long reps = 5;
+  long prefill = 64;    // activation rows for the prefill figure (0: skip)
+  long m = 4096;        // rows per matrix
+  std::string simd = "auto";
+  std::string plugin_dir = GRAFT_PLUGIN_DIR;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i], value = argv[i + 1];
+    auto longs = [&] {
+      std::vector<long> v;
+      for (const auto& s : split(value)) v.push_back(std::stol(s));
+      return v;
+    };
+    if (key == "--threads") o.threads = longs();
+    else if (key == "--formats") o.formats = split(value);
+    else if (key == "--k") o.ks = longs();
+    else if (key == "--mib") o.mib = std::stol(value);
+    else if (key == "--reps") o.reps = std::stol(value);
+    else if (key == "--prefill") o.prefill = std::stol(value);
+    else if (key == "--simd") o.simd = value;
+    else if (key == "--m") o.m = std::stol(value);
+    else if (key == "--plugin-dir") o.plugin_dir = value;
+    else return false;
+  }
+  return argc % 2 == 1;
+}
+
+std::shared_ptr<PluginLibrary> load(const std::string& dir, const std::string& file) {
+  auto lib = PluginLibrary::load(std::filesystem::path(dir) / file);
+  if (!lib) {
+    std::fprintf(stderr, "error: %s\n", lib.status().message().c_str());
+    std::exit(1);
+  }
+  return *lib;
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Best of `reps` runs of fn: wall seconds, and CPU seconds per thread (what the run cost while it
+// was actually scheduled; on a machine shared with other jobs this is the steadier figure).
+struct Timing {
+  double wall = 1e30, cpu = 1e30;
+};
+
+template <class F>
+Timing best_of(long reps, unsigned threads, F&& fn) {
+  Timing best;
+  for (long r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
+    fn();
+    best.cpu = std::min(best.cpu, (process_cpu_seconds() - c0) / threads);
+    best.wall = std::min(best.wall, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+// Read bandwidth over `bytes` split across the backend's threads: the better of a plain summing
+// loop and the same loop with software prefetch (which, like the kernels, keeps more misses in
+// flight than the hardware prefetcher alone), so the ratio is against the best plain code.
+Timing read_bandwidth(Backend& backend, std::size_t bytes, long reps) {
+  auto buf = backend.allocate(bytes, MemoryKind::host);
+  if (!buf) std::exit(1);
+  auto* words = static_cast<std::uint64_t*>((*buf)->data());
+  const std::size_t n = bytes / 8;
+  backend.parallel_for(n, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) words[i] = i * 0x9E3779B97F4A7C15ull;
+  });
+  std::vector<std::uint64_t> sinks(4096);
+  Timing best;
+  for (int prefetch = 0; prefetch < 2; ++prefetch) {
+    const Timing t = best_of(reps, backend.n_threads(), [&] {
+      backend.parallel_for(n, [&](std::size_t b, std::size_t e) {
+        std::uint64_t s[8] = {};
+        std::size_t i = b;
+        for (; i + 8 <= e; i += 8) {
+          if (prefetch) __builtin_prefetch(words + i + 256);  // 2 KiB ahead
+          for (int j = 0; j < 8; ++j) s[j] += words[i + j];
+        }
+        for (; i < e; ++i) s[0] += words[i];
+        sinks[b % sinks.size()] = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
+      });
+    });
+    best.wall = std::min(best.wall, t.wall);
+    best.cpu = std::min(best.cpu, t.cpu);
+  }
+  return best;
+}
+
+struct Matrices {
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  TypeTraits traits{};
+  std::int64_t k = 0, m = 0;
+  std::size_t bytes_each = 0;
+};
+
+// Random blocks with a modest fp16 scale (0x2000 = 2^-7): the kernels' speed does not depend on the
+// values, and generating bytes is far faster than quantizing floats.
+Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, std::int64_t m, std::size_t total_bytes) {
+  Matrices mx;
+  mx.traits = t;
+  mx.k = k;
+  mx.m = m;
+  mx.bytes_each = static_cast<std::size_t>(k / t.block_elems * t.block_bytes * mx.m);
+  const std::size_t count = std::max<std::size_t>(1, total_bytes / mx.bytes_each);
+  std::uint64_t state = 0x243F6A8885A308D3ull;
+  for (std::size_t i = 0; i < count; ++i) {
+    auto buf = backend.allocate(mx.bytes_each, MemoryKind::host);
+    if (!buf) std::exit(1);
+    auto* p = static_cast<std::uint8_t*>((*buf)->data());
+    for (std::size_t j = 0; j < mx.bytes_each; j += 8) {
+      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+      std::memcpy(p + j, &state, std::min<std::size_t>(8, mx.bytes_each - j));
+    }
+    for (std::size_t b = 0; b < mx.bytes_each; b += t.block_bytes) {
+      p[b] = 0x00;
+      p[b + 1] = 0x20;
+    }
+    mx.buffers.push_back(std::move(*buf));
+  }
+  return mx;
+}
+
+TensorView view(const Matrices& mx, std::size_t i) {
+  TensorView v;
+  v.data = mx.buffers[i]->data();
+  v.type = mx.traits.id;
+  v.n_dims = 2;
+  const std::size_t row = mx.bytes_each / static_cast<std::size_t>(mx.m);
+  v.ne = {mx.k, mx.m, 1, 1};
+  v.nb = {mx.traits.block_bytes, row, mx.bytes_each, mx.bytes_each};
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, o)) {
+    std::fprintf(stderr, "usage: quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] "
+                         "[--mib 512] [--reps 5] [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR]\n");
+    return 2;
+  }
+  DefaultHostServices host;
+  auto cpu_lib = load(o.plugin_dir, "libgraft_backend_cpu.so");
+  std::printf("weights per pass: %ld MiB (matrices of k x %ld); best of %ld passes\n", o.mib, o.m, o.reps);
+  std::printf("%-6s %5s %3s %11s %10s %6s %12s %14s %8s %5s\n", "format", "k", "thr", "matvec GB/s", "read GB/s",
+              "ratio", "decode tok/s", "prefill tok/s", "pf/dec", "par");
+  for (long threads : o.threads) {
+    Config bcfg;
+    bcfg.set("threads", static_cast<std::int64_t>(threads));
+    auto backend = cpu_lib->create<Backend>(host, bcfg);
+    if (!backend) return 1;
+    Backend& b = **backend;
+    for (const auto& name : o.formats) {
+      auto lib = load(o.plugin_dir, "libgraft_quant_" + name + ".so");
+      Config fcfg;
+      fcfg.set("simd", o.simd);
+      auto fmt = lib->create<WeightFormat>(host, fcfg);
+      if (!fmt) {
+        std::fprintf(stderr, "error: %s\n", fmt.status().message().c_str());
+        return 1;
+      }
+      FormatKernels* kern = (*fmt)->kernels("cpu");
+      for (long k : o.ks) {
+        const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20);
+        const std::size_t count = mx.buffers.size();
+        std::vector<float> x(static_cast<std::size_t>(k * std::max(1L, o.prefill)), 0.25f);
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+        std::vector<float> y(static_cast<std::size_t>(mx.m * std::max(1L, o.prefill)));
+        auto pass = [&](std::int64_t n) {
+          for (std::size_t i = 0; i < count; ++i) {
+            const Status st = kern->matmul(b, view(mx, i), f32_view(x.data(), k, n), f32_view(y.data(), mx.m, n));
+            if (!st.ok()) {
+              std::fprintf(stderr, "error: %s\n", st.message().c_str());
+              std::exit(1);
+            }
+          }
+        };
+        pass(1);  // warm up: page in, wake threads
+        const unsigned nt = b.n_threads();
+        const Timing dec = best_of(o.reps, nt, [&] { pass(1); });
+        // Measured right after the matvecs so both see the same machine load.
+        const Timing read = read_bandwidth(b, std::size_t{1} << 30, 3);
+        const double bytes = static_cast<double>(mx.bytes_each * count);
+        Timing pf;
+        if (o.prefill > 0) pf = best_of(std::max(1L, o.reps / 2), nt, [&] { pass(o.prefill); });
+        const double np = static_cast<double>(o.prefill);
+        // par: CPU time over wall time x threads in the matvec runs; below ~0.9 the machine did not
+        // give every thread a core and the figures understate the kernels.
+        const double gbs = bytes / dec.wall / 1e9, rd = static_cast<double>(std::size_t{1} << 30) / read.wall / 1e9;
+        const double dec_tps = 1.0 / dec.wall, pf_tps = o.prefill > 0 ? np / pf.wall : 0.0;
+        std::printf("%-6s %5ld %3ld %11.2f %10.2f %6.2f %12.1f %14.1f %8.2f %5.2f\n", name.c_str(), k, threads, gbs, rd,
+                    gbs / rd, dec_tps, pf_tps, o.prefill > 0 ? pf_tps / dec_tps : 0.0, dec.cpu / dec.wall);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}

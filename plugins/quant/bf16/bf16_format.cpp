@@ -1,0 +1,47 @@
+// BF16: brain floats (block of 1, 2 bytes), converted as ggml's GGML_FP32_TO_BF16 does (round to
+// nearest even, NaN made quiet). Kernels round the activations through bf16 first, as ggml's
+// vec_dot_bf16 path does.
+#include <cstdint>
+
+#include "block_format.hpp"
+#include "dense_gemm.hpp"
+#include "half.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
+  auto* y = static_cast<std::uint16_t*>(dst);
+  for (std::int64_t i = 0; i < k; ++i) y[i] = fp32_to_bf16(x[i]);
+}
+
+void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
+  const auto* x = static_cast<const std::uint16_t*>(src);
+  for (std::int64_t i = 0; i < k; ++i) y[i] = bf16_to_fp32(x[i]);
+}
+
+const FormatSpec kSpec{
+    {type_id::bf16, "bf16", 1, 2},
+    &quantize_row,
+    &dequantize_row,
+    ActivationForm::bf16_round,
+    0,
+    {dense_gemm_scalar(DenseType::bf16), dense_gemm_avx2(DenseType::bf16), dense_gemm_avx512(DenseType::bf16)},
+};
+
+PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
+  return create_block_format(kSpec, host, config, error);
+}
+
+const PluginDescriptor kDescriptor{
+    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "bf16", GRAFT_SDK_VERSION_STRING,
+    "BF16 weights (ggml id 30); CPU kernels on bf16-rounded activations, f32 accumulation",
+    kFormatConfigKeys, kFormatConfigKeyCount, &create,
+};
+
+}  // namespace
+
+}  // namespace graft::quant
+
+GRAFT_PLUGIN(graft::quant::kDescriptor)

@@ -1,0 +1,39 @@
+// Target attributes and small helpers for the x86 kernels. Kernels are compiled with per-function
+// target attributes, not per-file flags, so no baseline code (inline functions from headers, the
+// standard library) is ever compiled for a newer ISA and the plugins load on any x86-64.
+// Every helper here has internal linkage and carries its own target attribute.
+#pragma once
+
+#if defined(__x86_64__)
+#define GRAFT_QUANT_X86 1
+// GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_* self-initialisation, GCC bug
+// 105593, fixed in 13); the diagnostic's location is the header, so the suppression must cover it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#define GRAFT_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define GRAFT_TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+namespace graft::quant::x86 {
+
+// The fixed lane tree of the quantized kernels: (l + l+4), then + 2 apart, then + 1 apart -- the
+// shape of ggml's hsum_float_8.
+GRAFT_TARGET_AVX2 static inline float hsum8(__m256 v) {
+  const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+}
+
+// 32 nibbles of a Q4_0 block as bytes 0..15 in element order: low nibbles are elements 0..15,
+// high nibbles 16..31. A broadcast load and a per-half shift: no shuffle-port work.
+GRAFT_TARGET_AVX2 static inline __m256i unpack_nibbles(const unsigned char* qs) {
+  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
+}
+
+}  // namespace graft::quant::x86
+#endif

@@ -1,0 +1,77 @@
+// Q4_0: blocks of 32 4-bit quants (offset 8) with an fp16 scale (18 bytes). The quantizer is
+// ggml's quantize_row_q4_0_ref, reproduced operation for operation so files match byte for byte:
+// the scale is the signed value of largest magnitude (the first one on ties) divided by -8.
+#include <algorithm>
+#include <cmath>
+
+#include "block_format.hpp"
+#include "blocks.hpp"
+#include "half.hpp"
+#include "q4_0_gemm.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
+  auto* y = static_cast<BlockQ4_0*>(dst);
+  for (std::int64_t i = 0; i < k / kQK; ++i, x += kQK) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const float x0 = x[j] * id, x1 = x[kQK / 2 + j] * id;
+      // ggml: MIN(15, (int8_t)(x + 8.5f)); the float-to-int conversion truncates.
+      const auto q0 = static_cast<std::uint8_t>(std::min(15, static_cast<int>(static_cast<std::int8_t>(x0 + 8.5f))));
+      const auto q1 = static_cast<std::uint8_t>(std::min(15, static_cast<int>(static_cast<std::int8_t>(x1 + 8.5f))));
+      y[i].qs[j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
+  const auto* x = static_cast<const BlockQ4_0*>(src);
+  for (std::int64_t i = 0; i < k / kQK; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[i * kQK + j] = ((x[i].qs[j] & 0x0F) - 8) * d;
+      y[i * kQK + j + kQK / 2] = ((x[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+const FormatSpec kSpec{
+    {type_id::q4_0, "q4_0", 32, 18},
+    &quantize_row,
+    &dequantize_row,
+    ActivationForm::q8_0,
+    8,
+#ifdef __x86_64__
+    {&q4_0_gemm_scalar, &q4_0_gemm_avx2, &q4_0_gemm_avx512},
+#else
+    {&q4_0_gemm_scalar, nullptr, nullptr},
+#endif
+};
+
+PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
+  return create_block_format(kSpec, host, config, error);
+}
+
+const PluginDescriptor kDescriptor{
+    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q4_0", GRAFT_SDK_VERSION_STRING,
+    "Q4_0 weights (ggml id 2): 4-bit quants, fp16 scale per 32; CPU kernels on Q8_0 activations",
+    kFormatConfigKeys, kFormatConfigKeyCount, &create,
+};
+
+}  // namespace
+
+}  // namespace graft::quant
+
+GRAFT_PLUGIN(graft::quant::kDescriptor)

@@ -1,0 +1,64 @@
+// Q8_0: blocks of 32 int8 quants with an fp16 scale (34 bytes). The quantizer is ggml's
+// quantize_row_q8_0_ref, reproduced operation for operation so files match byte for byte.
+#include <cmath>
+
+#include "block_format.hpp"
+#include "blocks.hpp"
+#include "half.hpp"
+#include "q8_0_gemm.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
+  auto* y = static_cast<BlockQ8_0*>(dst);
+  for (std::int64_t i = 0; i < k / kQK; ++i, x += kQK) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      const float a = std::fabs(x[j]);
+      amax = amax > a ? amax : a;  // ggml's MAX(a, b)
+    }
+    const float d = amax / ((1 << 7) - 1);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    for (int j = 0; j < kQK; ++j) y[i].qs[j] = static_cast<std::int8_t>(std::round(x[j] * id));  // roundf
+  }
+}
+
+void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
+  const auto* x = static_cast<const BlockQ8_0*>(src);
+  for (std::int64_t i = 0; i < k / kQK; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < kQK; ++j) y[i * kQK + j] = x[i].qs[j] * d;
+  }
+}
+
+const FormatSpec kSpec{
+    {type_id::q8_0, "q8_0", 32, 34},
+    &quantize_row,
+    &dequantize_row,
+    ActivationForm::q8_0,
+    128,
+#ifdef __x86_64__
+    {&q8_0_gemm_scalar, &q8_0_gemm_avx2, &q8_0_gemm_avx512},
+#else
+    {&q8_0_gemm_scalar, nullptr, nullptr},
+#endif
+};
+
+PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
+  return create_block_format(kSpec, host, config, error);
+}
+
+const PluginDescriptor kDescriptor{
+    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q8_0", GRAFT_SDK_VERSION_STRING,
+    "Q8_0 weights (ggml id 8): 8-bit quants, fp16 scale per 32; CPU kernels on Q8_0 activations",
+    kFormatConfigKeys, kFormatConfigKeyCount, &create,
+};
+
+}  // namespace
+
+}  // namespace graft::quant
+
+GRAFT_PLUGIN(graft::quant::kDescriptor)
