@@ -47,7 +47,7 @@ const threads = args.threads ?? 1;
 
 const llama = await loadLlama({ threads, verbose: args.verbose });
 const model = await loadModel(llama, args.model);
-const prompt = parseIds(args["prompt-ids"], model.tokens?.vocabSize ?? undefined);
+const prompt = parseIds(args["prompt-ids"]); // llama.cpp itself rejects ids outside the vocabulary
 const context = await createContext(model, {
   contextSize: prompt.length + nPredict + 1,
   batchSize: args.batch ?? 256,

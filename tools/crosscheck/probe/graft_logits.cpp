@@ -2,13 +2,15 @@
 // the cross-check's investigation of greedy mismatches (not part of graft; built against a graft
 // build tree by build_probe.sh).
 //
-//   graft_logits --model F --prompt-ids "1 2 3" [--continue-ids "4 5"] [--top K] [--full]
+//   graft_logits --model F --prompt-ids "1 2 3" [--continue-ids "4 5"] [--top K] [--full] [--all]
 //                [-b 256] [-t 2] [--plugin-dir DIR] [any graft profile flag]
 //
 // Prefills the prompt in batches of -b tokens (logits of the last token only), then forwards each
 // --continue-ids token alone, as graft's generator does after sampling it. So row j (j = 0 ..
 // len(continue)) holds the logits graft run would sample from at generated position j when its
-// first j generated tokens are continue[0..j-1]. Prints one JSON object:
+// first j generated tokens are continue[0..j-1]. --all: one row per prompt token instead of the
+// last one only (the prefill's all-logits mode, as `graft perplexity` uses), then the continuation
+// rows. Prints one JSON object:
 //   {"rows": [{"top": [[id, logit], ...]}, ...]}     (--full adds "log_softmax": [n_vocab values])
 #include <algorithm>
 #include <cmath>
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   desc.add_options()("help,h", "show this help")("prompt-ids", po::value<std::string>(), "prompt ids (no BOS added)")(
       "continue-ids", po::value<std::string>()->default_value(""), "ids forwarded one at a time after the prompt")(
       "top", po::value<int>()->default_value(2), "top-K logits per row")("full", "also print log_softmax rows")(
+      "all", "a row for every prompt token, not just the last")(
       "batch,b", po::value<std::int64_t>()->default_value(256), "prompt tokens per forward pass");
   add_profile_options(desc);
   Args args(argv + 1, argv + argc);
@@ -71,9 +74,10 @@ int main(int argc, char** argv) {
   }
   const int top = std::max(1, (*vm)["top"].as<int>());
   const bool full = vm->count("full") > 0;
+  const bool all = vm->count("all") > 0;
 
   nlohmann::json rows = nlohmann::json::array();
-  auto emit = [&](const std::vector<float>& logits) {
+  auto emit = [&](const float* logits) {
     std::vector<TokenId> order(n_vocab);
     std::iota(order.begin(), order.end(), 0);
     // Best first, lowest id on ties (graft's greedy rule).
@@ -84,7 +88,7 @@ int main(int argc, char** argv) {
     if (full) {
       const float mx = logits[order[0]];
       double sum = 0;
-      for (float x : logits) sum += std::exp(double(x) - mx);
+      for (std::size_t i = 0; i < n_vocab; ++i) sum += std::exp(double(logits[i]) - mx);
       const double lse = mx + std::log(sum);
       std::vector<double> ls(n_vocab);
       for (std::size_t i = 0; i < n_vocab; ++i) ls[i] = double(logits[i]) - lse;
@@ -105,16 +109,19 @@ int main(int argc, char** argv) {
     ForwardBatch fb;
     fb.tokens = std::span<const TokenId>(*prompt).subspan(pos, n);
     fb.n_past = static_cast<std::uint32_t>(pos);
+    fb.all_logits = all;
     if (Status st = p.model().forward(fb, p.kv(), logits); !st.ok()) return fail(st);
+    if (all)
+      for (std::size_t i = 0; i < n; ++i) emit(logits.data() + i * n_vocab);
   }
-  emit(logits);
+  if (!all) emit(logits.data());
   std::uint32_t n_past = static_cast<std::uint32_t>(prompt->size());
   for (TokenId t : cont) {
     ForwardBatch fb;
     fb.tokens = std::span<const TokenId>(&t, 1);
     fb.n_past = n_past++;
     if (Status st = p.model().forward(fb, p.kv(), logits); !st.ok()) return fail(st);
-    emit(logits);
+    emit(logits.data());
   }
   std::puts(nlohmann::json{{"rows", rows}}.dump().c_str());
   return 0;
