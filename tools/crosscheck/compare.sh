@@ -11,8 +11,9 @@
 #               so is llama.cpp's with f32 K/V; with f16, llama.cpp also rounds Q and the softmax
 #               to f16 inside attention, which graft does not, so logits differ by ~1e-3)
 #   --llama-cpu the one ggml CPU variant llama.cpp may load (default haswell = AVX2 when the CPU
-#               has it; "all" lets ggml pick the best, e.g. an AVX-512 or AMX build, whose Q8_0
-#               results differ from its AVX2 build's)
+#               has it, so llama.cpp computes the same bits on any such machine; "all" lets ggml
+#               pick the best for this CPU, e.g. an AVX-512 or AMX build, whose f32/f16 results
+#               differ from the AVX2 build's by up to ~2e-6 / ~2e-3 nats)
 #   --tie-tol-f32, --tie-tol-rounded
 #               a greedy mismatch passes only as a near-tie within this many nats: both engines'
 #               gaps between the two tokens and their largest log-probability difference there.
@@ -46,7 +47,7 @@ THREADS=2
 PLUGIN_ARGS=()
 
 usage() {
-  sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 while [[ $# -gt 0 ]]; do
