@@ -22,7 +22,7 @@ from common import WORK, REPO, deterministic, load_tokenizer
 from export import exported_state_dict, NAME
 from model import Config, Qwen3
 
-PROMPTS = ["def ", "import os\nimport sys\n\n", "class Stack:\n    def push(self, item):\n        self."]
+PROMPTS = ["def get_name(self):\n", "import os\nimport sys\n\n", "class Stack:\n    def push(self, item):\n        self."]
 N_GREEDY = 64
 LOGIT_POSITIONS = 4  # the first positions of each prompt, plus its last
 TOK_FIXTURE_BYTES = 24000
