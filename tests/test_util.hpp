@@ -31,10 +31,10 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs a shell command, capturing stdout+stderr.
-inline CommandResult run_command(const std::string& command) {
+// Runs a shell command, capturing stdout and (unless merge_stderr is false) stderr.
+inline CommandResult run_command(const std::string& command, bool merge_stderr = true) {
   CommandResult r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  FILE* p = popen((command + (merge_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf{};
   std::size_t n;

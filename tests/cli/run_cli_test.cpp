@@ -1,0 +1,167 @@
+// graft run / perplexity / bench through the real binary on a synthetic model.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "engine/generator.hpp"
+#include "engine/pipeline.hpp"
+#include "test_util.hpp"
+
+using namespace graft;
+
+namespace {
+
+class cli_run : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    model_ = (dir_->path() / "m.gguf").string();
+    auto r = run_command(std::string(GRAFT_EXE) +
+                         " synth --arch qwen3 --n-embd 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 256 "
+                         "--n-vocab 700 --ctx 512 --tied --type q8_0 --seed 3 --out " + model_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static CommandResult graft(const std::string& args) {
+    return run_command(std::string(GRAFT_EXE) + " " + args, /*merge_stderr=*/false);
+  }
+  static CommandResult graft_all(const std::string& args) { return run_command(std::string(GRAFT_EXE) + " " + args); }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline std::string model_;
+};
+
+nlohmann::json parse(const CommandResult& r) {
+  auto j = nlohmann::json::parse(r.output, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.output;
+  return j;
+}
+
+}  // namespace
+
+TEST_F(cli_run, JsonGreedyIsDeterministicAndCountsTokens) {
+  const std::string args = "run --model " + model_ + " --prompt-ids \"5 6 7 8\" --temp 0 -n 12 --json";
+  auto a = graft(args), b = graft(args);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const auto ja = parse(a), jb = parse(b);
+  EXPECT_EQ(ja["prompt_ids"], nlohmann::json::parse("[5, 6, 7, 8]"));
+  EXPECT_EQ(ja["generated_ids"].size(), 12u);
+  EXPECT_EQ(ja["generated_ids"], jb["generated_ids"]);
+  EXPECT_EQ(ja["stop_reason"], "length");
+  EXPECT_EQ(ja["stats"]["generated_tokens"], 12);
+  EXPECT_EQ(ja["stats"]["prompt_tokens"], 4);
+  EXPECT_GT(ja["stats"]["memory_bytes"]["weights"].get<double>(), 0);
+}
+
+TEST_F(cli_run, StatsGoToStderrAndTextToStdout) {
+  auto r = graft_all("run --model " + model_ + " --prompt hello -n 4 --seed 5");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("prompt "), std::string::npos);
+  EXPECT_NE(r.output.find(" tok/s | generated 4 tokens"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("memory: weights "), std::string::npos) << r.output;
+}
+
+TEST_F(cli_run, StopStringEndsTheOutputBeforeIt) {
+  auto full = parse(graft("run --model " + model_ + " --prompt-ids \"9 10 11\" --temp 0 -n 24 --json"));
+  const std::string text = full["text"];
+  ASSERT_GE(text.size(), 8u);
+  // Two alphanumeric bytes from the second half: safe inside shell quotes.
+  std::size_t at = text.size() / 2;
+  while (at + 1 < text.size() && !(std::isalnum(static_cast<unsigned char>(text[at])) &&
+                                   std::isalnum(static_cast<unsigned char>(text[at + 1]))))
+    ++at;
+  ASSERT_LT(at + 1, text.size()) << "no alphanumeric pair in " << text;
+  const std::string stop = text.substr(at, 2);
+  const std::size_t first = text.find(stop);
+  auto cut = parse(graft("run --model " + model_ + " --prompt-ids \"9 10 11\" --temp 0 -n 24 --json --stop '" + stop + "'"));
+  EXPECT_EQ(cut["text"], text.substr(0, first));
+  EXPECT_EQ(cut["stop_reason"], "stop string");
+}
+
+TEST_F(cli_run, PromptIdsOutsideTheVocabularyAreRefused) {
+  auto r = graft_all("run --model " + model_ + " --prompt-ids \"1 700\" -n 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("graft run: --prompt-ids: token id 700 is outside the vocabulary (0..699)"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(cli_run, PromptLongerThanTheContextIsAClearError) {
+  std::string ids;
+  for (int i = 0; i < 40; ++i) ids += std::to_string(i + 1) + " ";
+  auto r = graft_all("run --model " + model_ + " -c 32 --prompt-ids \"" + ids + "\" -n 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("graft run: the prompt has 40 tokens but the context holds 32: raise [context] size "
+                          "(command line: --ctx) or --ctx"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(cli_run, MissingModelSaysHowToGiveOne) {
+  auto r = graft_all("run --prompt hi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("graft run: no model: set [model] path in the profile or pass --model FILE"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(cli_run, PerplexityFollowsTheLlamaCppMethod) {
+  // Text of a few hundred tokens; the CLI's estimate must equal an independent computation of
+  // exp(mean NLL) over the second half of each chunk.
+  const auto text_file = dir_->path() / "t.txt";
+  {
+    std::ofstream out(text_file);
+    for (int i = 0; i < 40; ++i) out << "def f" << i << "(x):\n    return x * " << i << " + 1\n";
+  }
+  const int ctx = 64;
+  auto r = graft("perplexity --model " + model_ + " --file " + text_file.string() + " --ctx 64 --chunks 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("Final estimate: PPL = ([0-9.]+) \\+/- ([0-9.]+)"))) << r.output;
+  const double cli_ppl = std::stod(m[1]);
+
+  Profile profile = Profile::builtin();
+  profile.model = model_;
+  profile.context = ctx;
+  auto p = Pipeline::build(profile, ctx);
+  ASSERT_TRUE(p) << p.status().message();
+  std::ifstream in(text_file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  TokenizeOptions opt;
+  opt.add_special = true;
+  auto tokens = (*p)->tokenizer().encode(text, opt);
+  ASSERT_TRUE(tokens);
+  ASSERT_GE(tokens->size(), 3u * ctx);
+  Generator gen(**p);
+  const std::size_t V = (*p)->model().params().n_vocab;
+  double nll = 0;
+  int count = 0;
+  for (int c = 0; c < 3; ++c) {
+    std::vector<TokenId> chunk(tokens->begin() + c * ctx, tokens->begin() + (c + 1) * ctx);
+    std::vector<float> logits;
+    ASSERT_TRUE(gen.evaluate(chunk, logits).ok());
+    for (int i = ctx / 2; i <= ctx - 2; ++i) {
+      const float* l = logits.data() + i * V;
+      double mx = l[0], sum = 0;
+      for (std::size_t v = 0; v < V; ++v) mx = std::max(mx, double(l[v]));
+      for (std::size_t v = 0; v < V; ++v) sum += std::exp(l[v] - mx);
+      nll -= l[chunk[i + 1]] - mx - std::log(sum);
+      ++count;
+    }
+  }
+  EXPECT_NEAR(cli_ppl, std::exp(nll / count), 1e-3 * cli_ppl);
+}
+
+TEST_F(cli_run, BenchReportsBandwidthFraction) {
+  auto r = graft("bench --model " + model_ + " --prompt-tokens 16 --gen-tokens 4 --reps 1 --bandwidth-mib 64 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = parse(r);
+  EXPECT_GT(j["decode_mean"].get<double>(), 0);
+  EXPECT_GT(j["prefill_mean"].get<double>(), 0);
+  EXPECT_GT(j["read_bandwidth_bytes_per_second"].get<double>(), 1e8);
+  const double frac = j["decode_fraction_of_bandwidth"];
+  EXPECT_NEAR(frac, j["decode_bytes_per_second"].get<double>() / j["read_bandwidth_bytes_per_second"].get<double>(), 1e-9);
+}
