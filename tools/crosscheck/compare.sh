@@ -5,7 +5,7 @@
 #   tools/crosscheck/compare.sh [--graft BIN] [--work DIR] [--text FILE] [--ctx N] [--chunks K] [-n N]
 #       [--types "f32 q8_0 q4_0"] [--kv f32|f16] [--llama-cpu NAME|all] [--tie-tol-f32 X]
 #       [--tie-tol-rounded X] [--strict]
-#       [--ppl-tol PCT] [--threads T] [--plugin-dir DIR]
+#       [--ppl-tol PCT] [--threads T] [--plugin-dir DIR] [--zoo FILE | --no-zoo]
 #
 #   --kv        KV-cache type on both sides (default f32: graft's f32 store is exact f32 attention and
 #               so is llama.cpp's with f32 K/V; with f16, llama.cpp also rounds Q and the softmax
@@ -22,6 +22,8 @@
 #               that rounding turns ~1e-7 accumulation-order differences into rare jumps of up to
 #               ~6e-2 (docs/crosscheck.md)
 #   --strict    any greedy mismatch fails
+#   --zoo FILE  also check this trained model (default models/zoo-qwen3-4x256.gguf when present:
+#               text prompts, -n 64, perplexity ctx 256 on tests/fixtures/zoo-tokenizer-val.txt)
 #
 # Exit status: 0 when every greedy run matches (or differs only at a confirmed near-tie), every
 # perplexity agrees within --ppl-tol percent (default 1) and the tokenizers agree; 1 otherwise;
@@ -45,9 +47,11 @@ STRICT=0
 PPL_TOL=1
 THREADS=2
 PLUGIN_ARGS=()
+ZOO="$ROOT/models/zoo-qwen3-4x256.gguf"
+ZOO_TEXT="$ROOT/tests/fixtures/zoo-tokenizer-val.txt"
 
 usage() {
-  sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 while [[ $# -gt 0 ]]; do
@@ -67,6 +71,8 @@ while [[ $# -gt 0 ]]; do
     --ppl-tol|--tolerance) PPL_TOL="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --plugin-dir) PLUGIN_ARGS+=(--plugin-dir "$2"); shift 2 ;;
+    --zoo) ZOO="$2"; shift 2 ;;
+    --no-zoo) ZOO=""; shift ;;
     -h|--help) usage ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage ;;
   esac
@@ -143,8 +149,9 @@ fail() { FAIL=1; echo "  FAIL: $*"; }
 ppl_of() { sed -n 's/.*Final estimate: PPL = \([0-9.eE+-]*\).*/\1/p' "$1" | tail -1; }
 last_err() { grep -v '^\s*$' "$1" | grep -v 'loading weights' | tail -1; }
 
-check_tokenizer() {
-  local name="$1" model="$2"
+check_tokenizer() { check_tokenizer_file "$1" "$2" "$TEXT"; }
+check_tokenizer_file() {
+  local name="$1" model="$2" TEXT="$3"
   if ! "$GRAFT" tokenize --model "$model" --prompt-file "$TEXT" --ids > "$WORK/$name.tok.graft" 2> "$WORK/$name.tok.graft.err"; then
     fail "$name: graft tokenize failed: $(last_err "$WORK/$name.tok.graft.err")"; return
   fi
@@ -264,6 +271,53 @@ run_model() {
   ROWS+=("| $label | $type | $matched/$total | $ties | ${g:-—} | ${l:-—} | ${rel:-—} |")
 }
 
+# The trained zoo model (F16 matrices, qwen3, tied, vocabulary 4096): real, peaked distributions
+# instead of random ones. Text prompts tokenized by graft (no BOS: the vocabulary adds none);
+# perplexity on the held-out tokenizer fixture with its trained context, 256.
+run_zoo() {
+  local model="$1" name=zoo
+  echo "== zoo: $(basename "$model")"
+  check_tokenizer_file zoo "$model" "$ZOO_TEXT"
+  local texts=("def fibonacci(n):" "import os" "class Parser:" "    for i in range(")
+  local matched=0 total=0 ties=0 i=0 prompt
+  for text in "${texts[@]}"; do
+    i=$((i + 1))
+    prompt=$("$GRAFT" tokenize --model "$model" --prompt "$text" --ids --no-bos | tr -d '[],')
+    local base="$WORK/$name.p$i" line m t
+    "$GRAFT" run --model "$model" --prompt-ids "$prompt" --temp 0 -n 64 --json --ctx 256 "${GRAFT_COMMON[@]}" \
+      > "$base.graft.json" 2> "$base.graft.json.err" || { fail "zoo prompt $i: graft run failed: $(last_err "$base.graft.json.err")"; continue; }
+    node "$HERE/llamacpp_greedy.mjs" --model "$model" --prompt-ids "$prompt" -n 64 --top2 "${LLAMA_COMMON[@]}" \
+      > "$base.llama.json" 2> "$base.llama.json.err" || { fail "zoo prompt $i: llama.cpp greedy failed: $(last_err "$base.llama.json.err")"; continue; }
+    line=$(node "$HERE/compare_ids.mjs" "$base.graft.json" "$base.llama.json") || true
+    echo "  greedy prompt $i ($(wc -w <<< "$prompt") ids, \"$text\"): $line"
+    m=$(sed -n 's/^[A-Za-z]* \([0-9]*\)\/\([0-9]*\).*/\1/p' <<< "$line")
+    t=$(sed -n 's/^[A-Za-z]* \([0-9]*\)\/\([0-9]*\).*/\2/p' <<< "$line")
+    matched=$((matched + ${m:-0})); total=$((total + ${t:-64}))
+    if [[ "$line" != match* ]]; then
+      local k verdict
+      k=$(sed -n 's/.*first at position \([0-9]*\).*/\1/p' <<< "$line")
+      if verdict=$(explain_mismatch "$model" "$prompt" "$base.graft.json" "${k:-0}" "$base" "$TIE_TOL_ROUNDED"); then
+        echo "    $verdict"; ties=$((ties + 1))
+        [[ $STRICT == 0 ]] || fail "zoo prompt $i: greedy tokens differ (near-tie, --strict)"
+      else
+        echo "    $verdict"; fail "zoo prompt $i: greedy tokens differ"
+      fi
+    fi
+  done
+  local g="" l="" rel=""
+  "$GRAFT" perplexity --model "$model" --file "$ZOO_TEXT" --ctx 256 "${GRAFT_COMMON[@]}" > "$WORK/zoo.ppl.graft" 2> "$WORK/zoo.ppl.graft.err" &&
+    g=$(ppl_of "$WORK/zoo.ppl.graft") || fail "zoo: graft perplexity failed: $(last_err "$WORK/zoo.ppl.graft.err")"
+  node "$HERE/llamacpp_perplexity.mjs" --model "$model" --file "$ZOO_TEXT" --ctx 256 "${LLAMA_COMMON[@]}" > "$WORK/zoo.ppl.llama" 2> "$WORK/zoo.ppl.llama.err" &&
+    l=$(ppl_of "$WORK/zoo.ppl.llama") || fail "zoo: llama.cpp perplexity failed: $(last_err "$WORK/zoo.ppl.llama.err")"
+  if [[ -n "$g" && -n "$l" ]]; then
+    rel=$(awk -v g="$g" -v l="$l" 'BEGIN { printf "%+.4f%%", (g - l) / l * 100 }')
+    echo "  perplexity ctx 256 on $(basename "$ZOO_TEXT"): graft $g, llama.cpp $l, relative difference $rel"
+    awk -v g="$g" -v l="$l" -v t="$PPL_TOL" 'BEGIN { d = (g - l) / l * 100; if (d < 0) d = -d; exit !(d <= t) }' ||
+      fail "zoo: perplexity differs by more than $PPL_TOL%"
+  fi
+  ROWS+=("| zoo-qwen3-4x256 (trained, tied) | f16 | $matched/$total | $ties | ${g:-—} | ${l:-—} | ${rel:-—} |")
+}
+
 for arch in llama qwen3; do
   if "$GRAFT" synth --arch "$arch" --out "$WORK/vocab-$arch.gguf" "${SHAPE[@]}" > /dev/null 2>&1; then
     check_tokenizer "$arch" "$WORK/vocab-$arch.gguf"
@@ -282,6 +336,7 @@ run_model qwen3 f32 tied
 for type in $TYPES; do
   [[ "$type" == f32 || "$type" == f16 || "$type" == bf16 ]] || { run_model qwen3 "$type" tied; break; }
 done
+if [[ -n "$ZOO" && -f "$ZOO" && -f "$ZOO_TEXT" ]]; then run_zoo "$ZOO"; fi
 
 {
   echo "KV cache $KV on both sides; llama.cpp CPU variant $LLAMA_CPU; greedy -n $NPRED over ${#PROMPTS[@]} prompts; perplexity ctx $CTX on $(basename "$TEXT")"
