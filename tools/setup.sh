@@ -12,18 +12,4 @@ packages=(
   clang libclang-rt-14-dev   # libFuzzer target for the GGUF parser
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
-if ((${#missing[@]})); then
-  echo "graft setup: installing ${missing[*]}"
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-else
-  echo "graft setup: all ${#packages[@]} packages present"
-fi
+bash "$(dirname "$0")/apt_install.sh" "graft setup" "${packages[@]}"

@@ -6,28 +6,11 @@
 #include "graft/graft.hpp"
 #include "plugin_host/host_services.hpp"
 #include "plugin_host/plugin_library.hpp"
+#include "fake_model.hpp"
 
 using namespace graft;
 
 namespace {
-
-// Tokenizes one token per byte, so phrase matching is easy to follow.
-class ByteModel final : public ModelView {
- public:
-  std::string architecture() const override { return "bytes"; }
-  std::uint32_t n_vocab() const override { return 256; }
-  std::uint32_t n_embd() const override { return 0; }
-  std::uint32_t n_layers() const override { return 0; }
-  std::optional<std::int64_t> meta_int(std::string_view) const override { return std::nullopt; }
-  std::optional<double> meta_real(std::string_view) const override { return std::nullopt; }
-  std::optional<std::string> meta_string(std::string_view) const override { return std::nullopt; }
-  std::optional<TensorView> tensor(std::string_view) const override { return std::nullopt; }
-  Expected<std::vector<std::int32_t>> tokenize(std::string_view text) const override {
-    return std::vector<std::int32_t>(text.begin(), text.end());
-  }
-  std::string token_text(std::int32_t id) const override { return std::string(1, static_cast<char>(id)); }
-  Backend& backend() const override { std::abort(); }
-};
 
 std::vector<std::int32_t> ids(std::string_view s) { return {s.begin(), s.end()}; }
 

@@ -8,6 +8,7 @@
 #include "graft/graft.hpp"
 #include "plugin_host/host_services.hpp"
 #include "plugin_host/plugin_registry.hpp"
+#include "fake_model.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -17,24 +18,6 @@ namespace {
 
 const fs::path kFakeDir = FAKE_PLUGIN_DIR;
 const fs::path kPluginDir = GRAFT_PLUGIN_DIR;
-
-// A ModelView with nothing in it: enough for drafters that only look at token ids.
-class EmptyModel final : public ModelView {
- public:
-  std::string architecture() const override { return "none"; }
-  std::uint32_t n_vocab() const override { return 0; }
-  std::uint32_t n_embd() const override { return 0; }
-  std::uint32_t n_layers() const override { return 0; }
-  std::optional<std::int64_t> meta_int(std::string_view) const override { return std::nullopt; }
-  std::optional<double> meta_real(std::string_view) const override { return std::nullopt; }
-  std::optional<std::string> meta_string(std::string_view) const override { return std::nullopt; }
-  std::optional<TensorView> tensor(std::string_view) const override { return std::nullopt; }
-  Expected<std::vector<std::int32_t>> tokenize(std::string_view) const override {
-    return Status(Errc::not_implemented, "no tokenizer");
-  }
-  std::string token_text(std::int32_t) const override { return {}; }
-  Backend& backend() const override { std::abort(); }
-};
 
 }  // namespace
 
@@ -166,7 +149,7 @@ TEST(PluginLifetime, ObjectsKeepTheirLibraryLoaded) {
     DefaultHostServices host;
     auto factory = (*lib)->create<DrafterFactory>(host, Config{});
     ASSERT_TRUE(factory) << factory.status().message();
-    EmptyModel model;
+    ByteModel model;
     auto d = (*factory)->create(model);
     ASSERT_TRUE(d) << d.status().message();
     drafter = (*lib)->adopt(std::move(*d));
