@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/human_bytes.hpp"
 #include "gguf/gguf_file.hpp"
 #include "plugin_host/weight_formats.hpp"
 
@@ -27,16 +28,6 @@ using gguf::ValueType;
 struct TypeSummary {
   std::uint64_t tensors = 0, elements = 0, bytes = 0;
 };
-
-std::string human_bytes(std::uint64_t n) {
-  char buf[64];
-  if (n >= (1ull << 30)) {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(n) / (1ull << 30));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(n) / (1ull << 20));
-  }
-  return buf;
-}
 
 // Keys and names are untrusted bytes: keep each entry on one terminal line.
 std::string one_line(std::string s) {

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/human_bytes.hpp"
 #include "cli/options.hpp"
 #include "graft/backend.hpp"
 #include "plugin_host/host_services.hpp"
@@ -13,11 +14,6 @@
 namespace graft::cli {
 
 namespace {
-
-std::string format_bytes(std::uint64_t b) {
-  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", b / double(1ull << 30));
-  return fmt::format("{:.0f} MiB", b / double(1ull << 20));
-}
 
 // A backend's device status: create it with its defaults and ask.
 std::string backend_status(PluginLibrary& lib) {
@@ -28,8 +24,8 @@ std::string backend_status(PluginLibrary& lib) {
   if (!st.ok()) return "unavailable: " + st.message();
   std::string out;
   for (const auto& d : (*backend)->devices())
-    out += fmt::format("{}{} ({} total, {} free)", out.empty() ? "" : "; ", d.name, format_bytes(d.total_memory),
-                       format_bytes(d.free_memory));
+    out += fmt::format("{}{} ({} total, {} free)", out.empty() ? "" : "; ", d.name, human_bytes(d.total_memory),
+                       human_bytes(d.free_memory));
   return out.empty() ? "ok" : out;
 }
 

@@ -71,10 +71,5 @@ Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::si
   return ids;
 }
 
-std::string human_bytes(std::uint64_t b) {
-  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
-  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / double(1ull << 20));
-  return fmt::format("{:.1f} KiB", b / 1024.0);
-}
 
 }  // namespace graft::cli

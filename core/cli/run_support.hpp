@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/human_bytes.hpp"
 #include "cli/options.hpp"
 
 #include "engine/generator.hpp"
@@ -29,7 +30,5 @@ Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::
 
 // "1 2 3" or "1,2,3" -> ids; each must be inside the vocabulary.
 Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::size_t n_vocab);
-
-std::string human_bytes(std::uint64_t bytes);
 
 }  // namespace graft::cli
