@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "q8_activations.hpp"
+#include "q8k_activations.hpp"
 
 namespace graft::quant {
 
@@ -18,7 +19,8 @@ struct GemmArgs {
   std::size_t w_stride = 0;
   std::int64_t k = 0;               // row length in elements
   const float* xf = nullptr;        // dense formats: activation rows, k floats apart
-  const Q8Activations* xq = nullptr;  // Q8_0/Q4_0: quantized activation rows
+  const Q8Activations* xq = nullptr;  // q8_0 activation form: quantized activation rows
+  const Q8KActivations* xk = nullptr; // q8_k activation form
   const float* fp16 = nullptr;      // fp16_table(), for the block scales
   float* y = nullptr;               // y[c * y_stride + r]
   std::size_t y_stride = 0;

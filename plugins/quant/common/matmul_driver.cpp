@@ -116,6 +116,12 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
       // Per column and block: 32 quants, 8 offsets, a scale; the AVX-512 pairs carry 96 bytes.
       act_row_bytes = level == SimdLevel::avx512 && n >= 2 ? k * 3 : k + k / 32 * 36;
       break;
+    case ActivationForm::q8_k:
+      quantize_q8k_activations(backend, x.as<float>(), n, k, scratch.k);
+      args.xk = &scratch.k;
+      args.fp16 = fp16_table();
+      act_row_bytes = k + k / kQK_K * 36;  // quants, f32 scale, 16 int16 sums
+      break;
     case ActivationForm::f32: args.xf = x.as<float>(); break;
     case ActivationForm::f16_round:
       args.xf = prepare_dense_activations(backend, DenseRounding::f16, x.as<float>(), n * k, rounded);

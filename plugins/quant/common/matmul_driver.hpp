@@ -16,6 +16,7 @@ namespace graft::quant {
 // matmul).
 struct MatmulScratch {
   Q8Activations q;
+  Q8KActivations k;
   std::vector<float> rounded;
 };
 

@@ -1,0 +1,68 @@
+#include "q8k_activations.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace graft::quant {
+
+namespace {
+
+// ggml's nearest_int: round half to even for |v| < 2^22 via the float's mantissa bits.
+inline int nearest_int(float v) noexcept {
+  const float biased = v + 12582912.0f;
+  std::int32_t i;
+  std::memcpy(&i, &biased, sizeof i);
+  return (i & 0x007FFFFF) - 0x00400000;
+}
+
+}  // namespace
+
+void quantize_q8k_row(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int16_t* bsums) noexcept {
+  for (std::int64_t b = 0; b < k / kQK_K; ++b, x += kQK_K, qs += kQK_K, bsums += 16) {
+    float max = 0.0f, amax = 0.0f;
+    for (int j = 0; j < kQK_K; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    if (amax == 0.0f) {
+      d[b] = 0.0f;
+      std::memset(qs, 0, kQK_K);
+      std::memset(bsums, 0, 16 * sizeof(std::int16_t));
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < kQK_K; ++j) {
+      const int v = nearest_int(iscale * x[j]);
+      qs[j] = static_cast<std::int8_t>(v < 127 ? v : 127);
+    }
+    for (int g = 0; g < 16; ++g) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += qs[g * 16 + j];
+      bsums[g] = static_cast<std::int16_t>(sum);
+    }
+    d[b] = 1.0f / iscale;
+  }
+}
+
+void quantize_q8k_activations(Backend& backend, const float* x, std::int64_t n, std::int64_t k, Q8KActivations& out) {
+  out.n = n;
+  out.nb = k / kQK_K;
+  out.qs.resize(static_cast<std::size_t>(n * k));
+  out.d.resize(static_cast<std::size_t>(n * out.nb));
+  out.bsums.resize(static_cast<std::size_t>(n * out.nb * 16));
+  auto rows = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const auto i = static_cast<std::int64_t>(r);
+      quantize_q8k_row(x + i * k, k, out.qs.data() + i * k, out.d.data() + i * out.nb,
+                       out.bsums.data() + i * out.nb * 16);
+    }
+  };
+  // A few rows cost less than waking the pool.
+  if (n * k < (std::int64_t{1} << 16)) rows(0, static_cast<std::size_t>(n));
+  else backend.parallel_for(static_cast<std::size_t>(n), rows);
+}
+
+}  // namespace graft::quant
