@@ -61,12 +61,12 @@ void expect_matches_reference(const Case& c) {
 
 TEST(kvAttention, CausalMatchesReference) {
   for (const char* type : {"f32", "f16"})
-    for (std::uint32_t nq : {1u, 7u}) expect_matches_reference({type, nq, false, 0});
+    for (std::uint32_t nq : {1u, 7u, 37u}) expect_matches_reference({type, nq, false, 0});  // 37: 3 query blocks
 }
 
 TEST(kvAttention, TokenTreeMaskMatchesReference) {
   for (const char* type : {"f32", "f16"})
-    for (std::uint32_t nq : {7u, 16u}) expect_matches_reference({type, nq, true, 0});
+    for (std::uint32_t nq : {7u, 16u, 37u}) expect_matches_reference({type, nq, true, 0});
 }
 
 TEST(kvAttention, SlidingWindowMatchesReference) {
@@ -75,6 +75,8 @@ TEST(kvAttention, SlidingWindowMatchesReference) {
     expect_matches_reference({type, 1, false, 1});
     expect_matches_reference({type, 16, true, 3});  // the window cuts into the tree itself
     expect_matches_reference({type, 16, true, 40});
+    expect_matches_reference({type, 37, false, 20});  // queries of one block see different windows
+    expect_matches_reference({type, 37, true, 3});
   }
 }
 
