@@ -42,7 +42,7 @@ std::string error_of(const TypeOptions& o, const TypeCatalog& c) {
   return p ? std::string("(no error)") : p.status().message();
 }
 
-TEST(QuantizeTypePolicy, EightBitTypeIsUsedEverywhereButOneDimensionalTensors) {
+TEST(quantize_policy, EightBitTypeIsUsedEverywhereButOneDimensionalTensors) {
   auto c = catalog(kWithQ6k);
   const TypePolicy p = make(opts("q8_0"), *c);
   EXPECT_EQ(type_of(p, "blk.0.attn_q.weight", kMatrix), type_id::q8_0);
@@ -56,7 +56,7 @@ TEST(QuantizeTypePolicy, EightBitTypeIsUsedEverywhereButOneDimensionalTensors) {
   EXPECT_EQ(type_of(h, "output.weight", kMatrix), type_id::f16);
 }
 
-TEST(QuantizeTypePolicy, LowBitTypeKeepsTheOutputAtQ6K) {
+TEST(quantize_policy, LowBitTypeKeepsTheOutputAtQ6K) {
   auto c = catalog(kWithQ6k);
   const TypePolicy p = make(opts("q4_0"), *c);
   EXPECT_EQ(type_of(p, "blk.3.ffn_down.weight", kMatrix), type_id::q4_0);
@@ -67,7 +67,7 @@ TEST(QuantizeTypePolicy, LowBitTypeKeepsTheOutputAtQ6K) {
   EXPECT_EQ(p.choose("token_embd.weight", kMatrix, false)->why, "output default (q6_k below 6 bits/weight) (tied output)");
 }
 
-TEST(QuantizeTypePolicy, SynthOptionKeepsTheOutputAtType) {
+TEST(quantize_policy, SynthOptionKeepsTheOutputAtType) {
   auto c = catalog(kNoQ6k);
   TypeOptions o = opts("q4_0");
   o.q6_k_output_default = false;
@@ -76,7 +76,7 @@ TEST(QuantizeTypePolicy, SynthOptionKeepsTheOutputAtType) {
   EXPECT_EQ(type_of(p, "token_embd.weight", kMatrix, false), type_id::q4_0);
 }
 
-TEST(QuantizeTypePolicy, MissingQ6KPluginAsksForOutputType) {
+TEST(quantize_policy, MissingQ6KPluginAsksForOutputType) {
   auto c = catalog(kNoQ6k);
   const TypePolicy p = make(opts("q4_0"), *c);
   auto r = p.choose("output.weight", kMatrix, true);
@@ -89,7 +89,7 @@ TEST(QuantizeTypePolicy, MissingQ6KPluginAsksForOutputType) {
   EXPECT_EQ(type_of(p, "blk.0.attn_q.weight", kMatrix), type_id::q4_0);  // other tensors are unaffected
 }
 
-TEST(QuantizeTypePolicy, OutputAndEmbeddingTypes) {
+TEST(quantize_policy, OutputAndEmbeddingTypes) {
   auto c = catalog(kNoQ6k);
   TypeOptions o = opts("q4_0");
   o.output_type = "q8_0";
@@ -104,7 +104,7 @@ TEST(QuantizeTypePolicy, OutputAndEmbeddingTypes) {
   EXPECT_EQ(type_of(q, "output.weight", kMatrix), type_id::q8_0);
 }
 
-TEST(QuantizeTypePolicy, FirstMatchingTensorTypeWinsOverEveryOtherRule) {
+TEST(quantize_policy, FirstMatchingTensorTypeWinsOverEveryOtherRule) {
   auto c = catalog(kNoQ6k);
   TypeOptions o = opts("q4_0");
   o.output_type = "q8_0";
@@ -121,7 +121,7 @@ TEST(QuantizeTypePolicy, FirstMatchingTensorTypeWinsOverEveryOtherRule) {
   EXPECT_EQ(type_of(p, "blk.0.attn_norm.weight", kNorm), type_id::f32);  // 1-D stays f32
 }
 
-TEST(QuantizeTypePolicy, RowsThatAreNotWholeBlocks) {
+TEST(quantize_policy, RowsThatAreNotWholeBlocks) {
   auto c = catalog(kNoQ6k);
   const TypePolicy p = make(opts("q4_0"), *c);
   auto r = p.choose("blk.0.ffn_down.weight", kOdd, true);
@@ -147,7 +147,7 @@ TEST(QuantizeTypePolicy, RowsThatAreNotWholeBlocks) {
             "the --fallback-type q8_0 block size 32");
 }
 
-TEST(QuantizeTypePolicy, BadOptionsAreOneLineNamingTheFlag) {
+TEST(quantize_policy, BadOptionsAreOneLineNamingTheFlag) {
   auto c = catalog(kNoQ6k);
   EXPECT_EQ(error_of(opts("q9_9"), *c),
             "--type q9_9: unknown type (available: f32, f16, q8_0, q4_0; a plugin type needs libgraft_quant_q9_9.so "
