@@ -19,7 +19,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: graft synth --arch llama|qwen3 --out FILE [--preset NAME] [--n-embd N --n-layer N --n-head N\n"
-    "       --n-head-kv N --n-ff N --n-vocab N --head-dim N --ctx N] [--tied] [--type T] [--embd-type T] [--seed S]";
+    "       --n-head-kv N --n-ff N --n-vocab N --head-dim N --ctx N] [--tied] [--type T] [--embd-type T]\n"
+    "       [--output-type T] [--tensor-type REGEX=T]... [--fallback-type T] [--seed S]";
 
 struct ShapeFlag {
   const char* name;
@@ -94,6 +95,10 @@ int cmd_synth(const Args& args) {
   add("tied", po::bool_switch(), "no output.weight: the output projection reuses token_embd");
   add("type", po::value<std::string>()->value_name("T"), "matrix type: f32 (built in) or any weight-format plugin's type (default f32)");
   add("embd-type", po::value<std::string>()->value_name("T"), "token_embd type (default: --type)");
+  add("output-type", po::value<std::string>()->value_name("T"), "output.weight type, token_embd's when --tied (default: --type)");
+  add("tensor-type", po::value<std::vector<std::string>>()->value_name("REGEX=T")->composing(),
+      "type of the tensors whose name matches REGEX (repeatable; the first match wins)");
+  add("fallback-type", po::value<std::string>()->value_name("T"), "type for tensors whose rows are not whole blocks of theirs");
   add("seed", po::value<std::int64_t>()->value_name("S"), "weight seed (default 0)");
   add("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing(), "search DIR for weight-format plugins first (repeatable)");
   add("dry-run", po::bool_switch(), "print the shapes and parameter count, write nothing");
@@ -133,6 +138,9 @@ int cmd_synth(const Args& args) {
   if ((*vm)["tied"].as<bool>()) cfg.tied = true;
   if (vm->count("type")) cfg.type = (*vm)["type"].as<std::string>();
   if (vm->count("embd-type")) cfg.embd_type = (*vm)["embd-type"].as<std::string>();
+  if (vm->count("output-type")) cfg.output_type = (*vm)["output-type"].as<std::string>();
+  if (vm->count("fallback-type")) cfg.fallback_type = (*vm)["fallback-type"].as<std::string>();
+  if (vm->count("tensor-type")) cfg.tensor_types = (*vm)["tensor-type"].as<std::vector<std::string>>();
   if (vm->count("seed")) {
     const auto seed = (*vm)["seed"].as<std::int64_t>();
     if (seed < 0) return fail(Status(Errc::invalid_argument, fmt::format("--seed {} is out of range: must be >= 0", seed)));
@@ -146,7 +154,7 @@ int cmd_synth(const Args& args) {
   if (vm->count("plugin-dir"))
     for (const auto& d : (*vm)["plugin-dir"].as<std::vector<std::string>>()) dirs.emplace_back(d);
   auto types = synth::resolve_types(cfg, dirs);
-  if (!types) return fail(Status(Errc::not_found, types.status().message()));  // plugin trouble: exit 1
+  if (!types) return fail(types.status());  // unknown type or bad pattern: 2; plugin trouble: 1
   if (Status s = synth::check_geometry(cfg, **types); !s.ok()) return fail(s);
 
   const std::uint64_t params = synth::parameter_count(cfg);
@@ -163,7 +171,7 @@ int cmd_synth(const Args& args) {
   for (const auto& t : synth::plan_tensors(cfg)) {
     std::uint64_t rows = 1;
     for (std::size_t j = 1; j < t.ne.size(); ++j) rows *= t.ne[j];
-    total += *(*types)->formats.types.row_bytes((*types)->type_of(t.role), t.ne[0]) * rows;
+    total += *(*types)->catalog->table().row_bytes(*(*types)->type_of(cfg, t), t.ne[0]) * rows;
   }
   Progress progress(total);
   auto summary = synth::write_model(cfg, **types, out, std::ref(progress));

@@ -17,5 +17,6 @@ int cmd_run(const Args& args);       // generate text from a prompt
 int cmd_perplexity(const Args& args);  // llama.cpp-comparable perplexity of a text file
 int cmd_bench(const Args& args);     // prefill/decode speed against measured read bandwidth
 int cmd_synth(const Args& args);     // write a random-weight model GGUF
+int cmd_quantize(const Args& args);  // rewrite a model GGUF in other weight types
 
 }  // namespace graft::cli

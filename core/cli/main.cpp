@@ -27,6 +27,7 @@ constexpr Command kCommands[] = {
     {"info", graft::cli::cmd_info, "info MODEL: GGUF metadata, tensor types and sizes"},
     {"tokenize", graft::cli::cmd_tokenize, "tokenize --model FILE (--prompt TEXT | --prompt-file FILE) [--ids]"},
     {"synth", graft::cli::cmd_synth, "synth --arch llama|qwen3 --out FILE [--preset NAME]: random-weight model"},
+    {"quantize", graft::cli::cmd_quantize, "quantize IN.gguf OUT.gguf --type T: rewrite a model in other weight types"},
 };
 
 void usage(std::FILE* out) {

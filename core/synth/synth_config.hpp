@@ -25,10 +25,12 @@ struct SynthConfig {
   bool tied = false;          // no output.weight: the output projection reuses token_embd
   std::string type = "f32";   // matrices
   std::string embd_type;      // token_embd; empty: same as `type`
+  std::string output_type;    // output.weight (token_embd when tied); empty: same as `type`
+  std::string fallback_type;  // for rows that are not whole blocks; empty: an error
+  std::vector<std::string> tensor_types;  // REGEX=TYPE overrides, first match wins
   std::uint64_t seed = 0;
 
   std::int64_t head_dim_or_default() const { return head_dim > 0 ? head_dim : (n_head > 0 ? n_embd / n_head : 0); }
-  const std::string& embedding_type() const { return embd_type.empty() ? type : embd_type; }
   float rms_eps() const { return arch == "qwen3" ? 1e-6f : 1e-5f; }
   float rope_freq_base() const { return arch == "qwen3" ? 1e6f : 1e4f; }
 };

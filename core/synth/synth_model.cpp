@@ -21,13 +21,15 @@ constexpr std::uint64_t kChunkElements = 1u << 20;
 
 Status write_tensor(StreamingWriter& out, const SynthConfig& cfg, const SynthTypes& types, const TensorPlan& t,
                     std::uint64_t& done, std::uint64_t total, const ProgressFn& progress) {
-  const TypeId type = types.type_of(t.role);
+  auto chosen = types.type_of(cfg, t);
+  if (!chosen) return std::move(chosen).status();
+  const TypeId type = *chosen;
   const WeightFormat* format = types.format_of(type);
   if (type != type_id::f32 && !format) return Status(Errc::internal, fmt::format("no weight format for type id {}", type));
   const std::uint64_t row_len = t.ne[0];
   std::uint64_t rows = 1;
   for (std::size_t j = 1; j < t.ne.size(); ++j) rows *= t.ne[j];
-  const std::uint64_t row_bytes = *types.formats.types.row_bytes(type, row_len);
+  const std::uint64_t row_bytes = *types.catalog->table().row_bytes(type, row_len);
   const std::uint64_t chunk_rows = std::max<std::uint64_t>(1, kChunkElements / row_len);
 
   const ValueStream values(cfg.seed, t.name, t.role, row_len);
@@ -58,12 +60,14 @@ Expected<SynthSummary> write_model(const SynthConfig& cfg, const SynthTypes& typ
                                    const ProgressFn& progress) {
   GRAFT_TRY(validate(cfg));
   GRAFT_TRY(check_geometry(cfg, types));
-  StreamingWriter out(types.formats.types);
-  GRAFT_TRY(add_metadata(out.metadata(), cfg, types.quantized()));
+  StreamingWriter out(types.catalog->table());
+  GRAFT_TRY(add_metadata(out.metadata(), cfg, types.quantized(cfg)));
   const auto plan = plan_tensors(cfg);
   SynthSummary summary;
   for (const auto& t : plan) {
-    GRAFT_TRY(out.declare(t.name, t.ne, types.type_of(t.role)));
+    auto type = types.type_of(cfg, t);
+    if (!type) return std::move(type).status();
+    GRAFT_TRY(out.declare(t.name, t.ne, *type));
     std::uint64_t n = 1;
     for (const auto d : t.ne) n *= d;
     summary.parameters += n;

@@ -1,75 +1,68 @@
 #include "synth/synth_types.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cctype>
-
-#include "plugin_host/plugin_registry.hpp"
 
 namespace graft::synth {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string joined(const std::vector<std::filesystem::path>& dirs) {
-  std::string out;
-  for (const auto& d : dirs) out += (out.empty() ? "" : ", ") + d.string();
-  return out.empty() ? "(no folders)" : out;
+bool is_f32(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s.empty() || s == "f32";
 }
 
 }  // namespace
 
-bool SynthTypes::quantized() const {
-  for (const TypeId t : {matrix, embedding}) {
-    const gguf::TypeInfo* info = formats.types.find(t);
-    if (info && info->block_elems > 1) return true;
+quantize::TypeOptions type_options(const SynthConfig& cfg) {
+  quantize::TypeOptions o;
+  o.type = cfg.type;
+  o.embd_type = cfg.embd_type;
+  o.output_type = cfg.output_type;
+  o.fallback_type = cfg.fallback_type;
+  o.tensor_types = cfg.tensor_types;
+  o.q6_k_output_default = false;
+  return o;
+}
+
+Expected<TypeId> SynthTypes::type_of(const SynthConfig& cfg, const TensorPlan& t) const {
+  auto choice = policy->choose(t.name, t.ne, !cfg.tied);
+  if (!choice) return std::move(choice).status();
+  return choice->type;
+}
+
+bool SynthTypes::quantized(const SynthConfig& cfg) const {
+  for (const auto& t : plan_tensors(cfg)) {
+    auto type = type_of(cfg, t);
+    if (type && catalog->block_elems(*type) > 1) return true;
   }
   return false;
 }
 
 Expected<std::unique_ptr<SynthTypes>> resolve_types(const SynthConfig& cfg,
                                                     const std::vector<std::filesystem::path>& plugin_dirs) {
+  const quantize::TypeOptions options = type_options(cfg);
+  bool all_f32 = is_f32(options.type) && is_f32(options.embd_type) && is_f32(options.output_type) &&
+                 is_f32(options.fallback_type);
+  for (const auto& o : options.tensor_types) all_f32 = all_f32 && is_f32(o.substr(o.rfind('=') + 1));
+
   auto out = std::make_unique<SynthTypes>();
-  out->formats.types = gguf::TypeTable::builtin();
-  const std::string matrix = lower(cfg.type), embedding = lower(cfg.embedding_type());
-  if (matrix == "f32" && embedding == "f32") return out;
-
-  PluginRegistry registry(PluginRegistry::default_search_dirs(plugin_dirs));
-  auto formats = load_weight_formats(registry, out->host);
-  if (!formats) return std::move(formats).status();
-  out->formats = std::move(*formats);
-
-  auto find = [&](const std::string& name, const char* flag) -> Expected<TypeId> {
-    if (name == "f32") return type_id::f32;
-    for (const auto& f : out->formats.formats)
-      for (const TypeTraits& t : f->types())
-        if (name == t.name) return t.id;
-    return Status(Errc::not_found, fmt::format("{} {}: no weight-format plugin provides this type (expected "
-                                               "libgraft_quant_{}.so in: {}; add --plugin-dir DIR)",
-                                               flag, name, name, joined(registry.search_dirs())));
-  };
-  auto m = find(matrix, "--type");
-  if (!m) return std::move(m).status();
-  auto e = find(embedding, cfg.embd_type.empty() ? "--type" : "--embd-type");
-  if (!e) return std::move(e).status();
-  out->matrix = *m;
-  out->embedding = *e;
+  if (all_f32) {
+    out->catalog = std::make_unique<quantize::TypeCatalog>();
+  } else {
+    auto catalog = quantize::TypeCatalog::load(plugin_dirs);
+    if (!catalog) return std::move(catalog).status();
+    out->catalog = std::move(*catalog);
+  }
+  auto policy = quantize::TypePolicy::create(options, *out->catalog);
+  if (!policy) return std::move(policy).status();
+  out->policy = std::move(*policy);
   return out;
 }
 
 Status check_geometry(const SynthConfig& cfg, const SynthTypes& types) {
   for (const auto& t : plan_tensors(cfg)) {
-    const TypeId id = types.type_of(t.role);
-    if (types.formats.types.row_bytes(id, t.ne[0])) continue;
-    const gguf::TypeInfo* info = types.formats.types.find(id);
-    const char* flag = t.role == TensorRole::embedding && !cfg.embd_type.empty() ? "--embd-type" : "--type";
-    return Status(Errc::invalid_argument,
-                  fmt::format("{} {} needs rows in multiples of {} elements, but {} has rows of {}", flag,
-                              info ? info->name : std::to_string(id), info ? info->block_elems : 0, t.name, t.ne[0]));
+    auto type = types.type_of(cfg, t);
+    if (!type) return std::move(type).status();
   }
   return {};
 }

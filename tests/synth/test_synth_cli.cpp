@@ -78,10 +78,10 @@ TEST(SynthCli, UsageErrorsExitTwoWithOneLine) {
 TEST(SynthCli, MissingPluginExitsOneNamingTheFile) {
   TempDir dir;
   const auto out = (dir.path() / "x.gguf").string();
-  auto r = synth("--arch llama --type q9_9 --plugin-dir " + dir.path().string() + " --out " + out);
+  auto r = synth("--arch llama --type q5_1 --plugin-dir " + dir.path().string() + " --out " + out);
   EXPECT_EQ(r.exit_code, 1);
-  const std::string head = "graft synth: --type q9_9: no weight-format plugin provides this type (expected "
-                           "libgraft_quant_q9_9.so in: " + dir.path().string() + ", ";
+  const std::string head = "graft synth: --type q5_1: no weight-format plugin provides this type (expected "
+                           "libgraft_quant_q5_1.so in: " + dir.path().string() + ", ";
   EXPECT_EQ(r.output.rfind(head, 0), 0u) << r.output;
   EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line";
   EXPECT_NE(r.output.find("; add --plugin-dir DIR)\n"), std::string::npos) << r.output;

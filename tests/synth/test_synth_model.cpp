@@ -44,7 +44,7 @@ Written write(const SynthConfig& cfg, const std::filesystem::path& path) {
   EXPECT_TRUE(summary) << summary.status().message();
   if (!summary) return w;
   EXPECT_EQ(summary->parameters, parameter_count(cfg));
-  auto file = gguf::File::open(path, w.types->formats.types);
+  auto file = gguf::File::open(path, w.types->catalog->table());
   EXPECT_TRUE(file) << file.status().message();
   if (file) w.file = *file;
   return w;
@@ -155,7 +155,7 @@ TEST(SynthModel, TinyLlamaAndQwen3InAPluginType) {
     const gguf::TensorInfo* t = w.file->tensor("blk.1.ffn_down.weight");
     ASSERT_NE(t, nullptr);
     std::vector<float> back(t->elements());
-    ASSERT_TRUE(w.types->host.weight_format(kTest8)->dequantize(kTest8, t->data, back.data(),
+    ASSERT_TRUE(w.types->catalog->format(kTest8)->dequantize(kTest8, t->data, back.data(),
                                                                  static_cast<std::int64_t>(back.size())).ok());
     const ValueStream values(cfg.seed, t->name, TensorRole::matrix, t->ne[0]);
     float amax = 0;
@@ -273,15 +273,16 @@ TEST(SynthModel, GeometryAndMissingPlugin) {
   auto types = resolve_types(cfg, {FAKE_PLUGIN_DIR});
   ASSERT_TRUE(types) << types.status().message();
   EXPECT_EQ(check_geometry(cfg, **types).message(),
-            "--type test8 needs rows in multiples of 16 elements, but blk.0.ffn_down.weight has rows of 100");
+            "blk.0.ffn_down.weight: rows of 100 elements are not a multiple of the test8 block size 16 (--type); "
+            "pass --fallback-type T (e.g. f16) to write such tensors in another type");
 
   cfg = tiny("llama");
-  cfg.type = "q9_9";
+  cfg.type = "q5_1";  // a ggml type no plugin provides
   auto missing = resolve_types(cfg, {FAKE_PLUGIN_DIR});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.status().code(), Errc::not_found);
-  EXPECT_EQ(missing.status().message().rfind(std::string("--type q9_9: no weight-format plugin provides this type "
-                                                         "(expected libgraft_quant_q9_9.so in: ") + FAKE_PLUGIN_DIR,
+  EXPECT_EQ(missing.status().message().rfind(std::string("--type q5_1: no weight-format plugin provides this type "
+                                                         "(expected libgraft_quant_q5_1.so in: ") + FAKE_PLUGIN_DIR,
                                              0),
             0u)
       << missing.status().message();
