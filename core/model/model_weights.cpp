@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <set>
+#include <string>
+
 namespace graft {
 
 namespace {
@@ -12,6 +16,7 @@ class Binder {
       : f_(f), host_(host), backend_(backend) {}
 
   Status matrix(const std::string& name, std::uint64_t k, std::uint64_t m, MatrixWeight& out) {
+    used_.insert(name);
     const gguf::TensorInfo* t = f_.tensor(name);
     if (!t) return Status(Errc::invalid_argument, fmt::format("{}: missing tensor '{}'", f_.name(), name));
     if (t->n_dims != 2 || t->ne[0] != k || t->ne[1] != m)
@@ -41,6 +46,7 @@ class Binder {
   }
 
   Status vector(const std::string& name, std::uint64_t n, VectorWeight& out) {
+    used_.insert(name);
     const gguf::TensorInfo* t = f_.tensor(name);
     if (!t) return Status(Errc::invalid_argument, fmt::format("{}: missing tensor '{}'", f_.name(), name));
     if (t->elements() != n)
@@ -77,6 +83,30 @@ class Binder {
   const gguf::File& f_;
   const HostServices& host_;
   std::string backend_;
+
+ public:
+  // A tensor the forward pass would not read means the file describes a model this implementation
+  // computes differently (biases, RoPE frequency factors, ...): refuse rather than answer wrongly.
+  // Blocks after the main layers (MTP heads) belong to drafters and are allowed.
+  Status check_all_used(const ModelParams& p) const {
+    for (const auto& t : f_.tensors()) {
+      if (used_.count(t.name)) continue;
+      unsigned block = 0;
+      if (std::sscanf(t.name.c_str(), "blk.%u.", &block) == 1 && block >= p.n_main_layers() && block < p.n_layer)
+        continue;
+      std::string why = "graft's " + p.arch_name + " forward pass does not use it";
+      if (t.name == "rope_freqs.weight") why = "RoPE frequency factors (llama3-style rope scaling) are not supported yet";
+      else if (t.name.ends_with(".bias")) why = "biases are not supported by graft's " + p.arch_name + " forward pass";
+      return Status(Errc::unsupported,
+                    fmt::format("{}: tensor '{}' is not used: {}; refusing to run a model that would compute "
+                                "differently from its definition",
+                                f_.name(), t.name, why));
+    }
+    return Status::success();
+  }
+
+ private:
+  std::set<std::string> used_;
 };
 
 }  // namespace
@@ -113,6 +143,7 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
     GRAFT_TRY(b.matrix(pre + "ffn_down.weight", p.n_ff, p.n_embd, L.w_down));
     for (const MatrixWeight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) w.total_bytes += m->bytes;
   }
+  GRAFT_TRY(b.check_all_used(p));
   return w;
 }
 
