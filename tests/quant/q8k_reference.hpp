@@ -1,0 +1,132 @@
+// An independent, deliberately plain statement of what the Q8_K-activation formats (Q2_K, ...)
+// must compute: ggml's dequantize_row_* formulas, ggml's quantize_row_q8_K_ref for activations,
+// and the per-output f32 operation order each format documents in its *_gemm.hpp. Decodes the
+// blocks from bytes by their documented element formulas (docs/formats.md), not by the plugin code.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ggml_reference.hpp"
+
+namespace q8k_ref {
+
+struct Activation {  // one Q8_K block of 256
+  float d = 0;
+  int q[256] = {};
+  int bsum[16] = {};
+};
+
+inline std::vector<Activation> quantize_activation(const float* x, std::int64_t k) {
+  std::vector<Activation> out(static_cast<std::size_t>(k / 256));
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    const float* v = x + b * 256;
+    int arg = 0;
+    for (int j = 1; j < 256; ++j)
+      if (std::fabs(v[j]) > std::fabs(v[arg])) arg = j;
+    if (v[arg] == 0.0f) continue;
+    const float iscale = -127.0f / v[arg];
+    for (int j = 0; j < 256; ++j) {
+      out[b].q[j] = static_cast<int>(std::fmin(std::nearbyint(iscale * v[j]), 127.0f));
+      out[b].bsum[j / 16] += out[b].q[j];
+    }
+    out[b].d = 1.0f / iscale;
+  }
+  return out;
+}
+
+inline float fold8(const float* acc) {
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+inline float half(const std::uint8_t* p) { return quant_ref::fp16_to_fp32(static_cast<std::uint16_t>(p[0] | (p[1] << 8))); }
+
+// ---- Q2_K (84 bytes: scales[16], qs[64], d, dmin) ----
+struct Q2K {
+  int code[256];
+  int sc[16], m[16];
+  float d, dmin;
+};
+
+inline Q2K q2_k_block(const std::uint8_t* p) {
+  Q2K b{};
+  for (int j = 0; j < 16; ++j) {
+    b.sc[j] = p[j] % 16;
+    b.m[j] = p[j] / 16;
+  }
+  // Element 128h + 32s + i is bit pair s of byte 32h + i.
+  for (int h = 0; h < 2; ++h)
+    for (int s = 0; s < 4; ++s)
+      for (int i = 0; i < 32; ++i) b.code[128 * h + 32 * s + i] = (p[16 + 32 * h + i] / (1 << (2 * s))) % 4;
+  b.d = half(p + 80);
+  b.dmin = half(p + 82);
+  return b;
+}
+
+inline float q2_k_value(const Q2K& b, int e) {
+  const float dl = b.d * static_cast<float>(b.sc[e / 16]), ml = b.dmin * static_cast<float>(b.m[e / 16]);
+  return dl * static_cast<float>(b.code[e]) - ml;
+}
+
+// |d * sc * q| + |dmin * m|: the size of the terms the kernel sums before they cancel.
+inline double q2_k_magnitude(const Q2K& b, int e) {
+  return std::fabs(static_cast<double>(b.d) * b.sc[e / 16] * b.code[e]) + std::fabs(static_cast<double>(b.dmin) * b.m[e / 16]);
+}
+
+inline float q2_k_dot(const std::vector<Q2K>& w, const std::vector<Activation>& x) {
+  float acc[8] = {};
+  for (std::size_t b = 0; b < w.size(); ++b) {
+    for (int l = 0; l < 8; ++l) {
+      long mins = 0, sum = 0;
+      for (int t = 2 * l; t <= 2 * l + 1; ++t) mins += static_cast<long>(w[b].m[t]) * x[b].bsum[t];
+      for (int v = 0; v < 8; ++v)
+        for (int e = 32 * v + 4 * l; e < 32 * v + 4 * l + 4; ++e)
+          sum += static_cast<long>(w[b].sc[2 * v + l / 4]) * w[b].code[e] * x[b].q[e];
+      acc[l] = std::fma(-x[b].d * w[b].dmin, static_cast<float>(mins), acc[l]);
+      acc[l] = std::fma(x[b].d * w[b].d, static_cast<float>(sum), acc[l]);
+    }
+  }
+  return fold8(acc);
+}
+
+// ---- dispatch by format name ----
+inline std::size_t block_bytes(const std::string& f) {
+  if (f == "q2_k") return 84;
+  return 0;
+}
+
+// The exact kernel outputs y[c * m + r] for m weight rows (row_bytes apart) and n activation rows.
+inline std::vector<float> matmul(const std::string& f, const std::uint8_t* w, std::size_t row_bytes, std::int64_t k,
+                                 std::int64_t m, const float* x, std::int64_t n) {
+  std::vector<std::vector<Activation>> xa;
+  for (std::int64_t c = 0; c < n; ++c) xa.push_back(quantize_activation(x + c * k, k));
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (std::int64_t r = 0; r < m; ++r) {
+    const std::uint8_t* row = w + static_cast<std::size_t>(r) * row_bytes;
+    if (f == "q2_k") {
+      std::vector<Q2K> blocks;
+      for (std::int64_t b = 0; b < k / 256; ++b) blocks.push_back(q2_k_block(row + b * 84));
+      for (std::int64_t c = 0; c < n; ++c) y[static_cast<std::size_t>(c * m + r)] = q2_k_dot(blocks, xa[static_cast<std::size_t>(c)]);
+    } else {
+      for (auto& v : y) v = NAN;
+    }
+  }
+  return y;
+}
+
+// Dequantized row (ggml's formula) and per-element term magnitudes.
+inline void decode_row(const std::string& f, const std::uint8_t* row, std::int64_t k, float* y, double* mag) {
+  for (std::int64_t b = 0; b < k / 256; ++b) {
+    if (f == "q2_k") {
+      const Q2K blk = q2_k_block(row + b * 84);
+      for (int e = 0; e < 256; ++e) {
+        y[b * 256 + e] = q2_k_value(blk, e);
+        mag[b * 256 + e] = q2_k_magnitude(blk, e);
+      }
+    }
+  }
+}
+
+}  // namespace q8k_ref
