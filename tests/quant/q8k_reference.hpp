@@ -91,9 +91,55 @@ inline float q2_k_dot(const std::vector<Q2K>& w, const std::vector<Activation>& 
   return fold8(acc);
 }
 
+// ---- Q3_K (110 bytes: hmask[32], qs[64], scales[12], d) ----
+struct Q3K {
+  int code[256];  // -4..3
+  int sc[16];     // -32..31
+  float d;
+};
+
+inline Q3K q3_k_block(const std::uint8_t* p) {
+  Q3K b{};
+  const std::uint8_t* s = p + 96;
+  // formats.md: for i < 4, scales i, 4+i, 8+i, 12+i from bytes i, 4+i (low / high nibbles) and 8+i.
+  for (int i = 0; i < 4; ++i) {
+    b.sc[i] = (s[i] & 15) | ((s[8 + i] & 3) << 4);
+    b.sc[4 + i] = (s[4 + i] & 15) | (((s[8 + i] >> 2) & 3) << 4);
+    b.sc[8 + i] = (s[i] >> 4) | (((s[8 + i] >> 4) & 3) << 4);
+    b.sc[12 + i] = (s[4 + i] >> 4) | (((s[8 + i] >> 6) & 3) << 4);
+  }
+  for (auto& v : b.sc) v -= 32;
+  // Loop order as Q2_K, with a high-bit mask that moves one bit per 32 elements.
+  for (int e = 0; e < 256; ++e) {
+    const int low = (p[32 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+    const bool high = (p[e % 32] >> (e / 32)) & 1;
+    b.code[e] = low - (high ? 0 : 4);
+  }
+  b.d = half(p + 108);
+  return b;
+}
+
+inline float q3_k_value(const Q3K& b, int e) {
+  return (b.d * static_cast<float>(b.sc[e / 16])) * static_cast<float>(b.code[e]);
+}
+
+inline float q3_k_dot(const std::vector<Q3K>& w, const std::vector<Activation>& x) {
+  float acc[8] = {};
+  for (std::size_t b = 0; b < w.size(); ++b)
+    for (int l = 0; l < 8; ++l) {
+      long sum = 0;
+      for (int v = 0; v < 8; ++v)
+        for (int e = 32 * v + 4 * l; e < 32 * v + 4 * l + 4; ++e)
+          sum += static_cast<long>(w[b].sc[2 * v + l / 4]) * w[b].code[e] * x[b].q[e];
+      acc[l] = std::fma(x[b].d * w[b].d, static_cast<float>(sum), acc[l]);
+    }
+  return fold8(acc);
+}
+
 // ---- dispatch by format name ----
 inline std::size_t block_bytes(const std::string& f) {
   if (f == "q2_k") return 84;
+  if (f == "q3_k") return 110;
   return 0;
 }
 
@@ -109,6 +155,10 @@ inline std::vector<float> matmul(const std::string& f, const std::uint8_t* w, st
       std::vector<Q2K> blocks;
       for (std::int64_t b = 0; b < k / 256; ++b) blocks.push_back(q2_k_block(row + b * 84));
       for (std::int64_t c = 0; c < n; ++c) y[static_cast<std::size_t>(c * m + r)] = q2_k_dot(blocks, xa[static_cast<std::size_t>(c)]);
+    } else if (f == "q3_k") {
+      std::vector<Q3K> blocks;
+      for (std::int64_t b = 0; b < k / 256; ++b) blocks.push_back(q3_k_block(row + b * 110));
+      for (std::int64_t c = 0; c < n; ++c) y[static_cast<std::size_t>(c * m + r)] = q3_k_dot(blocks, xa[static_cast<std::size_t>(c)]);
     } else {
       for (auto& v : y) v = NAN;
     }
@@ -124,6 +174,12 @@ inline void decode_row(const std::string& f, const std::uint8_t* row, std::int64
       for (int e = 0; e < 256; ++e) {
         y[b * 256 + e] = q2_k_value(blk, e);
         mag[b * 256 + e] = q2_k_magnitude(blk, e);
+      }
+    } else if (f == "q3_k") {
+      const Q3K blk = q3_k_block(row + b * 110);
+      for (int e = 0; e < 256; ++e) {
+        y[b * 256 + e] = q3_k_value(blk, e);
+        mag[b * 256 + e] = std::fabs(static_cast<double>(y[b * 256 + e]));
       }
     }
   }

@@ -1,0 +1,103 @@
+// AVX-512 VNNI Q3_K kernel: 64 elements (four sub-blocks) per 512-bit step. Unsigned codes
+// low + 4 * high (0..7) by broadcast loads and per-half variable shifts; _mm512_maddubs_epi16
+// against the Q8_K quants minus 4 * x per pair (computed once per column, shared by the rows);
+// vpdpwssd multiplies by the signed sub-block scales and accumulates. The two 256-bit halves' lane
+// sums are added (exact integers) into ggml's 8 lanes before the f32 work.
+#include "q3_k_gemm.hpp"
+
+#ifdef __x86_64__
+#include "q3_k_block.hpp"
+#include "x86_simd.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+struct Q3KAvx512 {
+  template <int R, int C>
+  GRAFT_TARGET_AVX512 static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
+    const std::int64_t nb = a.k / kQ3KBlockElems;
+    const std::uint8_t* w[R];
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
+    __m256 acc[R][C];
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) acc[i][j] = _mm256_setzero_ps();
+    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4), four = _mm512_set1_epi8(4);
+    const __m512i shift_lo = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+    const __m512i shift_hi = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
+    const __m512i sub_of_lane = _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll, 0x0002000200020002ll,
+                                                  0x0002000200020002ll, 0x0003000300030003ll, 0x0003000300030003ll);
+    for (std::int64_t b = 0; b < nb; ++b) {
+      __m512i q[R][4], scl[R][4];
+      float dw[R];
+      _Pragma("GCC unroll 8")
+      for (int i = 0; i < R; ++i) {
+        const auto* blk = reinterpret_cast<const BlockQ3K*>(w[i] + b * sizeof(BlockQ3K));
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + R * a.w_stride, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + R * a.w_stride + 109, _MM_HINT_T0);
+        std::uint32_t s[4];
+        q3k_unpack_scales(blk->scales, s);
+        const __m128i s8 = _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(s[0]), static_cast<int>(s[1]),
+                                                       static_cast<int>(s[2]), static_cast<int>(s[3])),
+                                        _mm_set1_epi8(32));
+        const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
+        _Pragma("GCC unroll 4")
+        for (int z = 0; z < 4; ++z)
+          scl[i][z] = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(4 * z)), sub_of_lane), s16);
+        // High bits: element 64z + 32t + i has bit 2z + t of hmask[i]; shifted down to bit 2.
+        const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->hmask)));
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; ++h) {
+          const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs + 32 * h)));
+          _Pragma("GCC unroll 2")
+          for (int t = 0; t < 2; ++t) {
+            const int z = 2 * h + t;
+            const __m512i low = _mm512_and_si512(_mm512_srlv_epi64(bits, t ? shift_hi : shift_lo), m3);
+            // Bit 2z (low half) or 2z + 1 (high half) moved to bit 2: shift left by 2 - 2z or right by 2z - 2.
+            const __m512i hsh = _mm512_setr_epi64(2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
+            const __m512i high = _mm512_and_si512(_mm512_slli_epi64(_mm512_srlv_epi64(hm, hsh), 2), m4);
+            q[i][z] = _mm512_or_si512(low, high);
+          }
+        }
+        dw[i] = a.fp16[blk->d];
+      }
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) {
+        const std::int8_t* xq = a.xk->block_qs(c + j, b);
+        const float dx = a.xk->scale(c + j, b);
+        __m512i x[4], corr[4];
+        _Pragma("GCC unroll 4")
+        for (int z = 0; z < 4; ++z) {
+          x[z] = _mm512_loadu_si512(xq + 64 * z);
+          corr[z] = _mm512_maddubs_epi16(four, x[z]);
+        }
+        _Pragma("GCC unroll 8")
+        for (int i = 0; i < R; ++i) {
+          __m512i sum = _mm512_setzero_si512();
+          _Pragma("GCC unroll 4")
+          for (int z = 0; z < 4; ++z)
+            sum = _mm512_dpwssd_epi32(sum, scl[i][z], _mm512_sub_epi16(_mm512_maddubs_epi16(q[i][z], x[z]), corr[z]));
+          const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw[i]), _mm256_cvtepi32_ps(s8), acc[i][j]);
+        }
+      }
+    }
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(acc[i][j]);
+  }
+};
+
+}  // namespace
+
+void q3_k_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  if (c1 - c0 == 1) walk_tiles<Q3KAvx512, 4, 1>(a, r0, r1, c0, c1);
+  else walk_tiles<Q3KAvx512, 2, 4>(a, r0, r1, c0, c1);
+}
+
+}  // namespace graft::quant
+#endif
