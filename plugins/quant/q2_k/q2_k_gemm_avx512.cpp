@@ -35,51 +35,44 @@ struct Q2KAvx512 {
     const __m512i sub_of_lane = _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll, 0x0002000200020002ll,
                                                   0x0002000200020002ll, 0x0003000300030003ll, 0x0003000300030003ll);
     for (std::int64_t b = 0; b < nb; ++b) {
-      __m512i q[R][4], scl[R][4];
-      __m256i mins[R];
-      float dw[R], dmw[R];
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i) {
         const std::uint8_t* blk = w[i] + b * sizeof(BlockQ2K);
         _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_stride), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_stride + 83), _MM_HINT_T0);
         const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+        __m512i q[4], scl[4];
         const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)));
-        mins[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
         _Pragma("GCC unroll 4")
         for (int z = 0; z < 4; ++z) {
           // int16 lane L of step z takes sub-block 4z + L / 8.
           const __m512i idx = _mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(4 * z)), sub_of_lane);
-          scl[i][z] = _mm512_permutexvar_epi16(idx, s16);
+          scl[z] = _mm512_permutexvar_epi16(idx, s16);
         }
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; ++h) {
           const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * h)));
-          q[i][2 * h] = _mm512_and_si512(_mm512_srlv_epi64(bits, shift_lo), m3);
-          q[i][2 * h + 1] = _mm512_and_si512(_mm512_srlv_epi64(bits, shift_hi), m3);
+          q[2 * h] = _mm512_and_si512(_mm512_srlv_epi64(bits, shift_lo), m3);
+          q[2 * h + 1] = _mm512_and_si512(_mm512_srlv_epi64(bits, shift_hi), m3);
         }
         std::uint16_t hd[2];
         std::memcpy(hd, blk + 80, 4);
-        dw[i] = a.fp16[hd[0]];
-        dmw[i] = a.fp16[hd[1]];
-      }
-      _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) {
-        const std::int8_t* xq = a.xk->block_qs(c + j, b);
-        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-        const float dx = a.xk->scale(c + j, b);
-        __m512i x[4];
-        _Pragma("GCC unroll 4")
-        for (int z = 0; z < 4; ++z) x[z] = _mm512_loadu_si512(xq + 64 * z);
+        const float dw = a.fp16[hd[0]];
+        const float dmw = a.fp16[hd[1]];
         _Pragma("GCC unroll 8")
-        for (int i = 0; i < R; ++i) {
-          const __m256i msum = _mm256_madd_epi16(mins[i], bs);
+        for (int j = 0; j < C; ++j) {
+          const std::int8_t* xq = a.xk->block_qs(c + j, b);
+          const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+          const float dx = a.xk->scale(c + j, b);
+          const __m256i msum = _mm256_madd_epi16(mins, bs);
           __m512i sum = _mm512_setzero_si512();
           _Pragma("GCC unroll 4")
-          for (int z = 0; z < 4; ++z) sum = _mm512_dpwssd_epi32(sum, scl[i][z], _mm512_maddubs_epi16(q[i][z], x[z]));
+          for (int z = 0; z < 4; ++z)
+            sum = _mm512_dpwssd_epi32(sum, scl[z], _mm512_maddubs_epi16(q[z], _mm512_loadu_si512(xq + 64 * z)));
           const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
-          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(-dx * dmw[i]), _mm256_cvtepi32_ps(msum), acc[i][j]);
-          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw[i]), _mm256_cvtepi32_ps(s8), acc[i][j]);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(-dx * dmw), _mm256_cvtepi32_ps(msum), acc[i][j]);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw), _mm256_cvtepi32_ps(s8), acc[i][j]);
         }
       }
     }

@@ -31,8 +31,12 @@ struct Q3KAvx512 {
     const __m512i sub_of_lane = _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll, 0x0002000200020002ll,
                                                   0x0002000200020002ll, 0x0003000300030003ll, 0x0003000300030003ll);
     for (std::int64_t b = 0; b < nb; ++b) {
-      __m512i q[R][4], scl[R][4];
-      float dw[R];
+      // 4 * (x0 + x1) per pair, per column: the -4 offset of the codes, shared by the rows.
+      __m512i corr[C][4];
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j)
+        _Pragma("GCC unroll 4")
+        for (int z = 0; z < 4; ++z) corr[j][z] = _mm512_maddubs_epi16(four, _mm512_loadu_si512(a.xk->block_qs(c + j, b) + 64 * z));
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i) {
         const auto* blk = reinterpret_cast<const BlockQ3K*>(w[i] + b * sizeof(BlockQ3K));
@@ -43,10 +47,11 @@ struct Q3KAvx512 {
         const __m128i s8 = _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(s[0]), static_cast<int>(s[1]),
                                                        static_cast<int>(s[2]), static_cast<int>(s[3])),
                                         _mm_set1_epi8(32));
+        __m512i q[4], scl[4];
         const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
         _Pragma("GCC unroll 4")
         for (int z = 0; z < 4; ++z)
-          scl[i][z] = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(4 * z)), sub_of_lane), s16);
+          scl[z] = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(4 * z)), sub_of_lane), s16);
         // High bits: element 64z + 32t + i has bit 2z + t of hmask[i]; shifted down to bit 2.
         const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->hmask)));
         _Pragma("GCC unroll 2")
@@ -59,29 +64,21 @@ struct Q3KAvx512 {
             // Bit 2z (low half) or 2z + 1 (high half) moved to bit 2: shift left by 2 - 2z or right by 2z - 2.
             const __m512i hsh = _mm512_setr_epi64(2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
             const __m512i high = _mm512_and_si512(_mm512_slli_epi64(_mm512_srlv_epi64(hm, hsh), 2), m4);
-            q[i][z] = _mm512_or_si512(low, high);
+            q[z] = _mm512_or_si512(low, high);
           }
         }
-        dw[i] = a.fp16[blk->d];
-      }
-      _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) {
-        const std::int8_t* xq = a.xk->block_qs(c + j, b);
-        const float dx = a.xk->scale(c + j, b);
-        __m512i x[4], corr[4];
-        _Pragma("GCC unroll 4")
-        for (int z = 0; z < 4; ++z) {
-          x[z] = _mm512_loadu_si512(xq + 64 * z);
-          corr[z] = _mm512_maddubs_epi16(four, x[z]);
-        }
+        const float dw = a.fp16[blk->d];
         _Pragma("GCC unroll 8")
-        for (int i = 0; i < R; ++i) {
+        for (int j = 0; j < C; ++j) {
+          const std::int8_t* xq = a.xk->block_qs(c + j, b);
+          const float dx = a.xk->scale(c + j, b);
           __m512i sum = _mm512_setzero_si512();
           _Pragma("GCC unroll 4")
           for (int z = 0; z < 4; ++z)
-            sum = _mm512_dpwssd_epi32(sum, scl[i][z], _mm512_sub_epi16(_mm512_maddubs_epi16(q[i][z], x[z]), corr[z]));
+            sum = _mm512_dpwssd_epi32(
+                sum, scl[z], _mm512_sub_epi16(_mm512_maddubs_epi16(q[z], _mm512_loadu_si512(xq + 64 * z)), corr[j][z]));
           const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
-          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw[i]), _mm256_cvtepi32_ps(s8), acc[i][j]);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw), _mm256_cvtepi32_ps(s8), acc[i][j]);
         }
       }
     }
