@@ -16,7 +16,7 @@ using namespace quant_test;
 
 namespace {
 
-const std::vector<std::string> kQ8KFormats = {"q2_k", "q3_k"};
+const std::vector<std::string> kQ8KFormats = {"q2_k", "q3_k", "tq2_0", "tq1_0"};
 
 // Random blocks: every code, scale and min, with modest fp16 super-scales at each format's offset.
 std::vector<std::uint8_t> random_blocks(const std::string& f, std::int64_t k, std::int64_t m, std::uint32_t seed) {
@@ -30,6 +30,11 @@ std::vector<std::uint8_t> random_blocks(const std::string& f, std::int64_t k, st
         q[b + o] = static_cast<std::uint8_t>(rng());
         q[b + o + 1] = static_cast<std::uint8_t>(0x14 + rng() % 8);  // 2^-10 .. 2^-7
       }
+    if (f == "tq2_0" || f == "tq1_0") {
+      const std::size_t o = f == "tq2_0" ? 64 : 52;
+      q[b + o] = static_cast<std::uint8_t>(rng());
+      q[b + o + 1] = static_cast<std::uint8_t>(0x14 + rng() % 8 + (rng() % 2) * 0x80);
+    }
     if (f == "q3_k") {
       q[b + 108] = static_cast<std::uint8_t>(rng());
       q[b + 109] = static_cast<std::uint8_t>(0x10 + rng() % 8 + (rng() % 2) * 0x80);  // +-2^-11 .. 2^-8

@@ -136,10 +136,103 @@ inline float q3_k_dot(const std::vector<Q3K>& w, const std::vector<Activation>& 
   return fold8(acc);
 }
 
+// ---- TQ2_0 (66 bytes: qs[64], d) and TQ1_0 (54 bytes: qs[48], qh[4], d): codes 0..2 ----
+struct Ternary {
+  int code[256];
+  float d;
+};
+
+// formats.md: element 4j + 32l + m (j in {0, 32}) is bits 2l of qs[j + m].
+inline Ternary tq2_0_block(const std::uint8_t* p) {
+  Ternary b{};
+  for (int j = 0; j < 64; j += 32)
+    for (int l = 0; l < 4; ++l)
+      for (int m = 0; m < 32; ++m) b.code[4 * j + 32 * l + m] = (p[j + m] >> (2 * l)) & 3;
+  b.d = half(p + 64);
+  return b;
+}
+
+// Trit n of byte q: ((uint8)(q * 3^n) * 3) >> 8, in dequantize_row_tq1_0's output order.
+inline Ternary tq1_0_block(const std::uint8_t* p) {
+  Ternary b{};
+  auto trit = [](int byte, int n) {
+    int q = byte;
+    for (int i = 0; i < n; ++i) q = (q * 3) % 256;
+    return (q * 3) / 256;
+  };
+  int e = 0;
+  for (int n = 0; n < 5; ++n)
+    for (int m = 0; m < 32; ++m) b.code[e++] = trit(p[m], n);
+  for (int n = 0; n < 5; ++n)
+    for (int m = 0; m < 16; ++m) b.code[e++] = trit(p[32 + m], n);
+  for (int n = 0; n < 4; ++n)
+    for (int j = 0; j < 4; ++j) b.code[e++] = trit(p[48 + j], n);
+  b.d = half(p + 52);
+  return b;
+}
+
+inline float ternary_value(const Ternary& b, int e) { return static_cast<float>(b.code[e] - 1) * b.d; }
+
+inline float ternary_dot(const std::vector<Ternary>& w, const std::vector<Activation>& x) {
+  float acc[8] = {};
+  for (std::size_t b = 0; b < w.size(); ++b)
+    for (int l = 0; l < 8; ++l) {
+      long sum = -static_cast<long>(x[b].bsum[2 * l]) - x[b].bsum[2 * l + 1];
+      for (int v = 0; v < 8; ++v)
+        for (int e = 32 * v + 4 * l; e < 32 * v + 4 * l + 4; ++e) sum += static_cast<long>(w[b].code[e]) * x[b].q[e];
+      const float p = static_cast<float>(sum) * (x[b].d * w[b].d);
+      acc[l] = acc[l] + p;
+    }
+  return fold8(acc);
+}
+
+// quantize_row_tq2_0_ref / quantize_row_tq1_0_ref, stated from ggml-quants.c.
+inline std::vector<std::uint8_t> quantize_ternary(const std::string& f, const float* x, std::int64_t k) {
+  std::vector<std::uint8_t> out;
+  for (std::int64_t b = 0; b < k / 256; ++b) {
+    const float* v = x + b * 256;
+    float amax = 0;
+    for (int j = 0; j < 256; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    const float id = amax != 0 ? 1.0f / amax : 0.0f;
+    auto c = [&](int e) { return static_cast<int>(std::lroundf(v[e] * id)) + 1; };
+    const std::uint16_t dh = quant_ref::fp32_to_fp16(amax);
+    if (f == "tq2_0") {
+      for (int j = 0; j < 2; ++j)
+        for (int m = 0; m < 32; ++m) {
+          int q = 0;
+          for (int n = 0; n < 4; ++n) q += c(128 * j + 32 * n + m) << (2 * n);
+          out.push_back(static_cast<std::uint8_t>(q));
+        }
+    } else {
+      auto pack = [](int q) { return static_cast<std::uint8_t>((q * 256 + 242) / 243); };
+      for (int m = 0; m < 32; ++m) {
+        int q = 0;
+        for (int n = 0; n < 5; ++n) q = q * 3 + c(32 * n + m);
+        out.push_back(pack(q));
+      }
+      for (int m = 0; m < 16; ++m) {
+        int q = 0;
+        for (int n = 0; n < 5; ++n) q = q * 3 + c(160 + 16 * n + m);
+        out.push_back(pack(q));
+      }
+      for (int j = 0; j < 4; ++j) {
+        int q = 0;
+        for (int n = 0; n < 4; ++n) q = q * 3 + c(240 + 4 * n + j);
+        out.push_back(pack(q * 3));
+      }
+    }
+    out.push_back(static_cast<std::uint8_t>(dh & 0xFF));
+    out.push_back(static_cast<std::uint8_t>(dh >> 8));
+  }
+  return out;
+}
+
 // ---- dispatch by format name ----
 inline std::size_t block_bytes(const std::string& f) {
   if (f == "q2_k") return 84;
   if (f == "q3_k") return 110;
+  if (f == "tq2_0") return 66;
+  if (f == "tq1_0") return 54;
   return 0;
 }
 
@@ -159,6 +252,11 @@ inline std::vector<float> matmul(const std::string& f, const std::uint8_t* w, st
       std::vector<Q3K> blocks;
       for (std::int64_t b = 0; b < k / 256; ++b) blocks.push_back(q3_k_block(row + b * 110));
       for (std::int64_t c = 0; c < n; ++c) y[static_cast<std::size_t>(c * m + r)] = q3_k_dot(blocks, xa[static_cast<std::size_t>(c)]);
+    } else if (f == "tq2_0" || f == "tq1_0") {
+      std::vector<Ternary> blocks;
+      for (std::int64_t b = 0; b < k / 256; ++b)
+        blocks.push_back(f == "tq2_0" ? tq2_0_block(row + b * 66) : tq1_0_block(row + b * 54));
+      for (std::int64_t c = 0; c < n; ++c) y[static_cast<std::size_t>(c * m + r)] = ternary_dot(blocks, xa[static_cast<std::size_t>(c)]);
     } else {
       for (auto& v : y) v = NAN;
     }
@@ -180,6 +278,13 @@ inline void decode_row(const std::string& f, const std::uint8_t* row, std::int64
       for (int e = 0; e < 256; ++e) {
         y[b * 256 + e] = q3_k_value(blk, e);
         mag[b * 256 + e] = std::fabs(static_cast<double>(y[b * 256 + e]));
+      }
+    } else if (f == "tq2_0" || f == "tq1_0") {
+      const Ternary blk = f == "tq2_0" ? tq2_0_block(row + b * 66) : tq1_0_block(row + b * 54);
+      for (int e = 0; e < 256; ++e) {
+        y[b * 256 + e] = ternary_value(blk, e);
+        // The kernel sums c * x and the bsums separately: terms up to (3 + 1) |d| |x|.
+        mag[b * 256 + e] = 4.0 * std::fabs(static_cast<double>(blk.d));
       }
     }
   }
