@@ -1,7 +1,8 @@
 // AVX2 Q2_K kernel, ggml's vec_dot structure: codes (0..3) times Q8_K quants with
 // _mm256_maddubs_epi16, weighted by the sub-block scales with _mm256_madd_epi16; the mins meet the
 // activation's 16-element sums in one more madd. Codes and scales are expanded per column from the
-// raw block (cheaper than keeping 8 expanded vectors per row live across a tile).
+// raw block (cheaper than keeping 8 expanded vectors per row live across a tile), so batches use
+// 1-column tiles too.
 #include "q2_k_gemm.hpp"
 
 #ifdef __x86_64__
@@ -91,7 +92,7 @@ struct Q2KAvx2 {
 }  // namespace
 
 void q2_k_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<Q2KAvx2, 4, 2>(a, r0, r1, c0, c1);
+  walk_tiles<Q2KAvx2, 4, 1>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant

@@ -1,6 +1,7 @@
 // AVX2 Q3_K kernel, ggml's vec_dot structure: unsigned codes low + 4 * high (0..7) times the Q8_K
 // quants with _mm256_maddubs_epi16, minus 4 * x per pair (maddubs of a constant 4, once per
-// column), weighted by the signed sub-block scales with _mm256_madd_epi16.
+// column), weighted by the signed sub-block scales with _mm256_madd_epi16. Codes are expanded per
+// column, so batches use 1-column tiles too (wider ones only add register pressure).
 #include "q3_k_gemm.hpp"
 
 #ifdef __x86_64__
@@ -86,7 +87,7 @@ struct Q3KAvx2 {
 }  // namespace
 
 void q3_k_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<Q3KAvx2, 4, 2>(a, r0, r1, c0, c1);
+  walk_tiles<Q3KAvx2, 4, 1>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
