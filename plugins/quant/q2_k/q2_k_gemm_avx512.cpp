@@ -102,17 +102,26 @@ struct Q2KAvx512Pairs {
         _Pragma("GCC unroll 8")
         for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
       const __m128i m4 = _mm_set1_epi8(0x0F);
+      // Column pointers hoisted out of the block loop: scalar address work competes with the vectors.
+      const std::int8_t* xq[C];
+      const std::int16_t* bs[C];
+      const float* dx[C];
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) {
+        xq[j] = a.xk->block_qs(c + j, 0);
+        bs[j] = a.xk->block_bsums(c + j, 0);
+        dx[j] = &a.xk->d[static_cast<std::size_t>((c + j) * nb)];
+      }
       for (std::int64_t b = 0; b < nb; ++b) {
         __m512 dxv[P];
         __m512i bsp[P];
         _Pragma("GCC unroll 8")
         for (int p = 0; p < P; ++p) {
-          const std::int64_t c0 = c + 2 * p;
-          dxv[p] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a.xk->scale(c0, b))),
-                                                        _mm256_castps_pd(_mm256_set1_ps(a.xk->scale(c0 + 1, b))), 1));
+          dxv[p] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(dx[2 * p][b])),
+                                                        _mm256_castps_pd(_mm256_set1_ps(dx[2 * p + 1][b])), 1));
           bsp[p] = _mm512_inserti64x4(
-              _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c0, b)))),
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c0 + 1, b))), 1);
+              _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs[2 * p] + 16 * b))),
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs[2 * p + 1] + 16 * b)), 1);
         }
         _Pragma("GCC unroll 8")
         for (int i = 0; i < R; ++i) {
@@ -144,8 +153,8 @@ struct Q2KAvx512Pairs {
           const __m512 dw = _mm512_set1_ps(a.fp16[hd[0]]), ndmw = _mm512_set1_ps(-a.fp16[hd[1]]);
           _Pragma("GCC unroll 8")
           for (int p = 0; p < P; ++p) {
-            const std::int8_t* x0 = a.xk->block_qs(c + 2 * p, b);
-            const std::int8_t* x1 = a.xk->block_qs(c + 2 * p + 1, b);
+            const std::int8_t* x0 = xq[2 * p] + 256 * b;
+            const std::int8_t* x1 = xq[2 * p + 1] + 256 * b;
             __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
             _Pragma("GCC unroll 4")
             for (int z = 0; z < 4; ++z) {
