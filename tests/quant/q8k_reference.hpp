@@ -180,8 +180,7 @@ inline float ternary_dot(const std::vector<Ternary>& w, const std::vector<Activa
       long sum = -static_cast<long>(x[b].bsum[2 * l]) - x[b].bsum[2 * l + 1];
       for (int v = 0; v < 8; ++v)
         for (int e = 32 * v + 4 * l; e < 32 * v + 4 * l + 4; ++e) sum += static_cast<long>(w[b].code[e]) * x[b].q[e];
-      const float p = static_cast<float>(sum) * (x[b].d * w[b].d);
-      acc[l] = acc[l] + p;
+      acc[l] = std::fma(static_cast<float>(sum), x[b].d * w[b].d, acc[l]);
     }
   return fold8(acc);
 }

@@ -43,7 +43,7 @@ struct TQ1Avx2 {
             p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(q[v], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * v))));
           const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(p16, ones), _mm256_madd_epi16(bs, neg));
           const __m256 d = _mm256_set1_ps(a.xk->scale(c + j, b) * dw);
-          acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_mul_ps(_mm256_cvtepi32_ps(s), d));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[i][j]);
         }
       }
     }

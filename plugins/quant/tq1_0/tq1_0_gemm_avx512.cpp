@@ -42,7 +42,7 @@ struct TQ1Avx512 {
           for (int v = 0; v < 8; ++v)
             s = _mm256_dpbusd_epi32(s, q[v], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * v)));
           const __m256 d = _mm256_set1_ps(a.xk->scale(c + j, b) * dw);
-          acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_mul_ps(_mm256_cvtepi32_ps(s), d));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[i][j]);
         }
       }
     }

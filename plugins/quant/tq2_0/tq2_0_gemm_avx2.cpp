@@ -47,7 +47,7 @@ struct TQ2Avx2 {
           }
           const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(p16, ones), _mm256_madd_epi16(bs, neg));
           const __m256 d = _mm256_set1_ps(a.xk->scale(c + j, b) * dw);
-          acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_mul_ps(_mm256_cvtepi32_ps(s), d));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[i][j]);
         }
       }
     }

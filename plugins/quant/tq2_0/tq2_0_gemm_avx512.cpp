@@ -52,7 +52,7 @@ struct TQ2Avx512 {
           for (int z = 0; z < 4; ++z) sum = _mm512_dpbusd_epi32(sum, q[z], _mm512_loadu_si512(xq + 64 * z));
           const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
           const __m256 d = _mm256_set1_ps(a.xk->scale(c + j, b) * dw);
-          acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_mul_ps(_mm256_cvtepi32_ps(s), d));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[i][j]);
         }
       }
     }
@@ -120,7 +120,7 @@ struct TQ2Avx512Pairs {
             }
             const __m512i sum = _mm512_add_epi32(
                 _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE)), corr[p]);
-            acc[i][p] = _mm512_add_ps(acc[i][p], _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dxv[p], dw)));
+            acc[i][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dxv[p], dw), acc[i][p]);
           }
         }
       }

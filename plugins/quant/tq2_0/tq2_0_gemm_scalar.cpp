@@ -1,4 +1,6 @@
 // Portable TQ2_0 kernel: the definition the SIMD kernels reproduce bit for bit (tq2_0_gemm.hpp).
+#include <cmath>
+
 #include "tq2_0_gemm.hpp"
 
 namespace graft::quant {
@@ -28,7 +30,7 @@ struct ScalarTQ2 {
             std::int32_t s = -bsums[2 * l] - bsums[2 * l + 1];
             for (int v = 0; v < 8; ++v)
               for (int e = 32 * v + 4 * l; e < 32 * v + 4 * l + 4; ++e) s += codes[i][e] * xq[e];
-            acc[i][j][l] = acc[i][j][l] + static_cast<float>(s) * d;
+            acc[i][j][l] = std::fma(static_cast<float>(s), d, acc[i][j][l]);
           }
         }
       }
