@@ -183,7 +183,7 @@ TEST(Q8KFormats, DequantizeIsGgmlsFormula) {
   }
 }
 
-TEST(Q8KFormats, RowLengthMustBeAMultipleOf256) {
+TEST(Q8KFormats, RowLengthMustBeAMultipleOf256AndSizesMustMatch) {
   for (const auto& f : kQ8KFormats) {
     auto fmt = format(f);
     std::vector<std::uint8_t> q(4096);
@@ -193,5 +193,10 @@ TEST(Q8KFormats, RowLengthMustBeAMultipleOf256) {
     EXPECT_EQ(st.message(), f + " matmul: weight row length 128 is not a multiple of the block size 256");
     EXPECT_EQ(fmt->quantize(traits(*fmt).id, x.data(), q.data(), 1, 128, nullptr).message(),
               f + " quantize: row length 128 is not a multiple of the block size 256");
+    const std::int64_t ne[] = {512, 3};
+    const std::uint64_t want = 6 * q8k_ref::block_bytes(f);
+    EXPECT_EQ(fmt->check_tensor(traits(*fmt).id, ne, 2, want - 1).message(),
+              f + " tensor: " + std::to_string(want - 1) + " bytes, expected " + std::to_string(want) + " for its shape");
+    EXPECT_TRUE(fmt->check_tensor(traits(*fmt).id, ne, 2, want).ok());
   }
 }
