@@ -3,7 +3,8 @@
 // when unset). For Q2_K, Q3_K, TQ2_0, TQ1_0: ggml's reference quantizer's blocks dequantize to the
 // same floats in ggml and in our plugins; our TQ quantizers write ggml's bytes; and our matmul on
 // those blocks gives exactly ggml's vec_dot on its own Q8_K activations (the CPU variant's SIMD
-// path: haswell = AVX2).
+// path: haswell = AVX2). Also reports our K-quant quantizers' error next to ggml's reference ones
+// (what llama-quantize runs without an importance matrix).
 #include <dlfcn.h>
 
 #include <bit>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "kquant_error.hpp"
 #include "quant_test_util.hpp"
 
 using namespace quant_test;
@@ -113,6 +115,32 @@ TEST(GgmlLibrary, DequantizeQuantizeAndDotAgreeWithGgml) {
       for (std::size_t i = 0; i < y.size(); ++i)
         EXPECT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want[i]))
             << level << " y[" << i / m << "][" << i % m << "] = " << y[i] << ", ggml " << want[i];
+    }
+  }
+}
+
+TEST(GgmlLibrary, OurKQuantErrorIsNoWorseThanGgmlsReferenceQuantizer) {
+  Ggml g;
+  const std::string why = load(g);
+  if (!why.empty()) GTEST_SKIP() << why;
+  const auto gauss = gaussian(256 * 256, 1.0f, 113);
+  const auto zoo = kquant_error::zoo_weights(kquant_error::kZooTensors, 64);
+  for (const Case& c : {Case{"q2_k", 10}, Case{"q3_k", 11}}) {
+    auto f = format(c.name);
+    const GgmlTypeTraits* t = g.traits(c.ggml_type);
+    for (const auto* x : {&gauss, &zoo}) {
+      const auto n = static_cast<std::int64_t>(x->size());
+      std::vector<std::uint8_t> q(static_cast<std::size_t>(n / 256) * traits(*f).block_bytes);
+      t->from_float_ref(x->data(), q.data(), n);
+      std::vector<float> y(static_cast<std::size_t>(n));
+      t->to_float(q.data(), y.data(), n);
+      double ggml_sse = 0;
+      for (std::size_t i = 0; i < y.size(); ++i) ggml_sse += (static_cast<double>(y[i]) - (*x)[i]) * (static_cast<double>(y[i]) - (*x)[i]);
+      const double ours = std::sqrt(kquant_error::plugin_sse(*f, *x) / static_cast<double>(n));
+      const double theirs = std::sqrt(ggml_sse / static_cast<double>(n));
+      std::printf("[ error    ] %s %s (%lld blocks): ours rmse %.5g, ggml reference %.5g, ratio %.4f\n", c.name.c_str(),
+                  x == &gauss ? "gaussian" : "zoo", static_cast<long long>(n / 256), ours, theirs, ours / theirs);
+      EXPECT_LE(ours, theirs) << c.name;
     }
   }
 }
