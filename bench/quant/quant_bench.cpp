@@ -143,9 +143,19 @@ struct Matrices {
   std::size_t bytes_each = 0;
 };
 
+// Byte offsets of each block's fp16 scales (random bytes there could be denormals, which are slow).
+std::vector<std::size_t> scale_offsets(const std::string& format) {
+  if (format == "q2_k") return {80, 82};
+  if (format == "q3_k") return {108};
+  if (format == "tq1_0") return {52};
+  if (format == "tq2_0") return {64};
+  return {0};
+}
+
 // Random blocks with a modest fp16 scale (0x2000 = 2^-7): the kernels' speed does not depend on the
 // values, and generating bytes is far faster than quantizing floats.
-Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, std::int64_t m, std::size_t total_bytes) {
+Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, std::int64_t m, std::size_t total_bytes,
+                       const std::vector<std::size_t>& scales) {
   Matrices mx;
   mx.traits = t;
   mx.k = k;
@@ -161,10 +171,11 @@ Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, st
       state ^= state << 13, state ^= state >> 7, state ^= state << 17;
       std::memcpy(p + j, &state, std::min<std::size_t>(8, mx.bytes_each - j));
     }
-    for (std::size_t b = 0; b < mx.bytes_each; b += t.block_bytes) {
-      p[b] = 0x00;
-      p[b + 1] = 0x20;
-    }
+    for (std::size_t b = 0; b < mx.bytes_each; b += t.block_bytes)
+      for (std::size_t o : scales) {
+        p[b + o] = 0x00;
+        p[b + o + 1] = 0x20;
+      }
     mx.buffers.push_back(std::move(*buf));
   }
   return mx;
@@ -212,7 +223,8 @@ int main(int argc, char** argv) {
       }
       FormatKernels* kern = (*fmt)->kernels("cpu");
       for (long k : o.ks) {
-        const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20);
+        const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20,
+                                          scale_offsets(name));
         const std::size_t count = mx.buffers.size();
         std::vector<float> x(static_cast<std::size_t>(k * std::max(1L, o.prefill)), 0.25f);
         for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;

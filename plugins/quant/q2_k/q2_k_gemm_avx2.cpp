@@ -1,0 +1,99 @@
+// AVX2 Q2_K kernel, ggml's vec_dot structure: codes (0..3) times Q8_K quants with
+// _mm256_maddubs_epi16, weighted by the sub-block scales with _mm256_madd_epi16; the mins meet the
+// activation's 16-element sums in one more madd. Codes and scales are expanded per column from the
+// raw block (cheaper than keeping 8 expanded vectors per row live across a tile), so batches use
+// 1-column tiles too.
+#include "q2_k_gemm.hpp"
+
+#ifdef __x86_64__
+#include <cstring>
+
+#include "q2_k_block.hpp"
+#include "x86_simd.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+// For v % 4: int16 scale 2(v%4) of the (duplicated) 8-scale lane in the low 128 bits, 2(v%4)+1 in
+// the high ones.
+GRAFT_TARGET_AVX2 inline __m256i scale_shuffle(int t) {
+  const char lo0 = static_cast<char>(4 * t), lo1 = static_cast<char>(4 * t + 1);
+  const char hi0 = static_cast<char>(4 * t + 2), hi1 = static_cast<char>(4 * t + 3);
+  return _mm256_setr_epi8(lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1,
+                          hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1);
+}
+
+struct Q2KAvx2 {
+  template <int R, int C>
+  GRAFT_TARGET_AVX2 static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
+    const std::int64_t nb = a.k / kQ2KBlockElems;
+    const std::uint8_t* w[R];
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
+    __m256 acc[R][C];
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) acc[i][j] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (std::int64_t b = 0; b < nb; ++b) {
+      __m256i scl[R][2], mins[R];
+      float dw[R], dmw[R];
+      _Pragma("GCC unroll 8")
+      for (int i = 0; i < R; ++i) {
+        const std::uint8_t* blk = w[i] + b * sizeof(BlockQ2K);
+        _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_stride), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_stride + 83), _MM_HINT_T0);
+        const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+        const __m256i s16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
+        scl[i][0] = _mm256_permute2x128_si256(s16, s16, 0x00);
+        scl[i][1] = _mm256_permute2x128_si256(s16, s16, 0x11);
+        mins[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+        std::uint16_t h[2];
+        std::memcpy(h, blk + 80, 4);
+        dw[i] = a.fp16[h[0]];
+        dmw[i] = a.fp16[h[1]];
+      }
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) {
+        const std::int8_t* xq = a.xk->block_qs(c + j, b);
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+        const float dx = a.xk->scale(c + j, b);
+        _Pragma("GCC unroll 8")
+        for (int i = 0; i < R; ++i) {
+          const std::uint8_t* qs = w[i] + b * sizeof(BlockQ2K) + 16;
+          const __m256i msum = _mm256_madd_epi16(mins[i], bs);
+          __m256i sum = _mm256_setzero_si256();
+          _Pragma("GCC unroll 2")
+          for (int h = 0; h < 2; ++h) {
+            const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
+            _Pragma("GCC unroll 4")
+            for (int s = 0; s < 4; ++s) {
+              const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * s), m3);
+              const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 128 * h + 32 * s));
+              const __m256i sc = _mm256_shuffle_epi8(scl[i][h], scale_shuffle(s));
+              sum = _mm256_add_epi32(sum, _mm256_madd_epi16(sc, _mm256_maddubs_epi16(q, x)));
+            }
+          }
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(-dx * dmw[i]), _mm256_cvtepi32_ps(msum), acc[i][j]);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw[i]), _mm256_cvtepi32_ps(sum), acc[i][j]);
+        }
+      }
+    }
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(acc[i][j]);
+  }
+};
+
+}  // namespace
+
+void q2_k_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  walk_tiles<Q2KAvx2, 4, 1>(a, r0, r1, c0, c1);
+}
+
+}  // namespace graft::quant
+#endif

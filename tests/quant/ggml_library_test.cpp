@@ -1,0 +1,146 @@
+// Cross-check against ggml itself: the prebuilt libggml-base.so and libggml-cpu-<variant>.so that
+// node-llama-cpp ships (tools/crosscheck), loaded at run time from $GRAFT_GGML_LIB_DIR (skipped
+// when unset). For Q2_K, Q3_K, TQ2_0, TQ1_0: ggml's reference quantizer's blocks dequantize to the
+// same floats in ggml and in our plugins; our TQ quantizers write ggml's bytes; and our matmul on
+// those blocks gives exactly ggml's vec_dot on its own Q8_K activations (the CPU variant's SIMD
+// path: haswell = AVX2). Also reports our K-quant quantizers' error next to ggml's reference ones
+// (what llama-quantize runs without an importance matrix).
+#include <dlfcn.h>
+
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "kquant_error.hpp"
+#include "quant_test_util.hpp"
+
+using namespace quant_test;
+
+namespace {
+
+// Mirrors of ggml.h / ggml-cpu.h (llama.cpp release v0.4.0, which node-llama-cpp pins); the
+// package ships no headers.
+using ToFloat = void (*)(const void*, float*, std::int64_t);
+using FromFloat = void (*)(const float*, void*, std::int64_t);
+using VecDot = void (*)(int, float*, std::size_t, const void*, std::size_t, const void*, std::size_t, int);
+struct GgmlTypeTraits {
+  const char* type_name;
+  std::int64_t blck_size, blck_size_interleave;
+  std::size_t type_size;
+  bool is_quantized;
+  ToFloat to_float;
+  FromFloat from_float_ref;
+};
+struct GgmlTypeTraitsCpu {
+  FromFloat from_float;
+  VecDot vec_dot;
+  int vec_dot_type;
+  std::int64_t nrows;
+};
+
+struct Ggml {
+  const GgmlTypeTraits* (*traits)(int) = nullptr;
+  const GgmlTypeTraitsCpu* (*cpu_traits)(int) = nullptr;
+  std::string cpu_file;
+};
+
+// Loads the two libraries, or says why not.
+std::string load(Ggml& g) {
+  const char* dir = std::getenv("GRAFT_GGML_LIB_DIR");
+  if (!dir) return "GRAFT_GGML_LIB_DIR is not set (a node-llama-cpp bins/linux-x64 folder)";
+  const std::filesystem::path base = std::filesystem::path(dir) / "libggml-base.so";
+  void* hb = dlopen(base.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!hb) return std::string("cannot load ") + base.string() + ": " + dlerror();
+  for (const char* variant : {"haswell", "sapphirerapids", "icelake", "skylakex", "x64"}) {
+    const auto p = std::filesystem::path(dir) / (std::string("libggml-cpu-") + variant + ".so");
+    if (!std::filesystem::exists(p)) continue;
+    void* hc = dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!hc) return std::string("cannot load ") + p.string() + ": " + dlerror();
+    g.traits = reinterpret_cast<const GgmlTypeTraits* (*)(int)>(dlsym(hb, "ggml_get_type_traits"));
+    g.cpu_traits = reinterpret_cast<const GgmlTypeTraitsCpu* (*)(int)>(dlsym(hc, "ggml_get_type_traits_cpu"));
+    auto init = reinterpret_cast<void (*)()>(dlsym(hc, "ggml_cpu_init"));
+    if (!g.traits || !g.cpu_traits || !init) return "ggml symbols missing in " + p.string();
+    init();
+    g.cpu_file = p.filename().string();
+    return "";
+  }
+  return std::string("no libggml-cpu-*.so in ") + dir;
+}
+
+struct Case {
+  std::string name;
+  int ggml_type;
+};
+
+}  // namespace
+
+TEST(GgmlLibrary, DequantizeQuantizeAndDotAgreeWithGgml) {
+  Ggml g;
+  const std::string why = load(g);
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::printf("[ ggml     ] %s\n", g.cpu_file.c_str());
+  constexpr int kQ8K = 15;
+  const std::int64_t k = 4096, m = 9, n = 3;
+  for (const Case& c : {Case{"q2_k", 10}, Case{"q3_k", 11}, Case{"tq2_0", 35}, Case{"tq1_0", 34}}) {
+    SCOPED_TRACE(c.name);
+    auto f = format(c.name);
+    const GgmlTypeTraits* t = g.traits(c.ggml_type);
+    const GgmlTypeTraitsCpu* tc = g.cpu_traits(c.ggml_type);
+    ASSERT_EQ(tc->vec_dot_type, kQ8K);
+    const auto w = gaussian(static_cast<std::size_t>(k * m), 0.05f, 111);
+    const std::size_t rb = row_bytes(traits(*f), k);
+    std::vector<std::uint8_t> q(rb * m);
+    for (std::int64_t r = 0; r < m; ++r) t->from_float_ref(w.data() + r * k, q.data() + r * rb, k);
+    if (c.name[0] == 't') {  // ternary: our quantizer is ggml's
+      const auto ours = quantize(*f, w, k, m);
+      EXPECT_EQ(std::memcmp(ours.data(), q.data(), q.size()), 0);
+    }
+    std::vector<float> yg(static_cast<std::size_t>(k * m));
+    t->to_float(q.data(), yg.data(), k * m);
+    const auto yo = dequantize(*f, q, k * m);
+    EXPECT_EQ(std::memcmp(yg.data(), yo.data(), yo.size() * 4), 0);
+    // ggml's vec_dot on ggml's Q8_K activations (292 bytes per 256) against our matmul.
+    const auto x = gaussian(static_cast<std::size_t>(k * n), 1.0f, 112);
+    const GgmlTypeTraitsCpu* q8 = g.cpu_traits(kQ8K);
+    std::vector<std::uint8_t> xq(static_cast<std::size_t>(k / 256 * 292));
+    std::vector<float> want(static_cast<std::size_t>(m * n));
+    for (std::int64_t col = 0; col < n; ++col) {
+      q8->from_float(x.data() + col * k, xq.data(), k);
+      for (std::int64_t r = 0; r < m; ++r)
+        tc->vec_dot(static_cast<int>(k), &want[static_cast<std::size_t>(col * m + r)], 0, q.data() + r * rb, 0, xq.data(), 0, 1);
+    }
+    for (const auto& level : available_levels()) {
+      const auto y = matmul(*format(c.name, level), *cpu(2), q, k, m, x.data(), n);
+      for (std::size_t i = 0; i < y.size(); ++i)
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want[i]))
+            << level << " y[" << i / m << "][" << i % m << "] = " << y[i] << ", ggml " << want[i];
+    }
+  }
+}
+
+TEST(GgmlLibrary, OurKQuantErrorIsNoWorseThanGgmlsReferenceQuantizer) {
+  Ggml g;
+  const std::string why = load(g);
+  if (!why.empty()) GTEST_SKIP() << why;
+  const auto gauss = gaussian(256 * 256, 1.0f, 113);
+  const auto zoo = kquant_error::zoo_weights(kquant_error::kZooTensors, 64);
+  for (const Case& c : {Case{"q2_k", 10}, Case{"q3_k", 11}}) {
+    auto f = format(c.name);
+    const GgmlTypeTraits* t = g.traits(c.ggml_type);
+    for (const auto* x : {&gauss, &zoo}) {
+      const auto n = static_cast<std::int64_t>(x->size());
+      std::vector<std::uint8_t> q(static_cast<std::size_t>(n / 256) * traits(*f).block_bytes);
+      t->from_float_ref(x->data(), q.data(), n);
+      std::vector<float> y(static_cast<std::size_t>(n));
+      t->to_float(q.data(), y.data(), n);
+      double ggml_sse = 0;
+      for (std::size_t i = 0; i < y.size(); ++i) ggml_sse += (static_cast<double>(y[i]) - (*x)[i]) * (static_cast<double>(y[i]) - (*x)[i]);
+      const double ours = std::sqrt(kquant_error::plugin_sse(*f, *x) / static_cast<double>(n));
+      const double theirs = std::sqrt(ggml_sse / static_cast<double>(n));
+      std::printf("[ error    ] %s %s (%lld blocks): ours rmse %.5g, ggml reference %.5g, ratio %.4f\n", c.name.c_str(),
+                  x == &gauss ? "gaussian" : "zoo", static_cast<long long>(n / 256), ours, theirs, ours / theirs);
+      EXPECT_LE(ours, theirs) << c.name;
+    }
+  }
+}
