@@ -9,6 +9,9 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.environ.get("ZOO_WORK", os.path.join(HERE, "work"))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+# Where models/ and tests/fixtures/ are written: the repository, or $ZOO_OUT (a scratch tree, to
+# compare two rebuilds byte for byte without touching the committed files).
+OUT = os.environ.get("ZOO_OUT", REPO)
 SEED = 1234
 
 
