@@ -27,6 +27,12 @@ from mtp import MTP
 K = 3
 
 
+def margins(rows):
+    """top-1 minus top-2 logit of each row: how far a draft token is from a tie."""
+    top = rows.topk(2, -1).values
+    return (top[..., 0] - top[..., 1]).tolist()
+
+
 def main():
     deterministic()
     fx = os.path.join(OUT, "tests", "fixtures")
@@ -59,6 +65,7 @@ def main():
             drafts, lg = head.chain(E, h, nxt, K)
             mtp_cases.append({"context": label, "ids": ids, "next_token": x_n,
                               "drafts": drafts[0, -1].tolist(), "target_greedy": cont[:K + 1],
+                              "draft_margins": margins(torch.stack([l[0, -1] for l in lg])),
                               "logit_rows_start": len(mtp_rows)})
             mtp_rows += [l[0, -1].numpy().astype(np.float32) for l in lg]
             feats = dr.features(hidden)
@@ -70,6 +77,7 @@ def main():
             walk = dr.draft(dl, out, torch.tensor([[x_n]]), True)[0, 0].tolist()
             d_cases.append({"context": label, "ids": ids, "next_token": x_n, "block_positions": [n, n + dc.block_size - 1],
                             "block_ids": blocks[0, 0].tolist(), "drafts_argmax": plain, "drafts_selector": walk,
+                            "argmax_margins": margins(dl[0, 0, 1:]),
                             "target_greedy": cont[:dc.block_size], "feature_rows_start": sum(len(f) for f in feats_out),
                             "logit_rows_start": len(d_rows)})
             feats_out.append(feats[0].numpy().astype(np.float32))
