@@ -23,6 +23,16 @@ def deterministic(seed=SEED):
     torch.manual_seed(seed)
 
 
+def param_hash(module):
+    """sha256 (12 hex digits) of every parameter's bytes: two runs at the same step either hold
+    bit-identical weights or print different hashes."""
+    import hashlib
+    h = hashlib.sha256()
+    for _, p in sorted(module.state_dict().items()):
+        h.update(p.detach().float().contiguous().numpy().tobytes())
+    return h.hexdigest()[:12]
+
+
 def save_tokenizer(path, tokens, merges, types):
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"tokens": tokens, "merges": [list(m) for m in merges], "types": types}, f, ensure_ascii=False)

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import selfdistill as SD
-from common import WORK, SEED, deterministic, load_tokenizer
+from common import WORK, SEED, deterministic, param_hash, load_tokenizer
 from dflash import DConfig, DFlash
 from fixtures import load_exported
 
@@ -72,6 +72,8 @@ def main():
     ap.add_argument("--anchors", type=int, default=8)
     ap.add_argument("--seqs", type=int, default=256)
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--stop-at", type=int, default=0,
+                    help="stop after this many drafter steps of the schedule, save nothing (determinism checks)")
     args = ap.parse_args()
     deterministic(SEED)
     target, cfg, _ = load_exported(torch.float32)
@@ -128,8 +130,12 @@ def main():
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
-            if step % 10 == 0 or step == steps - 1:
-                print(f"dflash: {stage} step {step} loss {loss.item():.4f} lr {lr:.2e} {time.time() - t0:.0f}s", flush=True)
+            stop = stage == "drafter" and step + 1 == args.stop_at
+            if step % 10 == 0 or step == steps - 1 or stop:
+                print(f"dflash: {stage} step {step} loss {loss.item():.4f} lr {lr:.2e} {time.time() - t0:.0f}s "
+                      f"weights {param_hash(dr)}", flush=True)
+            if stop:
+                return
     train_s = time.time() - t0
     q = measure(dr, target, mask_id)
     q.update({"steps": args.steps, "selector_steps": args.selector_steps, "batch": args.batch,

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import selfdistill as SD
-from common import WORK, SEED, deterministic
+from common import WORK, SEED, deterministic, param_hash
 from fixtures import load_exported
 from mtp import MTP
 
@@ -52,6 +52,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seqs", type=int, default=256)
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--stop-at", type=int, default=0,
+                    help="stop after this many steps of the --steps schedule, save nothing (determinism checks)")
     args = ap.parse_args()
     deterministic(SEED)
     target, cfg, _ = load_exported(torch.float32)
@@ -82,8 +84,11 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
         opt.step()
-        if step % 10 == 0 or step == args.steps - 1:
-            print(f"mtp: step {step} loss {loss.item():.4f} lr {lr:.2e} {time.time() - t1:.0f}s", flush=True)
+        if step % 10 == 0 or step == args.steps - 1 or step + 1 == args.stop_at:
+            print(f"mtp: step {step} loss {loss.item():.4f} lr {lr:.2e} {time.time() - t1:.0f}s "
+                  f"weights {param_hash(head)}", flush=True)
+        if step + 1 == args.stop_at:
+            return
     train_s = time.time() - t1
     q = measure(head, target)
     q.update({"steps": args.steps, "batch": args.batch, "train_sequences": args.seqs, "final_loss": loss.item(),
