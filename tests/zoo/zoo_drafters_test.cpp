@@ -32,7 +32,7 @@ std::vector<std::uint64_t> shape(const gguf::TensorInfo& t) { return {t.ne.begin
 
 }  // namespace
 
-TEST(ZooDrafters, DFlashGgufStatesBlockMaskLayersAndParts) {
+TEST(zoo_drafters, DFlashGgufStatesBlockMaskLayersAndParts) {
   auto f = gguf::File::open(kDFlash);
   ASSERT_TRUE(f) << f.status().message();
   const gguf::File& g = **f;
@@ -54,7 +54,7 @@ TEST(ZooDrafters, DFlashGgufStatesBlockMaskLayersAndParts) {
   EXPECT_NE(parts->find("top-k candidate selector"), std::string::npos);
 }
 
-TEST(ZooDrafters, DFlashGgufHasLlamaCppTensorNamesAndSharesTheTargetEmbedding) {
+TEST(zoo_drafters, DFlashGgufHasLlamaCppTensorNamesAndSharesTheTargetEmbedding) {
   auto f = gguf::File::open(kDFlash);
   ASSERT_TRUE(f) << f.status().message();
   const gguf::File& g = **f;
@@ -85,7 +85,7 @@ TEST(ZooDrafters, DFlashGgufHasLlamaCppTensorNamesAndSharesTheTargetEmbedding) {
   EXPECT_EQ(g.tensor("output.weight"), nullptr);
 }
 
-TEST(ZooDrafters, FixtureFilesHoldTheDocumentedRows) {
+TEST(zoo_drafters, FixtureFilesHoldTheDocumentedRows) {
   const auto mtp = load_json("zoo-mtp.json"), df = load_json("zoo-dflash2.json");
   const std::size_t V = 4096, K = mtp["K"].get<std::size_t>();
   EXPECT_EQ(K, 3u);
@@ -104,7 +104,7 @@ TEST(ZooDrafters, FixtureFilesHoldTheDocumentedRows) {
 
 // Every drafter context starts from the target's greedy next token; graft's forward pass must
 // pick the same one, or the drafter fixtures do not describe graft's target.
-TEST(ZooDrafters, GraftPicksEveryFixtureContextsNextToken) {
+TEST(zoo_drafters, GraftPicksEveryFixtureContextsNextToken) {
   Profile profile = Profile::builtin();
   profile.model = kTarget;
   profile.context = 256;
