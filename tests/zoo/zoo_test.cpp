@@ -57,7 +57,7 @@ std::unique_ptr<Pipeline> pipeline() {
 
 }  // namespace
 
-TEST(Zoo, TokenizerMatchesPythonOnHeldOutText) {
+TEST(zoo, TokenizerMatchesPythonOnHeldOutText) {
   auto file = gguf::File::open(kModel.string());
   ASSERT_TRUE(file) << file.status().message();
   auto tok = Tokenizer::from_gguf(**file);
@@ -76,7 +76,7 @@ TEST(Zoo, TokenizerMatchesPythonOnHeldOutText) {
   for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ((*got)[i], want[i]) << "token " << i;
 }
 
-TEST(Zoo, LogitsMatchThePyTorchReference) {
+TEST(zoo, LogitsMatchThePyTorchReference) {
   auto p = pipeline();
   ASSERT_TRUE(p);
   const auto fx = fixture();
@@ -111,7 +111,7 @@ TEST(Zoo, LogitsMatchThePyTorchReference) {
               kZooLogitTol);
 }
 
-TEST(Zoo, GreedyContinuationMatchesThePyTorchReference) {
+TEST(zoo, GreedyContinuationMatchesThePyTorchReference) {
   auto p = pipeline();
   ASSERT_TRUE(p);
   for (const auto& c : fixture()["cases"]) {

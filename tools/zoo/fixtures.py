@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import corpus
-from common import WORK, REPO, deterministic, load_tokenizer
+from common import WORK, OUT, deterministic, load_tokenizer
 from export import exported_state_dict, NAME
 from model import Config, Qwen3
 
@@ -59,7 +59,7 @@ def val_quality(model, cfg, seq=256, n_windows=128):
 
 def main():
     deterministic()
-    fx = os.path.join(REPO, "tests", "fixtures")
+    fx = os.path.join(OUT, "tests", "fixtures")
     os.makedirs(fx, exist_ok=True)
     tk, _ = load_tokenizer(os.path.join(WORK, "tokenizer.json"))
 
