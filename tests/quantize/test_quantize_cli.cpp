@@ -176,7 +176,7 @@ TEST_F(quantize_zoo, F32ToQ8_0IsByteIdenticalToThePluginQuantizer) {
     EXPECT_EQ(std::memcmp(want.data(), q->data, want.size()), 0) << t.name;
     ++checked;
   }
-  EXPECT_EQ(checked, 29);  // 7 matrices x 4 blocks + token_embd
+  EXPECT_EQ(checked, 37);  // 7 matrices x 4 blocks + token_embd + the MTP block's 7 matrices and eh_proj
 }
 
 TEST_F(quantize_zoo, ThreadCountDoesNotChangeTheFile) {
@@ -197,7 +197,7 @@ TEST_F(quantize_zoo, RequantizingWarnsAndSameTypeIsCopied) {
   ASSERT_EQ(graft_cmd("quantize " + kZoo + " " + q8 + " --type q8_0").exit_code, 0);
   auto r = graft_cmd("quantize " + q8 + " " + q4 + " --type q4_0 --output-type q8_0 -v");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("graft quantize: warning: requantizing 28 tensors from an already quantized type: the result "
+  EXPECT_NE(r.output.find("graft quantize: warning: requantizing 36 tensors from an already quantized type: the result "
                           "is worse than quantizing the F16/BF16/F32 original\n"),
             std::string::npos)
       << r.output;
@@ -217,8 +217,8 @@ TEST_F(quantize_zoo, DryRunPrintsTheSizesAndWritesNothing) {
   auto r = graft_cmd("quantize " + kZoo + " " + out + " --type q8_0 --dry-run");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(std::filesystem::exists(out));
-  EXPECT_NE(r.output.find("  q8_0           29        4194304      4.2 MiB         8.50\n"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("size: 8.0 MiB -> 4.3 MiB (16.01 -> 8.52 bits per weight, 46 tensors, 4197120 parameters)"),
+  EXPECT_NE(r.output.find("  q8_0           37        5111808      5.2 MiB         8.50\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("size: 9.8 MiB -> 5.2 MiB (16.01 -> 8.52 bits per weight, 61 tensors, 5116032 parameters)"),
             std::string::npos)
       << r.output;
 }
