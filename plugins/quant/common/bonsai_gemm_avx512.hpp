@@ -1,0 +1,195 @@
+// AVX-512 form of the Q1_0/Q2_0 kernels (bonsai_gemm.hpp): VNNI produces the 16 lanes of the
+// definition directly, with no horizontal adds, by feeding vpdpbusd transposed data.
+//
+// A pass covers 4 weight blocks (72 bytes, both formats) = 16 lanes. One vpermt2b gathers the 64
+// code bytes of the 4 blocks into a register Z whose 64-bit word i holds sub-block i's codes
+// (Q2_0) or sub-blocks 2i and 2i+1 (Q1_0); another gathers the 4 fp16 scales, 4 copies each. Then
+// step q (Q1_0: 8 steps, Q2_0: 4) takes, with one vpmultishiftqb + and, 4 codes for each of the 16
+// lanes as bytes (word i of the result comes from word i of Z, which is what multishift can do),
+// and one vpdpbusd per activation column adds those 4 products into each lane. The activations
+// are rearranged once per call to match (step q, lane L): 64 bytes per step, then the lanes'
+// -sum(x) (the start value, turning the unsigned codes u = code + 1 back into code) and the lanes'
+// activation scales. Per (row, column) and pass: 8 (Q1_0) or 4 (Q2_0) vpdpbusd, a convert, a
+// multiply and an FMA; the weight work is shared by the tile's columns.
+//
+// Needs AVX512-VBMI (vpermt2b, vpmultishiftqb: Ice Lake and later); callers check
+// bonsai_has_vbmi() and run the AVX2 kernel on CPUs without it (same bits, see bonsai_gemm.hpp).
+// The weight policy W adds: kSteps, kCodeMask and ctrl_byte(step, byte of word) for multishift.
+// Include in an x86 translation unit only.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#include "bonsai_gemm.hpp"
+#include "gemm.hpp"
+#include "q8_activations.hpp"
+#include "x86_simd.hpp"
+
+#define GRAFT_TARGET_AVX512_VBMI \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+namespace graft::quant {
+namespace {
+
+inline bool bonsai_has_vbmi() noexcept {
+  static const bool has = __builtin_cpu_supports("avx512vbmi");
+  return has;
+}
+
+template <class W>
+struct BonsaiAvx512Gemm {
+  static constexpr int kG = W::kSubPerBlock, kParts = W::kLanesPerSub, kSteps = W::kSteps;
+  static constexpr int kSubsPerPass = bonsai::kLanes / kParts;
+  static constexpr std::int64_t kPassBytes = bonsai::kSpanBlocks * W::kBlockBytes;  // 72
+  // Per column and pass: kSteps x 64 activation bytes, 16 int32 start values, 16 f32 scales.
+  static constexpr std::size_t kPassActBytes = kSteps * 64 + 128;
+  static_assert(kSubsPerPass == bonsai::kSpanBlocks * kG && kSteps * 4 * kParts == 32);
+
+  struct Tables {
+    alignas(64) std::uint8_t codes[64];         // vpermt2b: block b's code byte j -> byte 16b + j
+    alignas(64) std::uint8_t scales[64];        // vpermt2b: block L/4's fp16 scale -> half L
+    alignas(64) std::uint8_t ctrl[kSteps][64];  // vpmultishiftqb per step
+  };
+  static constexpr Tables make_tables() {
+    Tables t{};
+    for (int b = 0; b < bonsai::kSpanBlocks; ++b)
+      for (int j = 0; j < 16; ++j) t.codes[16 * b + j] = static_cast<std::uint8_t>(W::kBlockBytes * b + 2 + j);
+    for (int l = 0; l < bonsai::kLanes; ++l)
+      for (int t2 = 0; t2 < 2; ++t2) t.scales[2 * l + t2] = static_cast<std::uint8_t>(W::kBlockBytes * (l / 4) + t2);
+    for (int q = 0; q < kSteps; ++q)
+      for (int n = 0; n < 64; ++n) t.ctrl[q][n] = W::ctrl_byte(q, n % 8);
+    return t;
+  }
+  static constexpr Tables kTables = make_tables();
+
+  // The activations of columns [c0, c1) in (pass, step, lane) order.
+  static void arrange(const Q8Activations& xq, std::int64_t k, std::int64_t c0, std::int64_t c1,
+                      AlignedVector<std::uint8_t>& out) {
+    const std::int64_t nsub = k / 32, passes = (nsub + kSubsPerPass - 1) / kSubsPerPass;
+    const std::size_t col_bytes = static_cast<std::size_t>(passes) * kPassActBytes;
+    if (out.size() < col_bytes * static_cast<std::size_t>(c1 - c0)) out.resize(col_bytes * static_cast<std::size_t>(c1 - c0));
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::int8_t* q = xq.block_qs(c, 0);
+      const float* d = xq.scales(c);
+      std::uint8_t* col = out.data() + static_cast<std::size_t>(c - c0) * col_bytes;
+      for (std::int64_t p = 0; p < passes; ++p) {
+        std::uint8_t* pass = col + static_cast<std::size_t>(p) * kPassActBytes;
+        std::int32_t start[bonsai::kLanes];
+        float scale[bonsai::kLanes];
+        for (int l = 0; l < bonsai::kLanes; ++l) {
+          const std::int64_t g = p * kSubsPerPass + l / kParts;
+          std::int32_t sum = 0;
+          for (int s = 0; s < kSteps; ++s) {
+            std::uint8_t* dst = pass + s * 64 + 4 * l;
+            if (g < nsub) {
+              const std::int8_t* src = q + g * 32 + 4 * (kParts * s + l % kParts);
+              std::memcpy(dst, src, 4);
+              sum += src[0] + src[1] + src[2] + src[3];
+            } else {
+              std::memset(dst, 0, 4);
+            }
+          }
+          start[l] = -sum;
+          scale[l] = g < nsub ? d[g] : 0.0f;
+        }
+        std::memcpy(pass + kSteps * 64, start, 64);
+        std::memcpy(pass + kSteps * 64 + 64, scale, 64);
+      }
+    }
+  }
+
+  struct Ctx {
+    const GemmArgs* a;
+    const std::uint8_t* act;  // arrange() output for columns from c0
+    std::int64_t c0;
+    std::size_t col_bytes;
+    std::int64_t blocks;
+  };
+
+  template <int R, int C>
+  GRAFT_TARGET_AVX512_VBMI static void tile(const Ctx& x, std::int64_t r, std::int64_t c) {
+    const GemmArgs& a = *x.a;
+    const std::uint8_t* w[R];
+    for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
+    const std::uint8_t* act[C];
+    for (int j = 0; j < C; ++j) act[j] = x.act + static_cast<std::size_t>(c + j - x.c0) * x.col_bytes;
+    const __m512i code_idx = _mm512_load_si512(kTables.codes), scale_idx = _mm512_load_si512(kTables.scales);
+    const __m512i code_mask = _mm512_set1_epi8(W::kCodeMask);
+    __m512 acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (std::int64_t b0 = 0, pass = 0; b0 < x.blocks; b0 += bonsai::kSpanBlocks, ++pass) {
+      const std::int64_t nblk = std::min<std::int64_t>(bonsai::kSpanBlocks, x.blocks - b0);
+      // Masked loads: a short last pass reads nothing past the row, and its missing blocks are zeros.
+      const __mmask64 mlo = nblk == bonsai::kSpanBlocks ? ~__mmask64{0} : (__mmask64{1} << (nblk * W::kBlockBytes)) - 1;
+      const __mmask64 mhi = nblk == bonsai::kSpanBlocks ? __mmask64{0xFF} : 0;
+      __m512i z[R];
+      __m512 dw[R];
+      for (int i = 0; i < R; ++i) {
+        const std::uint8_t* p = w[i] + pass * kPassBytes;
+        // The next tile's rows: enough misses in flight for one core to stream at memory speed.
+        _mm_prefetch(reinterpret_cast<const char*>(p + R * a.w_stride), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + R * a.w_stride + 64), _MM_HINT_T0);
+        const __m512i lo = _mm512_maskz_loadu_epi8(mlo, p), hi = _mm512_maskz_loadu_epi8(mhi, p + 64);
+        z[i] = _mm512_permutex2var_epi8(lo, code_idx, hi);
+        dw[i] = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi8(lo, scale_idx, hi)));
+      }
+      const std::size_t at = static_cast<std::size_t>(pass) * kPassActBytes;
+      __m512i sum[R][C];
+      for (int j = 0; j < C; ++j) {
+        const __m512i start = _mm512_load_si512(act[j] + at + kSteps * 64);
+        for (int i = 0; i < R; ++i) sum[i][j] = start;
+      }
+      for (int s = 0; s < kSteps; ++s) {
+        const __m512i ctrl = _mm512_load_si512(kTables.ctrl[s]);
+        __m512i u[R];
+        for (int i = 0; i < R; ++i) u[i] = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, z[i]), code_mask);
+        for (int j = 0; j < C; ++j) {
+          const __m512i xv = _mm512_load_si512(act[j] + at + s * 64);
+          for (int i = 0; i < R; ++i) sum[i][j] = _mm512_dpbusd_epi32(sum[i][j], u[i], xv);
+        }
+      }
+      for (int j = 0; j < C; ++j) {
+        const __m512 dx = _mm512_load_ps(reinterpret_cast<const float*>(act[j] + at + kSteps * 64 + 64));
+        for (int i = 0; i < R; ++i)
+          acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i][j]), _mm512_mul_ps(dw[i], dx), acc[i][j]);
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) {
+        const __m256 lo = _mm512_castps512_ps256(acc[i][j]);
+        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i][j]), 1));
+        a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(_mm256_add_ps(lo, hi));
+      }
+  }
+
+  template <int R, int C>
+  static void walk_columns(const Ctx& x, std::int64_t r, std::int64_t c0, std::int64_t c1) {
+    std::int64_t c = c0;
+    for (; c + C <= c1; c += C) tile<R, C>(x, r, c);
+    if constexpr (C > 1) {
+      if (c < c1) walk_columns<R, C / 2>(x, r, c, c1);
+    }
+  }
+};
+
+// R x C tiles over rows [r0, r1) and columns [c0, c1); leftover rows one at a time.
+template <class W, int R, int C>
+void bonsai_avx512_gemm(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  using K = BonsaiAvx512Gemm<W>;
+  // One arrangement per thread and call, reused across calls (its pages stay mapped).
+  thread_local AlignedVector<std::uint8_t> act;
+  K::arrange(*a.xq, a.k, c0, c1, act);
+  const std::int64_t passes = (a.k / 32 + K::kSubsPerPass - 1) / K::kSubsPerPass;
+  const typename K::Ctx ctx{&a, act.data(), c0, static_cast<std::size_t>(passes) * K::kPassActBytes,
+                            a.k / (32 * K::kG)};
+  std::int64_t r = r0;
+  for (; r + R <= r1; r += R) K::template walk_columns<R, C>(ctx, r, c0, c1);
+  for (; r < r1; ++r) K::template walk_columns<1, C>(ctx, r, c0, c1);
+}
+
+}  // namespace
+}  // namespace graft::quant
