@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "bonsai_gemm.hpp"
 #include "gemm.hpp"
@@ -107,7 +108,12 @@ struct BonsaiAvx512Gemm {
     std::int64_t c0;
     std::size_t col_bytes;
     std::int64_t blocks;
+    float* scratch;  // 64-byte aligned, kScratchFloats
+    // kTables through a pointer the compiler cannot see is constant: it then reloads the
+    // permutation and shift controls where they are used instead of pinning 7 registers for them.
+    const Tables* tables;
   };
+  static constexpr std::size_t kScratchFloats = (4 * 4 + 4) * bonsai::kLanes;
 
   template <int R, int C>
   GRAFT_TARGET_AVX512_VBMI static void tile(const Ctx& x, std::int64_t r, std::int64_t c) {
@@ -116,26 +122,29 @@ struct BonsaiAvx512Gemm {
     for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
     const std::uint8_t* act[C];
     for (int j = 0; j < C; ++j) act[j] = x.act + static_cast<std::size_t>(c + j - x.c0) * x.col_bytes;
-    const __m512i code_idx = _mm512_load_si512(kTables.codes), scale_idx = _mm512_load_si512(kTables.scales);
-    const __m512i code_mask = _mm512_set1_epi8(W::kCodeMask);
-    __m512 acc[R][C];
+    // The f32 accumulators and weight scales are touched once per pass: kept in memory (L1) so the
+    // registers hold the integer sums, which vpdpbusd updates every step.
+    // (A per-thread buffer, not a local array: GCC would promote a local one to registers and spill
+    // the sums instead.)
+    auto* acc = reinterpret_cast<float (*)[C][bonsai::kLanes]>(x.scratch);
+    auto* dw = reinterpret_cast<float (*)[bonsai::kLanes]>(x.scratch + R * C * bonsai::kLanes);
     for (int i = 0; i < R; ++i)
-      for (int j = 0; j < C; ++j) acc[i][j] = _mm512_setzero_ps();
+      for (int j = 0; j < C; ++j) _mm512_store_ps(acc[i][j], _mm512_setzero_ps());
     for (std::int64_t b0 = 0, pass = 0; b0 < x.blocks; b0 += bonsai::kSpanBlocks, ++pass) {
       const std::int64_t nblk = std::min<std::int64_t>(bonsai::kSpanBlocks, x.blocks - b0);
       // Masked loads: a short last pass reads nothing past the row, and its missing blocks are zeros.
       const __mmask64 mlo = nblk == bonsai::kSpanBlocks ? ~__mmask64{0} : (__mmask64{1} << (nblk * W::kBlockBytes)) - 1;
       const __mmask64 mhi = nblk == bonsai::kSpanBlocks ? __mmask64{0xFF} : 0;
       __m512i z[R];
-      __m512 dw[R];
       for (int i = 0; i < R; ++i) {
         const std::uint8_t* p = w[i] + pass * kPassBytes;
         // The next tile's rows: enough misses in flight for one core to stream at memory speed.
         _mm_prefetch(reinterpret_cast<const char*>(p + R * a.w_stride), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + R * a.w_stride + 64), _MM_HINT_T0);
         const __m512i lo = _mm512_maskz_loadu_epi8(mlo, p), hi = _mm512_maskz_loadu_epi8(mhi, p + 64);
-        z[i] = _mm512_permutex2var_epi8(lo, code_idx, hi);
-        dw[i] = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi8(lo, scale_idx, hi)));
+        z[i] = _mm512_permutex2var_epi8(lo, _mm512_load_si512(x.tables->codes), hi);
+        _mm512_store_ps(dw[i], _mm512_cvtph_ps(_mm512_castsi512_si256(
+                                   _mm512_permutex2var_epi8(lo, _mm512_load_si512(x.tables->scales), hi))));
       }
       const std::size_t at = static_cast<std::size_t>(pass) * kPassActBytes;
       __m512i sum[R][C];
@@ -144,9 +153,10 @@ struct BonsaiAvx512Gemm {
         for (int i = 0; i < R; ++i) sum[i][j] = start;
       }
       for (int s = 0; s < kSteps; ++s) {
-        const __m512i ctrl = _mm512_load_si512(kTables.ctrl[s]);
+        const __m512i ctrl = _mm512_load_si512(x.tables->ctrl[s]);
         __m512i u[R];
-        for (int i = 0; i < R; ++i) u[i] = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, z[i]), code_mask);
+        for (int i = 0; i < R; ++i)
+          u[i] = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, z[i]), _mm512_set1_epi8(W::kCodeMask));
         for (int j = 0; j < C; ++j) {
           const __m512i xv = _mm512_load_si512(act[j] + at + s * 64);
           for (int i = 0; i < R; ++i) sum[i][j] = _mm512_dpbusd_epi32(sum[i][j], u[i], xv);
@@ -154,14 +164,17 @@ struct BonsaiAvx512Gemm {
       }
       for (int j = 0; j < C; ++j) {
         const __m512 dx = _mm512_load_ps(reinterpret_cast<const float*>(act[j] + at + kSteps * 64 + 64));
-        for (int i = 0; i < R; ++i)
-          acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i][j]), _mm512_mul_ps(dw[i], dx), acc[i][j]);
+        for (int i = 0; i < R; ++i) {
+          const __m512 s = _mm512_mul_ps(_mm512_load_ps(dw[i]), dx);
+          _mm512_store_ps(acc[i][j], _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i][j]), s, _mm512_load_ps(acc[i][j])));
+        }
       }
     }
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) {
-        const __m256 lo = _mm512_castps512_ps256(acc[i][j]);
-        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i][j]), 1));
+        const __m512 v = _mm512_load_ps(acc[i][j]);
+        const __m256 lo = _mm512_castps512_ps256(v);
+        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
         a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(_mm256_add_ps(lo, hi));
       }
   }
@@ -176,19 +189,33 @@ struct BonsaiAvx512Gemm {
   }
 };
 
-// R x C tiles over rows [r0, r1) and columns [c0, c1); leftover rows one at a time.
-template <class W, int R, int C>
+template <class T>
+inline const T* opaque(const T* p) {
+  asm("" : "+r"(p));
+  return p;
+}
+
+// Decode (one column): RD-row tiles. Batches: R x C tiles, leftover columns in C/2, ..., 1-wide
+// tiles. Leftover rows one at a time.
+template <class W, int RD, int R, int C>
 void bonsai_avx512_gemm(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   using K = BonsaiAvx512Gemm<W>;
+  static_assert(R * C <= 16 && RD <= 4 && R <= 4, "scratch holds 16 accumulators and 4 rows of scales");
   // One arrangement per thread and call, reused across calls (its pages stay mapped).
   thread_local AlignedVector<std::uint8_t> act;
+  thread_local AlignedVector<float> scratch(K::kScratchFloats);
   K::arrange(*a.xq, a.k, c0, c1, act);
   const std::int64_t passes = (a.k / 32 + K::kSubsPerPass - 1) / K::kSubsPerPass;
   const typename K::Ctx ctx{&a, act.data(), c0, static_cast<std::size_t>(passes) * K::kPassActBytes,
-                            a.k / (32 * K::kG)};
-  std::int64_t r = r0;
-  for (; r + R <= r1; r += R) K::template walk_columns<R, C>(ctx, r, c0, c1);
-  for (; r < r1; ++r) K::template walk_columns<1, C>(ctx, r, c0, c1);
+                            a.k / (32 * K::kG), scratch.data(), opaque(&K::kTables)};
+  auto walk = [&](auto rows, auto cols) {
+    constexpr int kR = decltype(rows)::value, kC = decltype(cols)::value;
+    std::int64_t r = r0;
+    for (; r + kR <= r1; r += kR) K::template walk_columns<kR, kC>(ctx, r, c0, c1);
+    for (; r < r1; ++r) K::template walk_columns<1, kC>(ctx, r, c0, c1);
+  };
+  if (c1 - c0 == 1) walk(std::integral_constant<int, RD>{}, std::integral_constant<int, 1>{});
+  else walk(std::integral_constant<int, R>{}, std::integral_constant<int, C>{});
 }
 
 }  // namespace

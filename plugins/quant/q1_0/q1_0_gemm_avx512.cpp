@@ -25,7 +25,7 @@ struct Q1Avx512 {
 
 void q1_0_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   if (!bonsai_has_vbmi()) return q1_0_gemm_avx2(a, r0, r1, c0, c1);
-  bonsai_avx512_gemm<Q1Avx512, 4, 4>(a, r0, r1, c0, c1);
+  bonsai_avx512_gemm<Q1Avx512, 4, 2, 4>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant

@@ -21,7 +21,7 @@ struct Q2Avx512 {
 
 void q2_0_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   if (!bonsai_has_vbmi()) return q2_0_gemm_avx2(a, r0, r1, c0, c1);
-  bonsai_avx512_gemm<Q2Avx512, 4, 4>(a, r0, r1, c0, c1);
+  bonsai_avx512_gemm<Q2Avx512, 4, 2, 4>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
