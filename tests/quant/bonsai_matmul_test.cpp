@@ -129,8 +129,13 @@ TEST(BonsaiMatmul, ModelShapes) {
   }
 }
 
-TEST(BonsaiMatmul, LargeSquare) {
-  for (const std::string name : {"q1_0", "q2_0"}) check(name, {4096, 4096}, {available_levels().back()}, {2}, {1, 3}, 73);
+TEST(BonsaiMatmul, LargeSquareAndLongRowBatches) {
+  // 4096-long rows: the AVX-512 batch path sweeps rows in blocks of ~256 KiB (455 Q1_0 rows, 226
+  // Q2_0 rows), so these cover several blocks per thread and a partial one.
+  for (const std::string name : {"q1_0", "q2_0"}) {
+    check(name, {4096, 4096}, {available_levels().back()}, {2}, {1, 3}, 73);
+    check(name, {4096, 1030}, available_levels(), {1, 2}, {5, 16}, 79);
+  }
 }
 
 TEST(BonsaiMatmul, PartialPassesAndOddRowCounts) {

@@ -189,6 +189,12 @@ struct BonsaiAvx512Gemm {
   }
 };
 
+// Weight bytes of a row of k elements.
+template <class W>
+constexpr std::int64_t weight_row_bytes(std::int64_t k) {
+  return k / (32 * W::kSubPerBlock) * W::kBlockBytes;
+}
+
 template <class T>
 inline const T* opaque(const T* p) {
   asm("" : "+r"(p));
@@ -208,14 +214,32 @@ void bonsai_avx512_gemm(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std
   const std::int64_t passes = (a.k / 32 + K::kSubsPerPass - 1) / K::kSubsPerPass;
   const typename K::Ctx ctx{&a, act.data(), c0, static_cast<std::size_t>(passes) * K::kPassActBytes,
                             a.k / (32 * K::kG), scratch.data(), opaque(&K::kTables)};
-  auto walk = [&](auto rows, auto cols) {
-    constexpr int kR = decltype(rows)::value, kC = decltype(cols)::value;
+  if (c1 - c0 == 1) {
     std::int64_t r = r0;
-    for (; r + kR <= r1; r += kR) K::template walk_columns<kR, kC>(ctx, r, c0, c1);
-    for (; r < r1; ++r) K::template walk_columns<1, kC>(ctx, r, c0, c1);
-  };
-  if (c1 - c0 == 1) walk(std::integral_constant<int, RD>{}, std::integral_constant<int, 1>{});
-  else walk(std::integral_constant<int, R>{}, std::integral_constant<int, C>{});
+    for (; r + RD <= r1; r += RD) K::template tile<RD, 1>(ctx, r, c0);
+    for (; r < r1; ++r) K::template tile<1, 1>(ctx, r, c0);
+    return;
+  }
+  // Batches: rows in blocks of ~256 KiB of weights, each block swept once per column tile, so the
+  // tile's activations (C columns x 1.25 bytes per element) stay in L1 and the block's weights in
+  // L2; the other order re-reads activations from L2 for every row tile, which bounds prefill.
+  const std::int64_t row_bytes = weight_row_bytes<W>(a.k);
+  const std::int64_t block = std::max<std::int64_t>(R, (std::int64_t{256} << 10) / std::max<std::int64_t>(1, row_bytes) / R * R);
+  for (std::int64_t rb = r0; rb < r1; rb += block) {
+    const std::int64_t re = std::min(r1, rb + block);
+    std::int64_t c = c0;
+    for (; c + C <= c1; c += C) {
+      std::int64_t r = rb;
+      for (; r + R <= re; r += R) K::template tile<R, C>(ctx, r, c);
+      for (; r < re; ++r) K::template tile<1, C>(ctx, r, c);
+    }
+    if constexpr (C > 1)
+      if (c < c1) {
+        std::int64_t r = rb;
+        for (; r + R <= re; r += R) K::template walk_columns<R, C / 2>(ctx, r, c, c1);
+        for (; r < re; ++r) K::template walk_columns<1, C / 2>(ctx, r, c, c1);
+      }
+  }
 }
 
 }  // namespace
