@@ -33,8 +33,8 @@ struct BonsaiScalarGemm {
             const int* cw = codes[i] + 32 * sb;
             for (int h = 0; h < kParts; ++h) {
               std::int32_t p = 0;
-              for (int e = 0; e < 32; ++e)
-                if ((e / 4) % kParts == h) p += cw[e] * xq[e];
+              for (int l = h; l < 8; l += kParts)  // part h: the groups of 4 with (e / 4) % kParts == h
+                for (int e = 4 * l; e < 4 * l + 4; ++e) p += cw[e] * xq[e];
               float& lane = acc[i][j][bonsai::lane<kParts>(g, h)];
               lane = std::fma(static_cast<float>(p), s, lane);
             }
