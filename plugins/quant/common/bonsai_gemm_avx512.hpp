@@ -12,14 +12,17 @@
 // activation scales. Per (row, column) and pass: 8 (Q1_0) or 4 (Q2_0) vpdpbusd, a convert, a
 // multiply and an FMA; the weight work is shared by the tile's columns.
 //
+// Tiles: 4 rows for decode; 2 rows x 4 columns for batches, whose rows are swept in blocks of
+// ~256 KiB of weights per column tile (activations stay in L1, weights in L2).
+//
 // Needs AVX512-VBMI (vpermt2b, vpmultishiftqb: Ice Lake and later); callers check
 // bonsai_has_vbmi() and run the AVX2 kernel on CPUs without it (same bits, see bonsai_gemm.hpp).
-// The weight policy W adds: kSteps, kCodeMask and ctrl_byte(step, byte of word) for multishift.
+// The weight policy W adds: kSteps, ctrl_byte(step, byte of word) for multishift, and
+// codes(ctrl, Z) -> the step's 64 unsigned codes.
 // Include in an x86 translation unit only.
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -126,6 +129,8 @@ struct BonsaiAvx512Gemm {
     // registers hold the integer sums, which vpdpbusd updates every step.
     // (A per-thread buffer, not a local array: GCC would promote a local one to registers and spill
     // the sums instead.)
+    const std::int64_t stride = static_cast<std::int64_t>(a.w_stride);
+    const std::int64_t ahead = std::max<std::int64_t>(R, (4096 + stride - 1) / std::max<std::int64_t>(1, stride)) * stride;
     auto* acc = reinterpret_cast<float (*)[C][bonsai::kLanes]>(x.scratch);
     auto* dw = reinterpret_cast<float (*)[bonsai::kLanes]>(x.scratch + R * C * bonsai::kLanes);
     for (int i = 0; i < R; ++i)
@@ -138,9 +143,10 @@ struct BonsaiAvx512Gemm {
       __m512i z[R];
       for (int i = 0; i < R; ++i) {
         const std::uint8_t* p = w[i] + pass * kPassBytes;
-        // The next tile's rows: enough misses in flight for one core to stream at memory speed.
-        _mm_prefetch(reinterpret_cast<const char*>(p + R * a.w_stride), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + R * a.w_stride + 64), _MM_HINT_T0);
+        // Rows ahead, at least 4 KiB: enough misses in flight for one core to stream at memory
+        // speed (1-bit rows are short: the next tile alone is only 576 bytes at k = 1024).
+        _mm_prefetch(reinterpret_cast<const char*>(p + ahead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + ahead + 64), _MM_HINT_T0);
         const __m512i lo = _mm512_maskz_loadu_epi8(mlo, p), hi = _mm512_maskz_loadu_epi8(mhi, p + 64);
         z[i] = _mm512_permutex2var_epi8(lo, _mm512_load_si512(x.tables->codes), hi);
         _mm512_store_ps(dw[i], _mm512_cvtph_ps(_mm512_castsi512_si256(
@@ -155,8 +161,7 @@ struct BonsaiAvx512Gemm {
       for (int s = 0; s < kSteps; ++s) {
         const __m512i ctrl = _mm512_load_si512(x.tables->ctrl[s]);
         __m512i u[R];
-        for (int i = 0; i < R; ++i)
-          u[i] = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, z[i]), _mm512_set1_epi8(W::kCodeMask));
+        for (int i = 0; i < R; ++i) u[i] = W::codes(ctrl, z[i]);
         for (int j = 0; j < C; ++j) {
           const __m512i xv = _mm512_load_si512(act[j] + at + s * 64);
           for (int i = 0; i < R; ++i) sum[i][j] = _mm512_dpbusd_epi32(sum[i][j], u[i], xv);

@@ -14,8 +14,10 @@ struct Q2Avx2 {
   static constexpr std::int64_t kBlockBytes = 18;
   GRAFT_TARGET_AVX2 static __m256i unpack(const std::uint8_t* qs, int sb) {
     const __m256i d = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * sb)));
-    const __m256i e = _mm256_or_si256(d, _mm256_slli_epi32(d, 6));          // codes 1, 3 -> bits 8, 24 ranges
-    const __m256i f = _mm256_or_si256(e, _mm256_slli_epi32(e, 12));         // codes 2, 3 -> bytes 2, 3
+    // Byte b = code t of the dword's byte: d | d << 6 puts code 1 at bits 8-9 (and code 3 at 12-13),
+    // then e | e << 12 puts code 2 at bits 16-17 and code 3 at 24-25; the mask keeps those.
+    const __m256i e = _mm256_or_si256(d, _mm256_slli_epi32(d, 6));
+    const __m256i f = _mm256_or_si256(e, _mm256_slli_epi32(e, 12));
     return _mm256_and_si256(f, _mm256_set1_epi32(0x03030303));
   }
 };

@@ -13,8 +13,10 @@ namespace {
 struct Q2Avx512 {
   static constexpr int kSubPerBlock = 2, kLanesPerSub = 2, kSteps = 4;
   static constexpr std::int64_t kBlockBytes = 18;
-  static constexpr char kCodeMask = 0x03;
   static constexpr std::uint8_t ctrl_byte(int q, int n) { return static_cast<std::uint8_t>(16 * q + 2 * n); }
+  GRAFT_TARGET_AVX512_VBMI static __m512i codes(__m512i ctrl, __m512i z) {
+    return _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, z), _mm512_set1_epi8(3));
+  }
 };
 
 }  // namespace
