@@ -43,6 +43,31 @@ inline bool bonsai_has_vbmi() noexcept {
   return has;
 }
 
+// The 16-lane fold of bonsai_gemm.hpp (l + (l + 8), then 4, 2, 1 apart) for n <= 16 outputs at
+// once: acc holds n rows of 16 lanes, out gets n sums. The same additions as folding each output
+// alone, arranged so that every instruction serves several outputs.
+GRAFT_TARGET_AVX512_VBMI inline void bonsai_fold_many(const float* acc, int n, float* out) {
+  __m512 t[8], u[4], v[2];
+  for (int p = 0; p < 8; ++p) {  // lanes l and l + 8 of outputs 2p, 2p + 1
+    const __m512 a = 2 * p < n ? _mm512_load_ps(acc + 32 * p) : _mm512_setzero_ps();
+    const __m512 b = 2 * p + 1 < n ? _mm512_load_ps(acc + 32 * p + 16) : _mm512_setzero_ps();
+    t[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    if (2 * p + 2 >= n) {
+      for (int q = p + 1; q < 8; ++q) t[q] = _mm512_setzero_ps();
+      break;
+    }
+  }
+  for (int p = 0; p < 4; ++p)  // 4 apart: [o0 | o1 | o2 | o3] x 4 lanes
+    u[p] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * p], t[2 * p + 1], 0x88), _mm512_shuffle_f32x4(t[2 * p], t[2 * p + 1], 0xDD));
+  for (int p = 0; p < 2; ++p)  // 2 apart: chunk k = [o_k: 2 lanes, o_{k+4}: 2 lanes]
+    v[p] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * p], u[2 * p + 1], 0x44), _mm512_shuffle_ps(u[2 * p], u[2 * p + 1], 0xEE));
+  // 1 apart: chunk k = [o_k, o_{k+4}, o_{k+8}, o_{k+12}]
+  const __m512 w = _mm512_add_ps(_mm512_shuffle_ps(v[0], v[1], 0x88), _mm512_shuffle_ps(v[0], v[1], 0xDD));
+  alignas(64) float y[16];
+  _mm512_store_ps(y, w);
+  for (int o = 0; o < n; ++o) out[o] = y[4 * (o % 4) + o / 4];
+}
+
 template <class W>
 struct BonsaiAvx512Gemm {
   static constexpr int kG = W::kSubPerBlock, kParts = W::kLanesPerSub, kSteps = W::kSteps;
@@ -175,13 +200,10 @@ struct BonsaiAvx512Gemm {
         }
       }
     }
+    float sums[R * C];
+    bonsai_fold_many(&acc[0][0][0], R * C, sums);
     for (int i = 0; i < R; ++i)
-      for (int j = 0; j < C; ++j) {
-        const __m512 v = _mm512_load_ps(acc[i][j]);
-        const __m256 lo = _mm512_castps512_ps256(v);
-        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-        a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(_mm256_add_ps(lo, hi));
-      }
+      for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = sums[i * C + j];
   }
 
   template <int R, int C>
