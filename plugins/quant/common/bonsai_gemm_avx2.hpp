@@ -49,18 +49,30 @@ struct BonsaiAvx2Gemm {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 lo[R], hi[R];
     for (int i = 0; i < R; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+    static_assert(kSubsPerPass / kG == 4, "a pass is 4 weight blocks: lane L belongs to block L / 4");
     for (std::int64_t g0 = 0; g0 < nsub; g0 += kSubsPerPass) {
       const int here = static_cast<int>(std::min<std::int64_t>(kSubsPerPass, nsub - g0));
+      // The lanes' activation scales, shared by the tile's rows (a short last pass: per lane below).
+      __m256 dx_lo = _mm256_setzero_ps(), dx_hi = _mm256_setzero_ps();
+      if (here == kSubsPerPass) {
+        if constexpr (kParts == 1) {
+          dx_lo = _mm256_loadu_ps(dx + g0);
+          dx_hi = _mm256_loadu_ps(dx + g0 + 8);
+        } else {
+          const __m256i pairs = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+          dx_lo = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(dx + g0)), pairs);
+          dx_hi = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(dx + g0 + 4)), pairs);
+        }
+      }
       for (int i = 0; i < R; ++i) {
         const std::uint8_t* row = a.w + (r + i) * a.w_stride;
-        _mm_prefetch(reinterpret_cast<const char*>(row + R * a.w_stride + g0 / kG * W::kBlockBytes), _MM_HINT_T0);
+        const std::uint8_t* pass = row + g0 / kG * W::kBlockBytes;
+        _mm_prefetch(reinterpret_cast<const char*>(pass + R * a.w_stride), _MM_HINT_T0);
         __m256i v[kSubsPerPass];
-        alignas(32) float s[bonsai::kLanes];
         for (int q = 0; q < kSubsPerPass; ++q) {
           const std::int64_t g = g0 + q;
           if (q >= here) {
             v[q] = _mm256_setzero_si256();
-            for (int h = 0; h < kParts; ++h) s[q * kParts + h] = 0.0f;
             continue;
           }
           const std::uint8_t* blk = row + g / kG * W::kBlockBytes;
@@ -68,10 +80,6 @@ struct BonsaiAvx2Gemm {
           const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + g * 32));
           const __m256i o = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(off + g * 8));
           v[q] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, x), ones), o);
-          std::uint16_t hd;
-          std::memcpy(&hd, blk, 2);
-          const float sg = a.fp16[hd] * dx[g];
-          for (int h = 0; h < kParts; ++h) s[q * kParts + h] = sg;
         }
         __m256i p_lo, p_hi;
         if constexpr (kParts == 1) {
@@ -81,8 +89,30 @@ struct BonsaiAvx2Gemm {
           p_lo = bonsai_sum_parts4(v);
           p_hi = bonsai_sum_parts4(v + 4);
         }
-        lo[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_lo), _mm256_load_ps(s), lo[i]);
-        hi[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_hi), _mm256_load_ps(s + 8), hi[i]);
+        // s = d_w * d_x per lane; lane L's weight block is the pass's block L / 4.
+        __m256 s_lo, s_hi;
+        if (here == kSubsPerPass) {
+          __m128 dw[4];
+          for (int b = 0; b < 4; ++b) {
+            std::uint16_t h;
+            std::memcpy(&h, pass + b * W::kBlockBytes, 2);
+            dw[b] = _mm_broadcast_ss(a.fp16 + h);
+          }
+          s_lo = _mm256_mul_ps(_mm256_insertf128_ps(_mm256_castps128_ps256(dw[0]), dw[1], 1), dx_lo);
+          s_hi = _mm256_mul_ps(_mm256_insertf128_ps(_mm256_castps128_ps256(dw[2]), dw[3], 1), dx_hi);
+        } else {
+          alignas(32) float sl[bonsai::kLanes] = {};
+          for (int l = 0; l < bonsai::kLanes && l / kParts < here; ++l) {
+            const std::int64_t g = g0 + l / kParts;
+            std::uint16_t h;
+            std::memcpy(&h, row + g / kG * W::kBlockBytes, 2);
+            sl[l] = a.fp16[h] * dx[g];
+          }
+          s_lo = _mm256_load_ps(sl);
+          s_hi = _mm256_load_ps(sl + 8);
+        }
+        lo[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_lo), s_lo, lo[i]);
+        hi[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_hi), s_hi, hi[i]);
       }
     }
     for (int i = 0; i < R; ++i) a.y[c * a.y_stride + r + i] = x86::hsum8(_mm256_add_ps(lo[i], hi[i]));
