@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "bonsai_reference.hpp"
 #include "quant_test_util.hpp"
@@ -176,6 +177,28 @@ TEST(BonsaiDeterminism, IndependentOfBatchSplitThreadsAndLevel) {
                 << "columns " << c0 << ".." << c0 + n - 1;
       }
     }
+  }
+}
+
+TEST(BonsaiDeterminism, ConcurrentCallersAgree) {
+  // The AVX-512 kernels keep per-thread activation buffers; two callers at once must not share them.
+  const std::int64_t k = 1024, m = 203;
+  for (const std::string name : {"q1_0", "q2_0"}) {
+    auto f = format(name);
+    const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * m), 0.05f, 83), k, m);
+    const auto x = gaussian(static_cast<std::size_t>(k * kMaxN), 1.0f, 84);
+    const auto want_a = matmul(*f, *cpu(1), q, k, m, x.data(), 3);
+    const auto want_b = matmul(*f, *cpu(2), q, k, m, x.data() + 5 * k, 7);
+    int bad_a = 0, bad_b = 0;
+    std::thread ta([&] {
+      for (int i = 0; i < 20; ++i) bad_a += matmul(*f, *cpu(1), q, k, m, x.data(), 3) != want_a;
+    });
+    std::thread tb([&] {
+      for (int i = 0; i < 20; ++i) bad_b += matmul(*f, *cpu(2), q, k, m, x.data() + 5 * k, 7) != want_b;
+    });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(bad_a + bad_b, 0) << name;
   }
 }
 
