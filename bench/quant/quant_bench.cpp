@@ -2,7 +2,7 @@
 // layers, and measures, in the same run and with the same thread count, how fast plain code reads
 // memory. The ratio of the two is the figure of merit on a shared, noisy machine.
 //
-//   quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
+//   quant_bench [--threads 1,2] [--formats q8_0,q4_0,q1_0,q2_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
 //               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR]
 // With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
 // speed instead of memory streaming.

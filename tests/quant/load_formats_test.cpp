@@ -1,4 +1,4 @@
-// The host's load_weight_formats() picks up all five format plugins from the build's plugin folder
+// The host's load_weight_formats() picks up all the format plugins from the build's plugin folder
 // together: no type id claimed twice, geometry equal to GGUF's, and a GGUF file of mixed types goes
 // through quantize -> write -> read -> dequantize/matmul with the loaded formats.
 #include <cstring>
@@ -15,8 +15,9 @@ TEST(LoadWeightFormats, AllFiveLoadTogether) {
   DefaultHostServices services;
   auto formats = load_weight_formats(registry, services);
   ASSERT_TRUE(formats) << formats.status().message();
-  EXPECT_GE(formats->formats.size(), 5u);
-  const std::pair<TypeId, std::string> ids[] = {{0, "f32"}, {1, "f16"}, {30, "bf16"}, {8, "q8_0"}, {2, "q4_0"}};
+  EXPECT_GE(formats->formats.size(), 7u);
+  const std::pair<TypeId, std::string> ids[] = {{0, "f32"},  {1, "f16"},   {30, "bf16"}, {8, "q8_0"},
+                                                {2, "q4_0"}, {41, "q1_0"}, {42, "q2_0"}};
   for (const auto& [id, name] : ids) {
     const WeightFormat* f = services.weight_format(id);
     ASSERT_NE(f, nullptr) << name;

@@ -1,0 +1,64 @@
+// Q1_0 (Bonsai 1-bit, ggml id 41): blocks of 128 sign bits with one fp16 scale (18 bytes, 1.125
+// bits per weight); element j is bit j % 8 of qs[j / 8], 1 -> +d and 0 -> -d. The quantizer is
+// ggml's quantize_row_q1_0_ref, operation for operation: d = (f32 sum of |x| in element order) / 128,
+// bit = (x >= 0), so -0.0 is +d and NaN is -d.
+#include <cmath>
+#include <cstring>
+
+#include "block_format.hpp"
+#include "bonsai_blocks.hpp"
+#include "half.hpp"
+#include "q1_0_gemm.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
+  auto* y = static_cast<BlockQ1_0*>(dst);
+  for (std::int64_t i = 0; i < k / kQK1_0; ++i, x += kQK1_0) {
+    float sum_abs = 0.0f;
+    for (int j = 0; j < kQK1_0; ++j) sum_abs += std::fabs(x[j]);
+    y[i].d = fp32_to_fp16(sum_abs / kQK1_0);
+    std::memset(y[i].qs, 0, sizeof y[i].qs);
+    for (int j = 0; j < kQK1_0; ++j)
+      if (x[j] >= 0.0f) y[i].qs[j / 8] = static_cast<std::uint8_t>(y[i].qs[j / 8] | (1u << (j % 8)));
+  }
+}
+
+void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
+  const auto* x = static_cast<const BlockQ1_0*>(src);
+  for (std::int64_t i = 0; i < k / kQK1_0; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < kQK1_0; ++j) y[i * kQK1_0 + j] = (x[i].qs[j / 8] >> (j % 8)) & 1 ? d : -d;
+  }
+}
+
+const FormatSpec kSpec{
+    {type_id::q1_0, "q1_0", kQK1_0, sizeof(BlockQ1_0)},
+    &quantize_row,
+    &dequantize_row,
+    ActivationForm::q8_0,
+    1,  // the kernels multiply by u = code + 1 (0 or 2)
+#ifdef __x86_64__
+    {&q1_0_gemm_scalar, &q1_0_gemm_avx2, &q1_0_gemm_avx512},
+#else
+    {&q1_0_gemm_scalar, nullptr, nullptr},
+#endif
+};
+
+PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
+  return create_block_format(kSpec, host, config, error);
+}
+
+const PluginDescriptor kDescriptor{
+    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q1_0", GRAFT_SDK_VERSION_STRING,
+    "Q1_0 weights (ggml id 41, Bonsai 1-bit): sign bits, fp16 scale per 128; CPU kernels on Q8_0 activations",
+    kFormatConfigKeys, kFormatConfigKeyCount, &create,
+};
+
+}  // namespace
+
+}  // namespace graft::quant
+
+GRAFT_PLUGIN(graft::quant::kDescriptor)

@@ -1,0 +1,15 @@
+// Q1_0 weight x Q8_0-quantized activation kernels, one per SIMD level, all computing
+// common/bonsai_gemm.hpp's sequence with one part per sub-block: lane g % 16 accumulates
+// fma(float(exact sum of +-x_q over sub-block g), d_w * d_x[g]), then a fixed 16-lane tree.
+#pragma once
+
+#include "gemm.hpp"
+
+namespace graft::quant {
+
+void q1_0_gemm_scalar(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
+void q1_0_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
+// Runs the AVX2 kernel on CPUs without AVX512-VBMI (identical results).
+void q1_0_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
+
+}  // namespace graft::quant
