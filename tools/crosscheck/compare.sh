@@ -22,6 +22,11 @@
 #               that rounding turns ~1e-7 accumulation-order differences into rare jumps of up to
 #               ~6e-2 (docs/crosscheck.md)
 #   --strict    any greedy mismatch fails
+#   --zoo-quant "FTYPES"
+#               also check the zoo model quantized BY LLAMA.CPP (llama_model_quantize in the prebuilt
+#               libllama, llamacpp_quantize.c) to each llama_ftype: both engines read that file
+#               (default "q8_0 q4_0"; e.g. "q8_0 q4_0 q4_k_m q2_k q1_0"; "" for none); FTYPE:pure
+#               quantizes every matrix to the base type (llama-quantize --pure)
 #   --zoo FILE  also check this trained model (default models/zoo-qwen3-4x256.gguf when present:
 #               text prompts, -n 64, perplexity ctx 256 on tests/fixtures/zoo-tokenizer-val.txt)
 #
@@ -49,9 +54,10 @@ THREADS=2
 PLUGIN_ARGS=()
 ZOO="$ROOT/models/zoo-qwen3-4x256.gguf"
 ZOO_TEXT="$ROOT/tests/fixtures/zoo-tokenizer-val.txt"
+ZOO_QUANT="q8_0 q4_0"
 
 usage() {
-  sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 while [[ $# -gt 0 ]]; do
@@ -73,6 +79,7 @@ while [[ $# -gt 0 ]]; do
     --plugin-dir) PLUGIN_ARGS+=(--plugin-dir "$2"); shift 2 ;;
     --zoo) ZOO="$2"; shift 2 ;;
     --no-zoo) ZOO=""; shift ;;
+    --zoo-quant) ZOO_QUANT="$2"; shift 2 ;;
     -h|--help) usage ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage ;;
   esac
@@ -276,13 +283,18 @@ run_model() {
 # perplexity on the held-out tokenizer fixture with its trained context, 256.
 # Its MTP head (the nextn block) is stripped from the copy llama.cpp reads (its qwen3 loader
 # refuses unused tensors); graft reads the committed file, whose main layers are the same bytes.
+# run_zoo MODEL [LMODEL LABEL NAME TYPE]: LMODEL is what llama.cpp reads (default: MODEL without its
+# nextn block); the llama.cpp-quantized runs pass the same file for both.
 run_zoo() {
-  local model="$1" name=zoo lmodel="$WORK/zoo-no-nextn.gguf" stripped
-  echo "== zoo: $(basename "$model")"
-  stripped=$(node "$HERE/gguf_strip_nextn.mjs" "$model" "$lmodel" 2> /dev/null) ||
-    { fail "zoo: gguf_strip_nextn.mjs failed on $model"; return; }
-  echo "  llama.cpp reads a copy without the $stripped nextn (MTP) block(s)"
-  check_tokenizer_file zoo "$model" "$ZOO_TEXT" "$lmodel"
+  local model="$1" lmodel="${2:-}" label="${3:-zoo-qwen3-4x256 (trained, tied)}" name="${4:-zoo}" qtype="${5:-f16}" stripped
+  echo "== $name: $(basename "$model")"
+  if [[ -z "$lmodel" ]]; then
+    lmodel="$WORK/zoo-no-nextn.gguf"
+    stripped=$(node "$HERE/gguf_strip_nextn.mjs" "$model" "$lmodel" 2> /dev/null) ||
+      { fail "zoo: gguf_strip_nextn.mjs failed on $model"; return; }
+    echo "  llama.cpp reads a copy without the $stripped nextn (MTP) block(s)"
+  fi
+  check_tokenizer_file "$name" "$model" "$ZOO_TEXT" "$lmodel"
   local texts=("def fibonacci(n):" "import os" "class Parser:" "    for i in range(")
   local matched=0 total=0 ties=0 i=0 prompt
   for text in "${texts[@]}"; do
@@ -290,9 +302,9 @@ run_zoo() {
     prompt=$("$GRAFT" tokenize --model "$model" --prompt "$text" --ids --no-bos | tr -d '[],')
     local base="$WORK/$name.p$i" line m t
     "$GRAFT" run --model "$model" --prompt-ids "$prompt" --temp 0 -n 64 --json --ctx 256 "${GRAFT_COMMON[@]}" \
-      > "$base.graft.json" 2> "$base.graft.json.err" || { fail "zoo prompt $i: graft run failed: $(last_err "$base.graft.json.err")"; continue; }
+      > "$base.graft.json" 2> "$base.graft.json.err" || { fail "$name prompt $i: graft run failed: $(last_err "$base.graft.json.err")"; continue; }
     node "$HERE/llamacpp_greedy.mjs" --model "$lmodel" --prompt-ids "$prompt" -n 64 --top2 "${LLAMA_COMMON[@]}" \
-      > "$base.llama.json" 2> "$base.llama.json.err" || { fail "zoo prompt $i: llama.cpp greedy failed: $(last_err "$base.llama.json.err")"; continue; }
+      > "$base.llama.json" 2> "$base.llama.json.err" || { fail "$name prompt $i: llama.cpp greedy failed: $(last_err "$base.llama.json.err")"; continue; }
     line=$(node "$HERE/compare_ids.mjs" "$base.graft.json" "$base.llama.json") || true
     echo "  greedy prompt $i ($(wc -w <<< "$prompt") ids, \"$text\"): $line"
     m=$(sed -n 's/^[A-Za-z]* \([0-9]*\)\/\([0-9]*\).*/\1/p' <<< "$line")
@@ -303,24 +315,24 @@ run_zoo() {
       k=$(sed -n 's/.*first at position \([0-9]*\).*/\1/p' <<< "$line")
       if verdict=$(explain_mismatch "$model" "$prompt" "$base.graft.json" "${k:-0}" "$base" "$TIE_TOL_ROUNDED" "$lmodel"); then
         echo "    $verdict"; ties=$((ties + 1))
-        [[ $STRICT == 0 ]] || fail "zoo prompt $i: greedy tokens differ (near-tie, --strict)"
+        [[ $STRICT == 0 ]] || fail "$name prompt $i: greedy tokens differ (near-tie, --strict)"
       else
-        echo "    $verdict"; fail "zoo prompt $i: greedy tokens differ"
+        echo "    $verdict"; fail "$name prompt $i: greedy tokens differ"
       fi
     fi
   done
   local g="" l="" rel=""
-  "$GRAFT" perplexity --model "$model" --file "$ZOO_TEXT" --ctx 256 "${GRAFT_COMMON[@]}" > "$WORK/zoo.ppl.graft" 2> "$WORK/zoo.ppl.graft.err" &&
-    g=$(ppl_of "$WORK/zoo.ppl.graft") || fail "zoo: graft perplexity failed: $(last_err "$WORK/zoo.ppl.graft.err")"
-  node "$HERE/llamacpp_perplexity.mjs" --model "$lmodel" --file "$ZOO_TEXT" --ctx 256 "${LLAMA_COMMON[@]}" > "$WORK/zoo.ppl.llama" 2> "$WORK/zoo.ppl.llama.err" &&
-    l=$(ppl_of "$WORK/zoo.ppl.llama") || fail "zoo: llama.cpp perplexity failed: $(last_err "$WORK/zoo.ppl.llama.err")"
+  "$GRAFT" perplexity --model "$model" --file "$ZOO_TEXT" --ctx 256 "${GRAFT_COMMON[@]}" > "$WORK/$name.ppl.graft" 2> "$WORK/$name.ppl.graft.err" &&
+    g=$(ppl_of "$WORK/$name.ppl.graft") || fail "$name: graft perplexity failed: $(last_err "$WORK/$name.ppl.graft.err")"
+  node "$HERE/llamacpp_perplexity.mjs" --model "$lmodel" --file "$ZOO_TEXT" --ctx 256 "${LLAMA_COMMON[@]}" > "$WORK/$name.ppl.llama" 2> "$WORK/$name.ppl.llama.err" &&
+    l=$(ppl_of "$WORK/$name.ppl.llama") || fail "$name: llama.cpp perplexity failed: $(last_err "$WORK/$name.ppl.llama.err")"
   if [[ -n "$g" && -n "$l" ]]; then
     rel=$(awk -v g="$g" -v l="$l" 'BEGIN { printf "%+.4f%%", (g - l) / l * 100 }')
     echo "  perplexity ctx 256 on $(basename "$ZOO_TEXT"): graft $g, llama.cpp $l, relative difference $rel"
     awk -v g="$g" -v l="$l" -v t="$PPL_TOL" 'BEGIN { d = (g - l) / l * 100; if (d < 0) d = -d; exit !(d <= t) }' ||
-      fail "zoo: perplexity differs by more than $PPL_TOL%"
+      fail "$name: perplexity differs by more than $PPL_TOL%"
   fi
-  ROWS+=("| zoo-qwen3-4x256 (trained, tied) | f16 | $matched/$total | $ties | ${g:-—} | ${l:-—} | ${rel:-—} |")
+  ROWS+=("| $label | $qtype | $matched/$total | $ties | ${g:-—} | ${l:-—} | ${rel:-—} |")
 }
 
 for arch in llama qwen3; do
@@ -341,7 +353,26 @@ run_model qwen3 f32 tied
 for type in $TYPES; do
   [[ "$type" == f32 || "$type" == f16 || "$type" == bf16 ]] || { run_model qwen3 "$type" tied; break; }
 done
-if [[ -n "$ZOO" && -f "$ZOO" && -f "$ZOO_TEXT" ]]; then run_zoo "$ZOO"; fi
+if [[ -n "$ZOO" && -f "$ZOO" && -f "$ZOO_TEXT" ]]; then
+  run_zoo "$ZOO"
+  if [[ -n "$ZOO_QUANT" ]]; then
+    LIBLLAMA=$(ls "$HERE"/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libllama.v*.so 2> /dev/null | head -1)
+    if [[ -z "$LIBLLAMA" ]] || ! cc -O1 -o "$WORK/llamacpp_quantize" "$HERE/llamacpp_quantize.c" -ldl 2> "$WORK/quantize-build.log"; then
+      fail "cannot build llamacpp_quantize against ${LIBLLAMA:-libllama (not found)} (see $WORK/quantize-build.log)"
+    else
+      for ft in $ZOO_QUANT; do
+        qm="$WORK/zoo-llamacpp-${ft/:/-}.gguf"
+        qargs=("${ft%:pure}")
+        [[ "$ft" != *:pure ]] || qargs+=(--pure)
+        if "$WORK/llamacpp_quantize" "$LIBLLAMA" "$WORK/zoo-no-nextn.gguf" "$qm" "${qargs[@]}" > "$qm.log" 2>&1; then
+          run_zoo "$qm" "$qm" "zoo-qwen3-4x256, quantized by llama.cpp" "zoo-${ft/:/-}" "$ft"
+        else
+          fail "llama.cpp could not quantize the zoo model to $ft: $(last_err "$qm.log")"
+        fi
+      done
+    fi
+  fi
+fi
 
 {
   echo "KV cache $KV on both sides; llama.cpp CPU variant $LLAMA_CPU; greedy -n $NPRED over ${#PROMPTS[@]} prompts; perplexity ctx $CTX on $(basename "$TEXT")"
