@@ -2,7 +2,7 @@
 // layers, and measures, in the same run and with the same thread count, how fast plain code reads
 // memory. The ratio of the two is the figure of merit on a shared, noisy machine.
 //
-//   quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
+//   quant_bench [--threads 1,2] [--formats q8_0,q4_0,q4_k] [--k 1024,2048,4096] [--mib 512] [--reps 5]
 //               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR]
 // With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
 // speed instead of memory streaming.
@@ -143,6 +143,13 @@ struct Matrices {
   std::size_t bytes_each = 0;
 };
 
+// Where a block keeps its fp16 scales (K-quants: Q4_K/Q5_K d and dmin first, Q6_K d last).
+std::vector<std::size_t> scale_offsets(const TypeTraits& t) {
+  if (t.id == type_id::q4_k || t.id == type_id::q5_k) return {0, 2};
+  if (t.id == type_id::q6_k) return {208};
+  return {0};
+}
+
 // Random blocks with a modest fp16 scale (0x2000 = 2^-7): the kernels' speed does not depend on the
 // values, and generating bytes is far faster than quantizing floats.
 Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, std::int64_t m, std::size_t total_bytes) {
@@ -161,10 +168,11 @@ Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, st
       state ^= state << 13, state ^= state >> 7, state ^= state << 17;
       std::memcpy(p + j, &state, std::min<std::size_t>(8, mx.bytes_each - j));
     }
-    for (std::size_t b = 0; b < mx.bytes_each; b += t.block_bytes) {
-      p[b] = 0x00;
-      p[b + 1] = 0x20;
-    }
+    for (std::size_t b = 0; b < mx.bytes_each; b += t.block_bytes)
+      for (std::size_t off : scale_offsets(t)) {
+        p[b + off] = 0x00;
+        p[b + off + 1] = 0x20;
+      }
     mx.buffers.push_back(std::move(*buf));
   }
   return mx;

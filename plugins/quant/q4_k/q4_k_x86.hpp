@@ -1,10 +1,11 @@
 // The Q4_K tile for AVX2 and AVX-512 (256-bit f32 lanes, the scalar definition's order). Include
 // once per translation unit after defining GRAFT_Q4K_TARGET (the level's target attribute) and
-// GRAFT_Q4K_AVX512 (0 or 1: which integer dot). Each weight block of the tile's rows is unpacked
-// once into an L1 buffer (codes as bytes in element order, each sub-block scale broadcast over 16
-// int16), which every activation column of the tile then reads with plain loads.
+// GRAFT_Q4K_AVX512 (0 or 1: which integer dot). Each weight block is decoded once per tile into
+// vectors (codes as bytes in element order, each sub-block's scale in every int16 lane of its
+// vector); a one-column tile consumes them straight from registers, wider tiles from an L1 copy.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -19,51 +20,83 @@
 namespace graft::quant {
 namespace {
 
-struct alignas(64) Q4KPrep {
-  std::uint8_t q[kQK_K];
-  std::int16_t sc[8][16];  // sub-block j's scale in all 16 int16 lanes of row j
-  std::int16_t mins[8];
-  float d, ndmin;          // fp16 d and -dmin
+#if GRAFT_Q4K_AVX512
+constexpr int kVecs = 4;  // 64 codes (two sub-blocks) per vector
+using VecI = __m512i;
+// pshufb controls picking int16 scale 2j (low 256 bits) and 2j + 1 (high 256 bits) out of the 8
+// scales repeated in every 128-bit lane.
+constexpr auto kScaleShuffle = [] {
+  std::array<std::uint8_t, 4 * 64> t{};
+  for (int j = 0; j < 4; ++j)
+    for (int b = 0; b < 64; ++b) t[static_cast<std::size_t>(64 * j + b)] = static_cast<std::uint8_t>(4 * j + (b >= 32 ? 2 : 0) + (b & 1));
+  return t;
+}();
+#else
+constexpr int kVecs = 8;  // 32 codes (one sub-block) per vector
+using VecI = __m256i;
+#endif
+
+struct Q4KDecoded {
+  VecI q[kVecs];
+  VecI sc[kVecs];
+  __m128i mins;  // 8 int16
+  float d, ndmin;  // fp16 d and -dmin
 };
 
-GRAFT_Q4K_TARGET inline void prepare(const std::uint8_t* blk, const float* fp16, Q4KPrep& p) {
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::uint8_t* blk, const float* fp16,
+                                                                    Q4KDecoded& p) {
   std::uint16_t h[2];
   std::memcpy(h, blk, 4);
   p.d = fp16[h[0]];
   p.ndmin = -fp16[h[1]];
-  std::uint8_t sc[8], m[8];
-  unpack_scales_k4(blk + 4, sc, m);
+  std::uint32_t u[3];
+  std::memcpy(u, blk + 4, 12);
+  const std::uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
+  const std::uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+  const std::uint32_t m_lo = u[1] & 0x3F3F3F3Fu;
+  const std::uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+  const __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
+  p.mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+  const std::uint8_t* qs = blk + 16;
+#if GRAFT_Q4K_AVX512
+  const __m512i sc4 = _mm512_broadcast_i32x4(sc16);
+  const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+  _Pragma("GCC unroll 4")
+  for (int j = 0; j < 4; ++j) {
+    p.sc[j] = _mm512_shuffle_epi8(sc4, _mm512_loadu_si512(kScaleShuffle.data() + 64 * j));
+    // [low nibbles | high nibbles] of 32 bytes = elements 64j .. 64j + 63 in order.
+    const __m512i both = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j)));
+    p.q[j] = _mm512_and_si512(_mm512_srlv_epi64(both, shift), _mm512_set1_epi8(0x0F));
+  }
+#else
+  const __m256i sc2 = _mm256_broadcastsi128_si256(sc16);
   _Pragma("GCC unroll 8")
-  for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p.sc[j]), _mm256_set1_epi16(sc[j]));
-  std::uint64_t m8;
-  std::memcpy(&m8, m, 8);
-  _mm_store_si128(reinterpret_cast<__m128i*>(p.mins), _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(m8))));
+  for (int j = 0; j < 8; ++j)
+    p.sc[j] = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8))));
   const __m256i low = _mm256_set1_epi8(0x0F);
   _Pragma("GCC unroll 4")
   for (int j = 0; j < 4; ++j) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * j));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(p.q + 64 * j), _mm256_and_si256(v, low));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(p.q + 64 * j + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+    p.q[2 * j] = _mm256_and_si256(v, low);
+    p.q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
   }
+#endif
 }
 
 // The 8 exact lane sums S[l] of the definition.
-GRAFT_Q4K_TARGET inline __m256i block_dot(const Q4KPrep& p, const std::int8_t* x) {
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const Q4KDecoded& p, const std::int8_t* x) {
 #if GRAFT_Q4K_AVX512
   __m512i s = _mm512_setzero_si512();
   _Pragma("GCC unroll 4")
-  for (int j = 0; j < 4; ++j) {
-    const __m512i prod = _mm512_maddubs_epi16(_mm512_load_si512(p.q + 64 * j), _mm512_loadu_si512(x + 64 * j));
-    s = _mm512_dpwssd_epi32(s, prod, _mm512_load_si512(p.sc[2 * j]));
-  }
+  for (int j = 0; j < 4; ++j)
+    s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(p.q[j], _mm512_loadu_si512(x + 64 * j)), p.sc[j]);
   return _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
 #else
   __m256i s = _mm256_setzero_si256();
   _Pragma("GCC unroll 8")
   for (int j = 0; j < 8; ++j) {
-    const __m256i prod = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.q + 32 * j)),
-                                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * j)));
-    s = _mm256_add_epi32(s, _mm256_madd_epi16(prod, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.sc[j]))));
+    const __m256i prod = _mm256_maddubs_epi16(p.q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * j)));
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(prod, p.sc[j]));
   }
   return s;
 #endif
@@ -73,7 +106,6 @@ struct X86Q4K {
   template <int R, int C>
   GRAFT_Q4K_TARGET static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
     const std::int64_t nb = a.k / kQK_K;
-    Q4KPrep prep[R];
     __m256 acc[R][C];
     __m128 accm[R][C];
     _Pragma("GCC unroll 8")
@@ -83,32 +115,49 @@ struct X86Q4K {
         acc[i][j] = _mm256_setzero_ps();
         accm[i][j] = _mm_setzero_ps();
       }
+    // One row's contribution of block b to column j.
+    auto accumulate = [&](const Q4KDecoded& p, int i, int j, const std::int8_t* x, __m128i sums, __m256 dx)
+                          GRAFT_Q4K_TARGET {
+      const __m256 d = _mm256_mul_ps(_mm256_set1_ps(p.d), dx);
+      acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(p, x)), d, acc[i][j]);
+      const __m128 dmin = _mm_mul_ps(_mm_set1_ps(p.ndmin), _mm256_castps256_ps128(dx));
+      accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(p.mins, sums)), dmin, accm[i][j]);
+    };
     for (std::int64_t b = 0; b < nb; ++b) {
+      const std::int8_t* x[C];
+      __m128i sums[C];  // sums of the 8 sub-blocks of 32: [bs0 + bs1, bs2 + bs3, ...]
+      __m256 dx[C];
       _Pragma("GCC unroll 8")
-      for (int i = 0; i < R; ++i) {
+      for (int j = 0; j < C; ++j) {
+        x[j] = a.xk->block_qs(c + j, b);
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+        sums[j] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        dx[j] = _mm256_set1_ps(a.xk->scale(c + j, b));
+      }
+      auto row_block = [&](int i) {
         const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * sizeof(BlockQ4_K);
         // The next tile's rows: keeps enough misses in flight for one core to stream at memory speed.
         const char* next = reinterpret_cast<const char*>(blk + R * a.w_stride);
         _mm_prefetch(next, _MM_HINT_T0);
         _mm_prefetch(next + 64, _MM_HINT_T0);
         _mm_prefetch(next + 143, _MM_HINT_T0);
-        prepare(blk, a.fp16, prep[i]);
-      }
-      _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) {
-        const std::int8_t* x = a.xk->block_qs(c + j, b);
-        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-        // Sums of the 8 sub-blocks of 32: [bs0+bs1, bs2+bs3, ...].
-        const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        const __m256 dx = _mm256_set1_ps(a.xk->scale(c + j, b));
+        return blk;
+      };
+      if constexpr (C == 1) {
         _Pragma("GCC unroll 8")
         for (int i = 0; i < R; ++i) {
-          const __m256 d = _mm256_mul_ps(_mm256_set1_ps(prep[i].d), dx);
-          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(prep[i], x)), d, acc[i][j]);
-          const __m128 dmin = _mm_mul_ps(_mm_set1_ps(prep[i].ndmin), _mm256_castps256_ps128(dx));
-          const __m128i mm = _mm_madd_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(prep[i].mins)), sums);
-          accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(mm), dmin, accm[i][j]);
+          Q4KDecoded p;
+          decode(row_block(i), a.fp16, p);
+          accumulate(p, i, 0, x[0], sums[0], dx[0]);
         }
+      } else {
+        Q4KDecoded p[R];
+        _Pragma("GCC unroll 8")
+        for (int i = 0; i < R; ++i) decode(row_block(i), a.fp16, p[i]);
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < C; ++j)
+          _Pragma("GCC unroll 8")
+          for (int i = 0; i < R; ++i) accumulate(p[i], i, j, x[j], sums[j], dx[j]);
       }
     }
     _Pragma("GCC unroll 8")
