@@ -21,6 +21,7 @@ struct KFormat {
 
 const KFormat kKFormats[] = {
     {"q4_k", 144, &kquant_ref::q4_k_dot},
+    {"q6_k", 210, &kquant_ref::q6_k_dot},
 };
 
 constexpr std::int64_t kMaxN = 64;

@@ -29,6 +29,7 @@ double q4_k_optimum(const float* x) { return kquant_ref::k4_optimum_sq_error(x, 
 
 const KFormat kKFormats[] = {
     {"q4_k", 144, &kquant_ref::dequantize_q4_k, &q4_k_optimum, 0},
+    {"q6_k", 210, &kquant_ref::dequantize_q6_k, &kquant_ref::q6_k_optimum_sq_error, 208},
 };
 
 // Random block bytes with finite fp16 scales (|d| around 2^-10 .. 2^-3) so every value is finite.
