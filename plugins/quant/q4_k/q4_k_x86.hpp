@@ -83,6 +83,17 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::ui
 #endif
 }
 
+#if GRAFT_Q4K_AVX512
+// Before the fold: lanes l and l + 8 together make S[l].
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m512i block_dot512(const Q4KDecoded& p, const std::int8_t* x) {
+  __m512i s = _mm512_setzero_si512();
+  _Pragma("GCC unroll 4")
+  for (int j = 0; j < 4; ++j)
+    s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(p.q[j], _mm512_loadu_si512(x + 64 * j)), p.sc[j]);
+  return s;
+}
+#endif
+
 // The 8 exact lane sums S[l] of the definition.
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const Q4KDecoded& p, const std::int8_t* x) {
 #if GRAFT_Q4K_AVX512
@@ -102,9 +113,92 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const Q
 #endif
 }
 
+#if GRAFT_Q4K_AVX512
+// Batches at AVX-512: the f32 lane work of two rows shares one 512-bit register (rows i and i + 1
+// in the low and high halves) and the mins of all four rows another (one 128-bit lane per row), so
+// the per-output f32 work runs 16 lanes wide. Every lane sees exactly the operations of the
+// 256-bit form, so the bits are those of the scalar definition.
+// [lo | hi] and its halves with AVX-512F only (the f32x8 forms need AVX512DQ, not in our target).
+GRAFT_Q4K_TARGET inline __m512 join(__m256 lo, __m256 hi) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+}
+GRAFT_Q4K_TARGET inline __m256 high_half(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+template <int C>
+GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
+  const std::int64_t nb = a.k / kQK_K;
+  __m512 acc[2][C];  // rows 2h (low half) and 2h + 1 (high half)
+  __m512 accm[C];    // row i in 128-bit lane i
+  _Pragma("GCC unroll 8")
+  for (int j = 0; j < C; ++j) {
+    acc[0][j] = acc[1][j] = accm[j] = _mm512_setzero_ps();
+  }
+  for (std::int64_t b = 0; b < nb; ++b) {
+    Q4KDecoded p[4];
+    _Pragma("GCC unroll 4")
+    for (int i = 0; i < 4; ++i) {
+      const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * sizeof(BlockQ4_K);
+      const char* next = reinterpret_cast<const char*>(blk + 4 * a.w_stride);
+      _mm_prefetch(next, _MM_HINT_T0);
+      _mm_prefetch(next + 64, _MM_HINT_T0);
+      _mm_prefetch(next + 143, _MM_HINT_T0);
+      decode(blk, a.fp16, p[i]);
+    }
+    const __m512 dw[2] = {join(_mm256_set1_ps(p[0].d), _mm256_set1_ps(p[1].d)),
+                          join(_mm256_set1_ps(p[2].d), _mm256_set1_ps(p[3].d))};
+    const __m512 ndmin = _mm512_setr_ps(p[0].ndmin, p[0].ndmin, p[0].ndmin, p[0].ndmin, p[1].ndmin, p[1].ndmin,
+                                        p[1].ndmin, p[1].ndmin, p[2].ndmin, p[2].ndmin, p[2].ndmin, p[2].ndmin,
+                                        p[3].ndmin, p[3].ndmin, p[3].ndmin, p[3].ndmin);
+    __m512i mins = _mm512_castsi128_si512(p[0].mins);
+    mins = _mm512_inserti32x4(mins, p[1].mins, 1);
+    mins = _mm512_inserti32x4(mins, p[2].mins, 2);
+    mins = _mm512_inserti32x4(mins, p[3].mins, 3);
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < C; ++j) {
+      const std::int8_t* x = a.xk->block_qs(c + j, b);
+      const __m512 dx = _mm512_set1_ps(a.xk->scale(c + j, b));
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+      const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      _Pragma("GCC unroll 2")
+      for (int h = 0; h < 2; ++h) {
+        const __m512i s0 = block_dot512(p[2 * h], x), s1 = block_dot512(p[2 * h + 1], x);
+        // [fold(s0) | fold(s1)]: low halves plus high halves, row by row.
+        const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+        acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_mul_ps(dw[h], dx), acc[h][j]);
+      }
+      const __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
+      accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(ndmin, dx), accm[j]);
+    }
+  }
+  _Pragma("GCC unroll 8")
+  for (int j = 0; j < C; ++j) {
+    float* y = a.y + (c + j) * a.y_stride + r;
+    const __m256 part[4] = {_mm512_castps512_ps256(acc[0][j]), high_half(acc[0][j]), _mm512_castps512_ps256(acc[1][j]),
+                            high_half(acc[1][j])};
+    const __m128 mparts[4] = {_mm512_castps512_ps128(accm[j]), _mm512_extractf32x4_ps(accm[j], 1),
+                              _mm512_extractf32x4_ps(accm[j], 2), _mm512_extractf32x4_ps(accm[j], 3)};
+    _Pragma("GCC unroll 4")
+    for (int i = 0; i < 4; ++i) {
+      __m128 m = mparts[i];
+      m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+      m = _mm_add_ss(m, _mm_movehdup_ps(m));
+      y[i] = x86::hsum8(part[i]) + _mm_cvtss_f32(m);
+    }
+  }
+}
+#endif
+
 struct X86Q4K {
   template <int R, int C>
   GRAFT_Q4K_TARGET static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
+#if GRAFT_Q4K_AVX512
+    if constexpr (R == 4 && C > 1) {
+      paired_tile<C>(a, r, c);
+      return;
+    }
+#endif
     const std::int64_t nb = a.k / kQK_K;
     __m256 acc[R][C];
     __m128 accm[R][C];
