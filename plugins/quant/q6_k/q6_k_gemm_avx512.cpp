@@ -12,7 +12,7 @@
 namespace graft::quant {
 
 void q6_k_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<X86Q6K, 4, 4>(a, r0, r1, c0, c1);
+  walk_tiles<X86Q6K, 4, 8>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant

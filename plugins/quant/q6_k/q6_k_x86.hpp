@@ -89,6 +89,71 @@ GRAFT_Q6K_TARGET inline __attribute__((always_inline)) void decode(const std::ui
 #endif
 }
 
+#if GRAFT_Q6K_AVX512
+// Before the fold and the -32 correction: lanes l and l + 8 together make U[l].
+GRAFT_Q6K_TARGET inline __attribute__((always_inline)) __m512i block_dot512(const Q6KDecoded& p, const std::int8_t* x) {
+  __m512i s = _mm512_setzero_si512();
+  _Pragma("GCC unroll 4")
+  for (int j = 0; j < 4; ++j)
+    s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(p.u[j], _mm512_loadu_si512(x + 64 * j)), p.sc[j]);
+  return s;
+}
+
+GRAFT_Q6K_TARGET inline __m512 join(__m256 lo, __m256 hi) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+}
+
+// Batches at AVX-512: tiles of 4 rows whose f32 lane work runs two rows per 512-bit register
+// (rows 2h and 2h + 1 in the low and high halves); every lane sees exactly the operations of the
+// 256-bit form.
+template <int C>
+GRAFT_Q6K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
+  const std::int64_t nb = a.k / kQK_K;
+  __m512 acc[2][C];
+  _Pragma("GCC unroll 8")
+  for (int j = 0; j < C; ++j) acc[0][j] = acc[1][j] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nb; ++b) {
+    Q6KDecoded p[4];
+    _Pragma("GCC unroll 4")
+    for (int i = 0; i < 4; ++i) {
+      const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * sizeof(BlockQ6_K);
+      const char* next = reinterpret_cast<const char*>(blk + 4 * a.w_stride);
+      _mm_prefetch(next, _MM_HINT_T0);
+      _mm_prefetch(next + 64, _MM_HINT_T0);
+      _mm_prefetch(next + 128, _MM_HINT_T0);
+      _mm_prefetch(next + 209, _MM_HINT_T0);
+      decode(blk, a.fp16, p[i]);
+    }
+    const __m512 dw[2] = {join(_mm256_set1_ps(p[0].d), _mm256_set1_ps(p[1].d)),
+                          join(_mm256_set1_ps(p[2].d), _mm256_set1_ps(p[3].d))};
+    const __m512i sc[2] = {_mm512_inserti64x4(_mm512_castsi256_si512(p[0].sc16), p[1].sc16, 1),
+                           _mm512_inserti64x4(_mm512_castsi256_si512(p[2].sc16), p[3].sc16, 1)};
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < C; ++j) {
+      const std::int8_t* x = a.xk->block_qs(c + j, b);
+      const __m512 dx = _mm512_set1_ps(a.xk->scale(c + j, b));
+      const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b))));
+      _Pragma("GCC unroll 2")
+      for (int h = 0; h < 2; ++h) {
+        const __m512i s0 = block_dot512(p[2 * h], x), s1 = block_dot512(p[2 * h + 1], x);
+        const __m512i u = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+        const __m512i sum = _mm512_sub_epi32(u, _mm512_slli_epi32(_mm512_madd_epi16(bs, sc[h]), 5));
+        acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw[h], dx), acc[h][j]);
+      }
+    }
+  }
+  _Pragma("GCC unroll 8")
+  for (int j = 0; j < C; ++j) {
+    float* y = a.y + (c + j) * a.y_stride + r;
+    _Pragma("GCC unroll 2")
+    for (int h = 0; h < 2; ++h) {
+      y[2 * h] = x86::hsum8(_mm512_castps512_ps256(acc[h][j]));
+      y[2 * h + 1] = x86::hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[h][j]), 1)));
+    }
+  }
+}
+#endif
+
 // The 8 exact lane sums S[l] of the definition.
 GRAFT_Q6K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const Q6KDecoded& p, const std::int8_t* x,
                                                                           __m256i bs) {
@@ -112,6 +177,12 @@ GRAFT_Q6K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const Q
 struct X86Q6K {
   template <int R, int C>
   GRAFT_Q6K_TARGET static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
+#if GRAFT_Q6K_AVX512
+    if constexpr (R == 4 && C > 1) {
+      paired_tile<C>(a, r, c);
+      return;
+    }
+#endif
     const std::int64_t nb = a.k / kQK_K;
     __m256 acc[R][C];
     _Pragma("GCC unroll 8")
