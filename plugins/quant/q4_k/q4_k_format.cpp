@@ -4,7 +4,7 @@
 #include "block_format.hpp"
 #include "half.hpp"
 #include "k4_quantizer.hpp"
-#include "q4_k_block.hpp"
+#include "k4_blocks.hpp"
 #include "q4_k_gemm.hpp"
 
 namespace graft::quant {

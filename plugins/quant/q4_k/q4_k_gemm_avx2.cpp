@@ -6,12 +6,12 @@
 #include "x86_simd.hpp"
 #define GRAFT_Q4K_TARGET GRAFT_TARGET_AVX2
 #define GRAFT_Q4K_AVX512 0
-#include "q4_k_x86.hpp"
+#include "k4_gemm_x86.hpp"
 
 namespace graft::quant {
 
 void q4_k_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<X86Q4K, 4, 4>(a, r0, r1, c0, c1);
+  walk_tiles<X86K4<4>, 4, 4>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant

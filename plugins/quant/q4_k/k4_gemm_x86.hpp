@@ -1,6 +1,6 @@
-// The Q4_K tile for AVX2 and AVX-512 (256-bit f32 lanes, the scalar definition's order). Include
-// once per translation unit after defining GRAFT_Q4K_TARGET (the level's target attribute) and
-// GRAFT_Q4K_AVX512 (0 or 1: which integer dot). Each weight block is decoded once per tile into
+// The Q4_K and Q5_K tiles for AVX2 and AVX-512 (256-bit f32 lanes, the scalar definition's order;
+// Bits = 4 or 5 code bits). Include once per translation unit after defining GRAFT_Q4K_TARGET (the
+// level's target attribute) and GRAFT_Q4K_AVX512 (0 or 1: which integer dot). Each weight block is decoded once per tile into
 // vectors (codes as bytes in element order, each sub-block's scale in every int16 lane of its
 // vector); a one-column tile consumes them straight from registers, wider tiles from an L1 copy.
 #pragma once
@@ -10,11 +10,11 @@
 #include <cstring>
 
 #include "gemm.hpp"
-#include "q4_k_block.hpp"
+#include "k4_blocks.hpp"
 #include "x86_simd.hpp"
 
 #if !defined(GRAFT_Q4K_TARGET) || !defined(GRAFT_Q4K_AVX512)
-#error "define GRAFT_Q4K_TARGET and GRAFT_Q4K_AVX512 before including q4_k_x86.hpp"
+#error "define GRAFT_Q4K_TARGET and GRAFT_Q4K_AVX512 before including k4_gemm_x86.hpp"
 #endif
 
 namespace graft::quant {
@@ -36,15 +36,16 @@ constexpr int kVecs = 8;  // 32 codes (one sub-block) per vector
 using VecI = __m256i;
 #endif
 
-struct Q4KDecoded {
+struct K4Decoded {
   VecI q[kVecs];
   VecI sc[kVecs];
   __m128i mins;  // 8 int16
   float d, ndmin;  // fp16 d and -dmin
 };
 
+template <int Bits>
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::uint8_t* blk, const float* fp16,
-                                                                    Q4KDecoded& p) {
+                                                                    K4Decoded& p) {
   std::uint16_t h[2];
   std::memcpy(h, blk, 4);
   p.d = fp16[h[0]];
@@ -57,7 +58,7 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::ui
   const std::uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
   const __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
   p.mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
-  const std::uint8_t* qs = blk + 16;
+  const std::uint8_t* qs = blk + K4Layout<Bits>::kQsOffset;
 #if GRAFT_Q4K_AVX512
   const __m512i sc4 = _mm512_broadcast_i32x4(sc16);
   const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
@@ -67,6 +68,14 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::ui
     // [low nibbles | high nibbles] of 32 bytes = elements 64j .. 64j + 63 in order.
     const __m512i both = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j)));
     p.q[j] = _mm512_and_si512(_mm512_srlv_epi64(both, shift), _mm512_set1_epi8(0x0F));
+    if constexpr (Bits == 5) {
+      // Bit 2j (low half) or 2j + 1 (high half) of qh[l] is the top bit of the element's code:
+      // rotating each 64-bit lane left by 4 - bit puts it at bit 4 of the same byte.
+      const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + K4Layout<Bits>::kQhOffset)));
+      const __m512i rot = _mm512_setr_epi64((4 - 2 * j) & 63, (4 - 2 * j) & 63, (4 - 2 * j) & 63, (4 - 2 * j) & 63,
+                                            (3 - 2 * j) & 63, (3 - 2 * j) & 63, (3 - 2 * j) & 63, (3 - 2 * j) & 63);
+      p.q[j] = _mm512_or_si512(p.q[j], _mm512_and_si512(_mm512_rolv_epi64(hb, rot), _mm512_set1_epi8(0x10)));
+    }
   }
 #else
   const __m256i sc2 = _mm256_broadcastsi128_si256(sc16);
@@ -79,13 +88,43 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::ui
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
     p.q[2 * j] = _mm256_and_si256(v, low);
     p.q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+    if constexpr (Bits == 5) {
+      // Bit k = 2j (+1) of qh[l] is the top bit of the code: moved to bit 4 of the same byte.
+      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + K4Layout<Bits>::kQhOffset));
+      const __m256i top = _mm256_set1_epi8(0x10);
+      const __m256i h0 = 2 * j <= 4 ? _mm256_slli_epi16(hb, 4 - 2 * j) : _mm256_srli_epi16(hb, 2 * j - 4);
+      const __m256i h1 = 2 * j + 1 <= 4 ? _mm256_slli_epi16(hb, 3 - 2 * j) : _mm256_srli_epi16(hb, 2 * j - 3);
+      p.q[2 * j] = _mm256_or_si256(p.q[2 * j], _mm256_and_si256(h0, top));
+      p.q[2 * j + 1] = _mm256_or_si256(p.q[2 * j + 1], _mm256_and_si256(h1, top));
+    }
   }
 #endif
 }
 
+// The mins' integer terms: Q4_K keeps 4 lanes M[i] (pairs of sub-blocks, as ggml's Q4_K dot);
+// Q5_K one total in every lane (ggml's Q5_K dot sums them before its single f32 accumulator).
+template <int Bits>
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m128i min_sums(__m128i mins, __m128i sums) {
+  __m128i m = _mm_madd_epi16(mins, sums);
+  if constexpr (Bits == 5) {
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+  }
+  return m;
+}
+
+// The mins' accumulator as the definition reads it out.
+template <int Bits>
+GRAFT_Q4K_TARGET inline float min_total(__m128 m) {
+  if constexpr (Bits == 5) return _mm_cvtss_f32(m);
+  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_add_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
 #if GRAFT_Q4K_AVX512
 // Before the fold: lanes l and l + 8 together make S[l].
-GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m512i block_dot512(const Q4KDecoded& p, const std::int8_t* x) {
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m512i block_dot512(const K4Decoded& p, const std::int8_t* x) {
   __m512i s = _mm512_setzero_si512();
   _Pragma("GCC unroll 4")
   for (int j = 0; j < 4; ++j)
@@ -95,7 +134,7 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m512i block_dot512(cons
 #endif
 
 // The 8 exact lane sums S[l] of the definition.
-GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const Q4KDecoded& p, const std::int8_t* x) {
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const K4Decoded& p, const std::int8_t* x) {
 #if GRAFT_Q4K_AVX512
   __m512i s = _mm512_setzero_si512();
   _Pragma("GCC unroll 4")
@@ -126,7 +165,7 @@ GRAFT_Q4K_TARGET inline __m256 high_half(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
-template <int C>
+template <int Bits, int C>
 GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
   const std::int64_t nb = a.k / kQK_K;
   __m512 acc[2][C];  // rows 2h (low half) and 2h + 1 (high half)
@@ -136,15 +175,15 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
     acc[0][j] = acc[1][j] = accm[j] = _mm512_setzero_ps();
   }
   for (std::int64_t b = 0; b < nb; ++b) {
-    Q4KDecoded p[4];
+    K4Decoded p[4];
     _Pragma("GCC unroll 4")
     for (int i = 0; i < 4; ++i) {
-      const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * sizeof(BlockQ4_K);
+      const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
       const char* next = reinterpret_cast<const char*>(blk + 4 * a.w_stride);
       _mm_prefetch(next, _MM_HINT_T0);
       _mm_prefetch(next + 64, _MM_HINT_T0);
-      _mm_prefetch(next + 143, _MM_HINT_T0);
-      decode(blk, a.fp16, p[i]);
+      _mm_prefetch(next + K4Layout<Bits>::kBlockBytes - 1, _MM_HINT_T0);
+      decode<Bits>(blk, a.fp16, p[i]);
     }
     const __m512 dw[2] = {join(_mm256_set1_ps(p[0].d), _mm256_set1_ps(p[1].d)),
                           join(_mm256_set1_ps(p[2].d), _mm256_set1_ps(p[3].d))};
@@ -168,7 +207,11 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
         const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
         acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_mul_ps(dw[h], dx), acc[h][j]);
       }
-      const __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
+      __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
+      if constexpr (Bits == 5) {  // one total per row, in every lane of its 128 bits
+        mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_BADC));
+        mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_CDAB));
+      }
       accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(ndmin, dx), accm[j]);
     }
   }
@@ -181,21 +224,19 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
                               _mm512_extractf32x4_ps(accm[j], 2), _mm512_extractf32x4_ps(accm[j], 3)};
     _Pragma("GCC unroll 4")
     for (int i = 0; i < 4; ++i) {
-      __m128 m = mparts[i];
-      m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-      m = _mm_add_ss(m, _mm_movehdup_ps(m));
-      y[i] = x86::hsum8(part[i]) + _mm_cvtss_f32(m);
+      y[i] = x86::hsum8(part[i]) + min_total<Bits>(mparts[i]);
     }
   }
 }
 #endif
 
-struct X86Q4K {
+template <int Bits>
+struct X86K4 {
   template <int R, int C>
   GRAFT_Q4K_TARGET static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
 #if GRAFT_Q4K_AVX512
     if constexpr (R == 4 && C > 1) {
-      paired_tile<C>(a, r, c);
+      paired_tile<Bits, C>(a, r, c);
       return;
     }
 #endif
@@ -210,12 +251,12 @@ struct X86Q4K {
         accm[i][j] = _mm_setzero_ps();
       }
     // One row's contribution of block b to column j.
-    auto accumulate = [&](const Q4KDecoded& p, int i, int j, const std::int8_t* x, __m128i sums, __m256 dx)
+    auto accumulate = [&](const K4Decoded& p, int i, int j, const std::int8_t* x, __m128i sums, __m256 dx)
                           GRAFT_Q4K_TARGET {
       const __m256 d = _mm256_mul_ps(_mm256_set1_ps(p.d), dx);
       acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(p, x)), d, acc[i][j]);
       const __m128 dmin = _mm_mul_ps(_mm_set1_ps(p.ndmin), _mm256_castps256_ps128(dx));
-      accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(p.mins, sums)), dmin, accm[i][j]);
+      accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(min_sums<Bits>(p.mins, sums)), dmin, accm[i][j]);
     };
     for (std::int64_t b = 0; b < nb; ++b) {
       const std::int8_t* x[C];
@@ -229,25 +270,25 @@ struct X86Q4K {
         dx[j] = _mm256_set1_ps(a.xk->scale(c + j, b));
       }
       auto row_block = [&](int i) {
-        const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * sizeof(BlockQ4_K);
+        const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
         // The next tile's rows: keeps enough misses in flight for one core to stream at memory speed.
         const char* next = reinterpret_cast<const char*>(blk + R * a.w_stride);
         _mm_prefetch(next, _MM_HINT_T0);
         _mm_prefetch(next + 64, _MM_HINT_T0);
-        _mm_prefetch(next + 143, _MM_HINT_T0);
+        _mm_prefetch(next + K4Layout<Bits>::kBlockBytes - 1, _MM_HINT_T0);
         return blk;
       };
       if constexpr (C == 1) {
         _Pragma("GCC unroll 8")
         for (int i = 0; i < R; ++i) {
-          Q4KDecoded p;
-          decode(row_block(i), a.fp16, p);
+          K4Decoded p;
+          decode<Bits>(row_block(i), a.fp16, p);
           accumulate(p, i, 0, x[0], sums[0], dx[0]);
         }
       } else {
-        Q4KDecoded p[R];
+        K4Decoded p[R];
         _Pragma("GCC unroll 8")
-        for (int i = 0; i < R; ++i) decode(row_block(i), a.fp16, p[i]);
+        for (int i = 0; i < R; ++i) decode<Bits>(row_block(i), a.fp16, p[i]);
         _Pragma("GCC unroll 8")
         for (int j = 0; j < C; ++j)
           _Pragma("GCC unroll 8")
@@ -258,10 +299,7 @@ struct X86Q4K {
     for (int i = 0; i < R; ++i)
       _Pragma("GCC unroll 8")
       for (int j = 0; j < C; ++j) {
-        __m128 m = accm[i][j];
-        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(acc[i][j]) + _mm_cvtss_f32(m);
+        a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(acc[i][j]) + min_total<Bits>(accm[i][j]);
       }
   }
 };

@@ -1,7 +1,8 @@
-// ggml's block_q4_K (ggml-common.h) and the unpacking of its 6-bit scales and mins, shared by the
-// Q4_K and Q5_K plugins (Q5_K stores its scales the same way).
+// ggml's block_q4_K and block_q5_K (ggml-common.h), which share the packing of their 6-bit scales
+// and mins, and the unpacking of that packing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -16,6 +17,24 @@ struct BlockQ4_K {
   std::uint8_t qs[kQK_K / 2]; // element 64j + l in the low nibble of qs[32j + l], 64j + 32 + l in the high one
 };
 static_assert(sizeof(BlockQ4_K) == 144);
+
+struct BlockQ5_K {
+  std::uint16_t d;
+  std::uint16_t dmin;
+  std::uint8_t scales[12];
+  std::uint8_t qh[kQK_K / 8];  // bit j of qh[l]: the top (16) bit of element 32j + l
+  std::uint8_t qs[kQK_K / 2];  // low 4 bits, as Q4_K's qs
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+
+// Where the kernels find things, by code width.
+template <int Bits>
+struct K4Layout {
+  static_assert(Bits == 4 || Bits == 5);
+  static constexpr std::size_t kBlockBytes = Bits == 4 ? sizeof(BlockQ4_K) : sizeof(BlockQ5_K);
+  static constexpr std::size_t kQsOffset = Bits == 4 ? offsetof(BlockQ4_K, qs) : offsetof(BlockQ5_K, qs);
+  static constexpr std::size_t kQhOffset = offsetof(BlockQ5_K, qh);  // Bits == 5 only
+};
 
 // sc[j], m[j] for the 8 sub-blocks of 32: j < 4 in the low 6 bits of bytes j and j + 4; j >= 4 in
 // the nibbles of byte j + 4 with their top 2 bits in the top bits of bytes j - 4 (scale) and j (min).
