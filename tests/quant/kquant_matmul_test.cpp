@@ -1,4 +1,4 @@
-// K-quant (Q4_K, Q6_K) CPU matmul: bit for bit against the documented per-output operation order
+// K-quant (Q4_K, Q5_K, Q6_K) CPU matmul: bit for bit against the documented per-output operation order
 // (kquant_reference.hpp) at real shapes (k = 1024, 2048, 4096; m not a multiple of the row tile;
 // n = 1..9 and 64), every SIMD level and 1-3 threads; within a derived bound of a double-precision
 // dot product; determinism across batch splits; get_rows; error texts.
@@ -21,6 +21,7 @@ struct KFormat {
 
 const KFormat kKFormats[] = {
     {"q4_k", 144, &kquant_ref::q4_k_dot},
+    {"q5_k", 176, &kquant_ref::q5_k_dot},
     {"q6_k", 210, &kquant_ref::q6_k_dot},
 };
 
@@ -49,7 +50,7 @@ std::vector<std::uint8_t> weights(WeightFormat& f, const KFormat& kf, std::int64
   const std::size_t half = kf.name == "q6_k" ? 208 : 0;
   for (std::size_t b = (static_cast<std::size_t>(m) - 3) * row; b < q.size(); b += kf.block_bytes) {
     q[b + half + 1] = static_cast<std::uint8_t>(0x10 + rng() % 0x10);
-    if (kf.name == "q4_k") q[b + 3] = static_cast<std::uint8_t>(0x10 + rng() % 0x10);
+    if (kf.name != "q6_k") q[b + 3] = static_cast<std::uint8_t>(0x10 + rng() % 0x10);
   }
   return q;
 }

@@ -1,4 +1,4 @@
-// K-quant formats (Q4_K, Q6_K): dequantization bit for bit as ggml's on arbitrary blocks, and the
+// K-quant formats (Q4_K, Q5_K, Q6_K): dequantization bit for bit as ggml's on arbitrary blocks, and the
 // quantizers' reconstruction error on Gaussian data and on the zoo model's real weights, no worse
 // than kOptimumSlack x the simple per-block optimum of kquant_reference.hpp. The measured RMSEs
 // are printed (and recorded as test properties) for docs/formats.md.
@@ -26,9 +26,11 @@ struct KFormat {
 };
 
 double q4_k_optimum(const float* x) { return kquant_ref::k4_optimum_sq_error(x, 15); }
+double q5_k_optimum(const float* x) { return kquant_ref::k4_optimum_sq_error(x, 31); }
 
 const KFormat kKFormats[] = {
     {"q4_k", 144, &kquant_ref::dequantize_q4_k, &q4_k_optimum, 0},
+    {"q5_k", 176, &kquant_ref::dequantize_q5_k, &q5_k_optimum, 0},
     {"q6_k", 210, &kquant_ref::dequantize_q6_k, &kquant_ref::q6_k_optimum_sq_error, 208},
 };
 
@@ -39,7 +41,7 @@ std::vector<std::uint8_t> random_blocks(const KFormat& f, std::size_t blocks, st
   for (auto& b : q) b = static_cast<std::uint8_t>(rng());
   for (std::size_t i = 0; i < blocks; ++i) {
     std::uint8_t* p = q.data() + i * f.block_bytes + f.half_offset;
-    const int halves = f.name == "q4_k" ? 2 : 1;  // Q4_K: d and dmin
+    const int halves = f.name == "q6_k" ? 1 : 2;  // Q4_K, Q5_K: d and dmin
     for (int h = 0; h < halves; ++h) {
       p[2 * h] = static_cast<std::uint8_t>(rng());
       p[2 * h + 1] = static_cast<std::uint8_t>(0x14 + (rng() % 0x10) + (rng() % 2 ? 0x80 : 0));

@@ -1,5 +1,5 @@
 // Independent, plain statements of what the K-quant plugins must match: ggml's dequantize_row_q4_K
-// / _q6_K (ggml-quants.c), quantize_row_q8_K_ref for the activations, the documented per-output
+// / _q5_K / _q6_K (ggml-quants.c), quantize_row_q8_K_ref for the activations, the documented per-output
 // operation order of our kernels (plugins/quant/q4_k/q4_k_gemm.hpp, q6_k/q6_k_gemm.hpp), and the
 // per-block optimum the quantizers are measured against. Written from the ggml sources' text, not
 // from the plugin code (byte-level field access, no shared helpers).
@@ -54,6 +54,35 @@ inline Q4KBlock q4_k_block(const std::uint8_t* p) {
 inline void dequantize_q4_k(const std::uint8_t* p, std::int64_t k, float* y) {
   for (std::int64_t i = 0; i < k / 256; ++i, p += 144) {
     const Q4KBlock b = q4_k_block(p);
+    for (int e = 0; e < 256; ++e) {
+      const float d1 = b.d * static_cast<float>(b.sc[e / 32]);
+      const float m1 = b.dmin * static_cast<float>(b.m[e / 32]);
+      const float prod = d1 * static_cast<float>(b.q[e]);
+      y[i * 256 + e] = prod - m1;
+    }
+  }
+}
+
+// block_q5_K: d, dmin, scales[12] as Q4_K, qh[32] (bit j of qh[l]: 16s bit of element 32j + l),
+// qs[128] as Q4_K's.
+inline Q4KBlock q5_k_block(const std::uint8_t* p) {
+  Q4KBlock b{};
+  b.d = fp16_to_fp32(half_at(p));
+  b.dmin = fp16_to_fp32(half_at(p + 2));
+  for (int j = 0; j < 8; ++j) scale_min_k4(j, p + 4, b.sc[j], b.m[j]);
+  for (int e = 0; e < 256; ++e) {
+    const std::uint8_t byte = p[48 + (e / 64) * 32 + e % 32];
+    const int lo = (e % 64) < 32 ? (byte & 0xF) : (byte >> 4);
+    const int hi = (p[16 + e % 32] >> (e / 32)) & 1;
+    b.q[e] = lo + (hi ? 16 : 0);
+  }
+  return b;
+}
+
+// dequantize_row_q5_K: y = (d * sc) * q - (dmin * m).
+inline void dequantize_q5_k(const std::uint8_t* p, std::int64_t k, float* y) {
+  for (std::int64_t i = 0; i < k / 256; ++i, p += 176) {
+    const Q4KBlock b = q5_k_block(p);
     for (int e = 0; e < 256; ++e) {
       const float d1 = b.d * static_cast<float>(b.sc[e / 32]);
       const float m1 = b.dmin * static_cast<float>(b.m[e / 32]);
@@ -151,6 +180,24 @@ inline float q4_k_dot(const std::uint8_t* w, const Q8KRow& x, std::int64_t k) {
     for (int i = 0; i < 4; ++i) accm[i] = std::fma(static_cast<float>(mm[i]), dmin, accm[i]);
   }
   return hsum8(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]));
+}
+
+// The documented Q5_K output (q5_k_gemm.hpp).
+inline float q5_k_dot(const std::uint8_t* w, const Q8KRow& x, std::int64_t k) {
+  float acc[8] = {}, summs = 0;
+  for (std::int64_t b = 0; b < k / 256; ++b) {
+    const Q4KBlock wb = q5_k_block(w + b * 176);
+    const int* xq = x.q.data() + b * 256;
+    const int* bs = x.bsums.data() + b * 16;
+    long s[8] = {}, mm = 0;
+    for (int e = 0; e < 256; ++e) s[(e % 32) / 4] += static_cast<long>(wb.sc[e / 32]) * wb.q[e] * xq[e];
+    for (int j = 0; j < 8; ++j) mm += static_cast<long>(wb.m[j]) * (bs[2 * j] + bs[2 * j + 1]);
+    const float dx = x.d[static_cast<std::size_t>(b)];
+    const float d = dx * wb.d, dmin = -(dx * wb.dmin);
+    for (int l = 0; l < 8; ++l) acc[l] = std::fma(static_cast<float>(s[l]), d, acc[l]);
+    summs = std::fma(static_cast<float>(mm), dmin, summs);
+  }
+  return hsum8(acc) + summs;
 }
 
 // The documented Q6_K output (q6_k_gemm.hpp).
