@@ -33,11 +33,12 @@ TEST(LoadWeightFormats, GgufRoundTripThroughLoadedFormats) {
   DefaultHostServices services;
   auto formats = load_weight_formats(registry, services);
   ASSERT_TRUE(formats) << formats.status().message();
-  const std::int64_t k = 128, m = 6;
+  const std::int64_t k = 256, m = 6;  // a whole block of every format, K-quants included
   const auto w = gaussian(static_cast<std::size_t>(k * m), 0.1f, 61);
   gguf::Writer writer(formats->types);
   std::map<std::string, std::vector<std::uint8_t>> written;
-  for (TypeId id : {type_id::f32, type_id::f16, type_id::bf16, type_id::q8_0, type_id::q4_0}) {
+  for (auto& loaded : formats->formats) {  // every installed format, so each new plugin is covered
+    const TypeId id = loaded->types()[0].id;
     const WeightFormat* f = services.weight_format(id);
     const TypeTraits t = f->types()[0];
     std::vector<std::uint8_t> q(row_bytes(t, k) * m);
