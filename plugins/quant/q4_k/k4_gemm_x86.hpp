@@ -176,6 +176,20 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
   }
   for (std::int64_t b = 0; b < nb; ++b) {
     K4Decoded p[4];
+    const std::int8_t* x[C];
+    __m512 dx[C];
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < C; ++j) {
+      x[j] = a.xk->block_qs(c + j, b);
+      dx[j] = _mm512_set1_ps(a.xk->scale(c + j, b));
+    }
+    // Rows 2h and 2h + 1 against column j: [fold(s0) | fold(s1)], low halves plus high halves.
+    auto pair = [&](int h, int j) GRAFT_Q4K_TARGET {
+      const __m512i s0 = block_dot512(p[2 * h], x[j]), s1 = block_dot512(p[2 * h + 1], x[j]);
+      const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+      const __m512 dw = join(_mm256_set1_ps(p[2 * h].d), _mm256_set1_ps(p[2 * h + 1].d));
+      acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_mul_ps(dw, dx[j]), acc[h][j]);
+    };
     _Pragma("GCC unroll 4")
     for (int i = 0; i < 4; ++i) {
       const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
@@ -184,9 +198,18 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
       _mm_prefetch(next + 64, _MM_HINT_T0);
       _mm_prefetch(next + K4Layout<Bits>::kBlockBytes - 1, _MM_HINT_T0);
       decode<Bits>(blk, a.fp16, p[i]);
+      // One column: each pair is used as soon as it is decoded, so no decoded block leaves registers.
+      if constexpr (C == 1) {
+        if (i % 2 == 1) pair(i / 2, 0);
+      }
     }
-    const __m512 dw[2] = {join(_mm256_set1_ps(p[0].d), _mm256_set1_ps(p[1].d)),
-                          join(_mm256_set1_ps(p[2].d), _mm256_set1_ps(p[3].d))};
+    if constexpr (C > 1) {
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) {
+        pair(0, j);
+        pair(1, j);
+      }
+    }
     const __m512 ndmin = _mm512_setr_ps(p[0].ndmin, p[0].ndmin, p[0].ndmin, p[0].ndmin, p[1].ndmin, p[1].ndmin,
                                         p[1].ndmin, p[1].ndmin, p[2].ndmin, p[2].ndmin, p[2].ndmin, p[2].ndmin,
                                         p[3].ndmin, p[3].ndmin, p[3].ndmin, p[3].ndmin);
@@ -196,23 +219,14 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
     mins = _mm512_inserti32x4(mins, p[3].mins, 3);
     _Pragma("GCC unroll 8")
     for (int j = 0; j < C; ++j) {
-      const std::int8_t* x = a.xk->block_qs(c + j, b);
-      const __m512 dx = _mm512_set1_ps(a.xk->scale(c + j, b));
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
       const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      _Pragma("GCC unroll 2")
-      for (int h = 0; h < 2; ++h) {
-        const __m512i s0 = block_dot512(p[2 * h], x), s1 = block_dot512(p[2 * h + 1], x);
-        // [fold(s0) | fold(s1)]: low halves plus high halves, row by row.
-        const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
-        acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_mul_ps(dw[h], dx), acc[h][j]);
-      }
       __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
       if constexpr (Bits == 5) {  // one total per row, in every lane of its 128 bits
         mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_BADC));
         mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_CDAB));
       }
-      accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(ndmin, dx), accm[j]);
+      accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(ndmin, dx[j]), accm[j]);
     }
   }
   _Pragma("GCC unroll 8")
@@ -235,7 +249,7 @@ struct X86K4 {
   template <int R, int C>
   GRAFT_Q4K_TARGET static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
 #if GRAFT_Q4K_AVX512
-    if constexpr (R == 4 && C > 1) {
+    if constexpr (R == 4) {
       paired_tile<Bits, C>(a, r, c);
       return;
     }
