@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "half.hpp"
 
@@ -11,9 +12,18 @@ namespace {
 
 constexpr int kSub = 32;
 constexpr int kRefineRadius = 2;
-constexpr float kSuperScaleFactors[] = {1.0f, 0.97f, 1.03f};
 
-inline int nearest(float v) noexcept { return static_cast<int>(std::nearbyint(v)); }
+// Round half to even of v clamped to [lo - 1, hi + 1] (the callers clamp to [lo, hi] anyway): the
+// 1.5 * 2^23 trick, valid below 2^22, without a libm call.
+inline int nearest_clamped(float v, int lo, int hi) noexcept {
+  const float below = static_cast<float>(lo - 1), above = static_cast<float>(hi + 1);
+  v = v < below ? below : (v > above ? above : v);  // not fmin/fmax: those are libm calls here
+  const float biased = v + 12582912.0f;
+  std::int32_t i;
+  std::memcpy(&i, &biased, sizeof i);
+  return std::clamp((i & 0x007FFFFF) - 0x00400000, lo, hi);
+}
+inline int nearest(float v) noexcept { return nearest_clamped(v, -(1 << 20), 1 << 20); }
 
 struct Fit {
   float scale = 0, min = 0;  // x ~ scale * q - min
@@ -45,7 +55,7 @@ Fit fit_sub_block(const float* x, int nmax) noexcept {
   };
   int q[kSub];
   float iscale = nmax / (hi - lo);
-  for (int i = 0; i < kSub; ++i) q[i] = std::clamp(nearest(iscale * (x[i] - lo)), 0, nmax);
+  for (int i = 0; i < kSub; ++i) q[i] = nearest_clamped(iscale * (x[i] - lo), 0, nmax);
   Fit best{1 / iscale, -lo};
   float best_err = error(best.scale, lo, q);
   // Candidate step counts nmax - 1 .. nmax + 1 in tenths (ggml sweeps nmax - 1 + 0.1 * is).
@@ -53,7 +63,7 @@ Fit fit_sub_block(const float* x, int nmax) noexcept {
     iscale = (nmax - 1.0f + 0.1f * is) / (hi - lo);
     float sl = 0, sl2 = 0, sxl = 0;
     for (int i = 0; i < kSub; ++i) {
-      q[i] = std::clamp(nearest(iscale * (x[i] - lo)), 0, nmax);
+      q[i] = nearest_clamped(iscale * (x[i] - lo), 0, nmax);
       sl += w[i] * q[i];
       sl2 += w[i] * q[i] * q[i];
       sxl += w[i] * q[i] * x[i];
@@ -78,9 +88,10 @@ Fit fit_sub_block(const float* x, int nmax) noexcept {
 // Squared error of one sub-block stored with 6-bit scale ls and min lm, with nearest codes.
 float sub_block_error(const float* x, int nmax, float d, float dmin, int ls, int lm, std::uint8_t* q) noexcept {
   const float d1 = d * static_cast<float>(ls), m1 = dmin * static_cast<float>(lm);
+  const float id1 = d1 != 0.0f ? 1.0f / d1 : 0.0f;
   float e = 0;
   for (int i = 0; i < kSub; ++i) {
-    const int l = d1 != 0.0f ? std::clamp(nearest((x[i] + m1) / d1), 0, nmax) : 0;
+    const int l = nearest_clamped((x[i] + m1) * id1, 0, nmax);
     if (q) q[i] = static_cast<std::uint8_t>(l);
     const float diff = d1 * static_cast<float>(l) - m1 - x[i];
     e += diff * diff;
@@ -126,16 +137,7 @@ void quantize_k4_block(const float* x, int nmax, K4Block& out) noexcept {
     max_scale = std::max(max_scale, fits[j].scale);
     max_min = std::max(max_min, fits[j].min);
   }
-  float best = INFINITY;
-  for (float f : kSuperScaleFactors)
-    for (float g : kSuperScaleFactors) {
-      K4Block cand;
-      const float e = encode(x, nmax, fits, max_scale * f, max_min * g, cand);
-      if (e < best) {
-        best = e;
-        out = cand;
-      }
-    }
+  encode(x, nmax, fits, max_scale, max_min, out);
 }
 
 }  // namespace graft::quant

@@ -12,11 +12,19 @@ namespace {
 
 constexpr int kSub = 16;
 constexpr int kRefineRadius = 3;
-constexpr float kSuperScaleFactors[] = {1.0f, 0.96f, 0.98f, 1.02f};
 // Below this largest scale the block is stored as zeros (ggml's GROUP_MAX_EPS).
 constexpr float kZeroScale = 1e-15f;
 
-inline int nearest(float v) noexcept { return static_cast<int>(std::nearbyint(v)); }
+// Round half to even of v clamped to [lo - 1, hi + 1] (the callers clamp to [lo, hi] anyway): the
+// 1.5 * 2^23 trick, valid below 2^22, without a libm call.
+inline int nearest_clamped(float v, int lo, int hi) noexcept {
+  const float below = static_cast<float>(lo - 1), above = static_cast<float>(hi + 1);
+  v = v < below ? below : (v > above ? above : v);
+  const float biased = v + 12582912.0f;
+  std::int32_t i;
+  std::memcpy(&i, &biased, sizeof i);
+  return std::clamp((i & 0x007FFFFF) - 0x00400000, lo, hi);
+}
 
 // Step 1: the weighted least-squares scale of the best step size in the sweep.
 float fit_sub_block(const float* x) noexcept {
@@ -32,7 +40,7 @@ float fit_sub_block(const float* x) noexcept {
     const float iscale = -(32 + 0.1f * is) / max;
     float sxl = 0, sl2 = 0;
     for (int i = 0; i < kSub; ++i) {
-      const int l = std::clamp(nearest(iscale * x[i]), -32, 31);
+      const int l = nearest_clamped(iscale * x[i], -32, 31);
       const float w = x[i] * x[i];
       sxl += w * x[i] * l;
       sl2 += w * l * l;
@@ -48,9 +56,10 @@ float fit_sub_block(const float* x) noexcept {
 
 float sub_block_error(const float* x, float d, int s, std::uint8_t* q) noexcept {
   const float ds = d * static_cast<float>(s);
+  const float ids = ds != 0.0f ? 1.0f / ds : 0.0f;
   float e = 0;
   for (int i = 0; i < kSub; ++i) {
-    const int l = ds != 0.0f ? std::clamp(nearest(x[i] / ds), -32, 31) : 0;
+    const int l = nearest_clamped(x[i] * ids, -32, 31);
     if (q) q[i] = static_cast<std::uint8_t>(l + 32);
     const float diff = ds * static_cast<float>(l) - x[i];
     e += diff * diff;
@@ -66,7 +75,7 @@ float encode(const float* x, const float* fits, float max_scale, std::uint16_t& 
   float total = 0;
   for (int j = 0; j < 16; ++j) {
     const float* xs = x + kSub * j;
-    const int s0 = d != 0.0f ? std::clamp(nearest(fits[j] / d), -128, 127) : 0;
+    const int s0 = d != 0.0f ? nearest_clamped(fits[j] / d, -128, 127) : 0;
     float best = INFINITY;
     int best_s = s0;
     for (int s = std::max(-128, s0 - kRefineRadius); s <= std::min(127, s0 + kRefineRadius); ++s) {
@@ -98,19 +107,7 @@ void quantize_q6_k_block(const float* x, BlockQ6_K& out) noexcept {
     pack_q6_k_codes(q, out);
     return;
   }
-  float best = INFINITY;
-  for (float f : kSuperScaleFactors) {
-    std::uint16_t dh;
-    std::int8_t sc[16];
-    std::uint8_t cand[kQK_K];
-    const float e = encode(x, fits, max_scale * f, dh, sc, cand);
-    if (e < best) {
-      best = e;
-      out.d = dh;
-      std::memcpy(out.scales, sc, sizeof sc);
-      std::memcpy(q, cand, sizeof q);
-    }
-  }
+  encode(x, fits, max_scale, out.d, out.scales, q);
   pack_q6_k_codes(q, out);
 }
 

@@ -5,10 +5,10 @@
 //      sizes by x^2-weighted least squares (ggml's make_qx_quants idea); the value of largest
 //      magnitude maps to -32.
 //   2. d = fp16(-(s of largest |s|) / 128); each s rounded to its int8 multiple of d.
-//   3. Per sub-block, every int8 scale within +-kRefineRadius of that rounding is tried with nearest
-//      codes; the one with the least squared error of the dequantized values (computed exactly as
-//      dequantize does) wins.
-//   4. Steps 2-3 are repeated with d scaled by each of kSuperScaleFactors; the best total is kept.
+//   3. Per sub-block, every int8 scale within +-kRefineRadius (3) of that rounding is tried with
+//      nearest codes; the one with the least squared error of the dequantized values (computed
+//      exactly as dequantize does) wins.
+// Also trying d x 0.96 / 0.98 / 1.02 cut the error by only ~0.4% for 4x the time.
 #pragma once
 
 #include <cstdint>
