@@ -33,14 +33,14 @@ TEST(LoadWeightFormats, GgufRoundTripThroughLoadedFormats) {
   DefaultHostServices services;
   auto formats = load_weight_formats(registry, services);
   ASSERT_TRUE(formats) << formats.status().message();
-  const std::int64_t k = 256, m = 6;  // a whole block of every format, K-quants included
+  const std::int64_t k = 256, m = 6;  // a whole block for every format, K-quants included
   const auto w = gaussian(static_cast<std::size_t>(k * m), 0.1f, 61);
   gguf::Writer writer(formats->types);
   std::map<std::string, std::vector<std::uint8_t>> written;
-  for (auto& loaded : formats->formats) {  // every installed format, so each new plugin is covered
-    const TypeId id = loaded->types()[0].id;
-    const WeightFormat* f = services.weight_format(id);
+  for (auto& loaded : formats->formats) {  // every format plugin in the folder
+    const WeightFormat* f = loaded.get();
     const TypeTraits t = f->types()[0];
+    const TypeId id = t.id;
     std::vector<std::uint8_t> q(row_bytes(t, k) * m);
     ASSERT_TRUE(f->quantize(id, w.data(), q.data(), m, k, nullptr).ok());
     const std::int64_t ne[] = {k, m};

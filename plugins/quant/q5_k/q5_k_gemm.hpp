@@ -8,7 +8,7 @@
 //     summs  = fma(float(M), -(d_x * dmin_w), summs)
 //   y = hsum8(acc) + summs
 // ggml writes the last step as `summs += dmin * M`, which GCC contracts to this fma when it builds
-// ggml-cpu for an FMA-capable target (not verified against a llama.cpp binary here).
+// ggml-cpu for an FMA-capable target (KQuantGgml.* checks the bits against the shipped binaries).
 #pragma once
 
 #include "gemm.hpp"
