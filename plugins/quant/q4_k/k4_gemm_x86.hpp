@@ -1,8 +1,9 @@
-// The Q4_K and Q5_K tiles for AVX2 and AVX-512 (256-bit f32 lanes, the scalar definition's order;
-// Bits = 4 or 5 code bits). Include once per translation unit after defining GRAFT_Q4K_TARGET (the
-// level's target attribute) and GRAFT_Q4K_AVX512 (0 or 1: which integer dot). Each weight block is decoded once per tile into
-// vectors (codes as bytes in element order, each sub-block's scale in every int16 lane of its
-// vector); a one-column tile consumes them straight from registers, wider tiles from an L1 copy.
+// The Q4_K and Q5_K tiles for AVX2 and AVX-512 (the scalar definition's f32 order; Bits = 4 or 5
+// code bits). Include once per translation unit after defining GRAFT_Q4K_TARGET (the level's
+// target attribute) and GRAFT_Q4K_AVX512 (0 or 1). Each weight block is decoded once per tile into
+// vectors (codes as bytes in element order, each sub-block's scale in the int16 lanes its products
+// land in). AVX2 and leftover single rows: 256-bit f32 lanes per output, a one-column tile using
+// the decoded block straight from registers. AVX-512 tiles of 4 rows: paired_tile.
 #pragma once
 
 #include <array>
@@ -153,10 +154,10 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const K
 }
 
 #if GRAFT_Q4K_AVX512
-// Batches at AVX-512: the f32 lane work of two rows shares one 512-bit register (rows i and i + 1
-// in the low and high halves) and the mins of all four rows another (one 128-bit lane per row), so
-// the per-output f32 work runs 16 lanes wide. Every lane sees exactly the operations of the
-// 256-bit form, so the bits are those of the scalar definition.
+// AVX-512 tiles of 4 rows (any column count): the f32 lane work of two rows shares one 512-bit
+// register (rows 2h and 2h + 1 in the low and high halves) and the mins of all four rows another
+// (one 128-bit lane per row), so the per-output f32 work runs 16 lanes wide. Every lane sees
+// exactly the operations of the 256-bit form, so the bits are those of the scalar definition.
 // [lo | hi] and its halves with AVX-512F only (the f32x8 forms need AVX512DQ, not in our target).
 GRAFT_Q4K_TARGET inline __m512 join(__m256 lo, __m256 hi) {
   return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
