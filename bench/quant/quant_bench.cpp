@@ -2,7 +2,7 @@
 // layers, and measures, in the same run and with the same thread count, how fast plain code reads
 // memory. The ratio of the two is the figure of merit on a shared, noisy machine.
 //
-//   quant_bench [--threads 1,2] [--formats q8_0,q4_0,q4_k] [--k 1024,2048,4096] [--mib 512] [--reps 5]
+//   quant_bench [--threads 1,2] [--formats q8_0,q4_0,q1_0,q2_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
 //               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0]
 // With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
 // speed instead of memory streaming. --quantize 1 instead times each format's quantizer (one
@@ -146,16 +146,21 @@ struct Matrices {
   std::size_t bytes_each = 0;
 };
 
-// Where a block keeps its fp16 scales (K-quants: Q4_K/Q5_K d and dmin first, Q6_K d last).
-std::vector<std::size_t> scale_offsets(const TypeTraits& t) {
-  if (t.id == type_id::q4_k || t.id == type_id::q5_k) return {0, 2};
-  if (t.id == type_id::q6_k) return {208};
+// Byte offsets of each block's fp16 scales (random bytes there could be denormals, which are slow).
+std::vector<std::size_t> scale_offsets(const std::string& format) {
+  if (format == "q2_k") return {80, 82};
+  if (format == "q3_k") return {108};
+  if (format == "tq1_0") return {52};
+  if (format == "tq2_0") return {64};
+  if (format == "q4_k" || format == "q5_k") return {0, 2};
+  if (format == "q6_k") return {208};
   return {0};
 }
 
 // Random blocks with a modest fp16 scale (0x2000 = 2^-7): the kernels' speed does not depend on the
 // values, and generating bytes is far faster than quantizing floats.
-Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, std::int64_t m, std::size_t total_bytes) {
+Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, std::int64_t m, std::size_t total_bytes,
+                       const std::vector<std::size_t>& scales) {
   Matrices mx;
   mx.traits = t;
   mx.k = k;
@@ -172,9 +177,9 @@ Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, st
       std::memcpy(p + j, &state, std::min<std::size_t>(8, mx.bytes_each - j));
     }
     for (std::size_t b = 0; b < mx.bytes_each; b += t.block_bytes)
-      for (std::size_t off : scale_offsets(t)) {
-        p[b + off] = 0x00;
-        p[b + off + 1] = 0x20;
+      for (std::size_t o : scales) {
+        p[b + o] = 0x00;
+        p[b + o + 1] = 0x20;
       }
     mx.buffers.push_back(std::move(*buf));
   }
@@ -256,7 +261,8 @@ int main(int argc, char** argv) {
       }
       FormatKernels* kern = (*fmt)->kernels("cpu");
       for (long k : o.ks) {
-        const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20);
+        const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20,
+                                          scale_offsets(name));
         const std::size_t count = mx.buffers.size();
         std::vector<float> x(static_cast<std::size_t>(k * std::max(1L, o.prefill)), 0.25f);
         for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
