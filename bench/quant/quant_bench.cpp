@@ -3,9 +3,10 @@
 // memory. The ratio of the two is the figure of merit on a shared, noisy machine.
 //
 //   quant_bench [--threads 1,2] [--formats q8_0,q4_0,q1_0,q2_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
-//               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR]
+//               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0]
 // With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
-// speed instead of memory streaming.
+// speed instead of memory streaming. --quantize 1 instead times each format's quantizer (one
+// thread, 4096 x 256 pseudo-random weights, best of --reps).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -39,6 +40,7 @@ struct Options {
   long m = 4096;        // rows per matrix
   std::string simd = "auto";
   std::string plugin_dir = GRAFT_PLUGIN_DIR;
+  bool quantize = false;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -65,6 +67,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (key == "--simd") o.simd = value;
     else if (key == "--m") o.m = std::stol(value);
     else if (key == "--plugin-dir") o.plugin_dir = value;
+    else if (key == "--quantize") o.quantize = value != "0";
     else return false;
   }
   return argc % 2 == 1;
@@ -149,6 +152,8 @@ std::vector<std::size_t> scale_offsets(const std::string& format) {
   if (format == "q3_k") return {108};
   if (format == "tq1_0") return {52};
   if (format == "tq2_0") return {64};
+  if (format == "q4_k" || format == "q5_k") return {0, 2};
+  if (format == "q6_k") return {208};
   return {0};
 }
 
@@ -192,16 +197,49 @@ TensorView view(const Matrices& mx, std::size_t i) {
   return v;
 }
 
+// Quantizer throughput: what converting a model costs per thread.
+int quantize_speed(const Options& o, DefaultHostServices& host) {
+  constexpr std::int64_t k = 4096, rows = 256;
+  std::vector<float> w(static_cast<std::size_t>(k * rows));
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (auto& v : w) {  // sums of uniforms: roughly Gaussian, sigma ~0.03
+    float sum = 0;
+    for (int i = 0; i < 4; ++i) {
+      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+      sum += static_cast<float>(state >> 40) / 16777216.0f - 0.5f;
+    }
+    v = sum * 0.05f;
+  }
+  std::printf("%-6s %16s\n", "format", "quantize Mw/s");
+  for (const auto& name : o.formats) {
+    auto lib = load(o.plugin_dir, "libgraft_quant_" + name + ".so");
+    auto fmt = lib->create<WeightFormat>(host, Config{});
+    if (!fmt) {
+      std::fprintf(stderr, "error: %s\n", fmt.status().message().c_str());
+      return 1;
+    }
+    const TypeTraits t = (*fmt)->types()[0];
+    std::vector<std::uint8_t> q(static_cast<std::size_t>(k / t.block_elems * t.block_bytes * rows));
+    const Timing best = best_of(o.reps, 1, [&] {
+      if (!(*fmt)->quantize(t.id, w.data(), q.data(), rows, k, nullptr).ok()) std::exit(1);
+    });
+    std::printf("%-6s %16.2f\n", name.c_str(), static_cast<double>(k * rows) / best.wall / 1e6);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr, "usage: quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] "
-                         "[--mib 512] [--reps 5] [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR]\n");
+                         "[--mib 512] [--reps 5] [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] "
+                         "[--quantize 0]\n");
     return 2;
   }
   DefaultHostServices host;
+  if (o.quantize) return quantize_speed(o, host);
   auto cpu_lib = load(o.plugin_dir, "libgraft_backend_cpu.so");
   std::printf("weights per pass: %ld MiB (matrices of k x %ld); best of %ld passes\n", o.mib, o.m, o.reps);
   std::printf("%-6s %5s %3s %11s %10s %6s %12s %14s %8s %5s\n", "format", "k", "thr", "matvec GB/s", "read GB/s",

@@ -1,0 +1,73 @@
+// Q4_K: super-blocks of 256 = 8 sub-blocks of 32 4-bit codes, y = d * sc[j] * q - dmin * m[j] with
+// 6-bit sc, m and fp16 d, dmin (144 bytes, 4.5 bits per weight). Dequantization is ggml's
+// dequantize_row_q4_K operation for operation; the quantizer is ours (k4_quantizer.hpp).
+#include "block_format.hpp"
+#include "half.hpp"
+#include "k4_quantizer.hpp"
+#include "k4_blocks.hpp"
+#include "q4_k_gemm.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
+  auto* y = static_cast<BlockQ4_K*>(dst);
+  for (std::int64_t i = 0; i < k / kQK_K; ++i, x += kQK_K) {
+    K4Block b;
+    quantize_k4_block(x, 15, b);
+    y[i].d = b.d;
+    y[i].dmin = b.dmin;
+    pack_scales_k4(b.sc, b.m, y[i].scales);
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 32; ++l)
+        y[i].qs[32 * j + l] = static_cast<std::uint8_t>(b.q[64 * j + l] | (b.q[64 * j + 32 + l] << 4));
+  }
+}
+
+void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
+  const auto* x = static_cast<const BlockQ4_K*>(src);
+  for (std::int64_t i = 0; i < k / kQK_K; ++i) {
+    const float d = fp16_to_fp32(x[i].d), dmin = fp16_to_fp32(x[i].dmin);
+    std::uint8_t sc[8], m[8];
+    unpack_scales_k4(x[i].scales, sc, m);
+    for (int j = 0; j < 4; ++j) {
+      // ggml: d1 = d * sc, m1 = min * m, y = d1 * q - m1 (two roundings, no fma)
+      const float d1 = d * sc[2 * j], m1 = dmin * m[2 * j];
+      const float d2 = d * sc[2 * j + 1], m2 = dmin * m[2 * j + 1];
+      const std::uint8_t* q = x[i].qs + 32 * j;
+      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
+      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    }
+  }
+}
+
+const FormatSpec kSpec{
+    {type_id::q4_k, "q4_k", 256, 144},
+    &quantize_row,
+    &dequantize_row,
+    ActivationForm::q8_k,
+    0,
+#ifdef __x86_64__
+    {&q4_k_gemm_scalar, &q4_k_gemm_avx2, &q4_k_gemm_avx512},
+#else
+    {&q4_k_gemm_scalar, nullptr, nullptr},
+#endif
+};
+
+PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
+  return create_block_format(kSpec, host, config, error);
+}
+
+const PluginDescriptor kDescriptor{
+    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q4_k", GRAFT_SDK_VERSION_STRING,
+    "Q4_K weights (ggml id 12): 4-bit codes, 6-bit scales and mins per 32, fp16 per 256; CPU kernels on Q8_K "
+    "activations",
+    kFormatConfigKeys, kFormatConfigKeyCount, &create,
+};
+
+}  // namespace
+
+}  // namespace graft::quant
+
+GRAFT_PLUGIN(graft::quant::kDescriptor)

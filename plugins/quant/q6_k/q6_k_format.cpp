@@ -1,0 +1,58 @@
+// Q6_K: super-blocks of 256 = 16 sub-blocks of 16 6-bit codes with int8 scales and an fp16 scale,
+// y = d * sc * (q - 32) (210 bytes, 6.5625 bits per weight). Dequantization is ggml's
+// dequantize_row_q6_K operation for operation; the quantizer is ours (q6_k_quantizer.hpp).
+#include "block_format.hpp"
+#include "half.hpp"
+#include "q6_k_block.hpp"
+#include "q6_k_gemm.hpp"
+#include "q6_k_quantizer.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
+  auto* y = static_cast<BlockQ6_K*>(dst);
+  for (std::int64_t i = 0; i < k / kQK_K; ++i) quantize_q6_k_block(x + i * kQK_K, y[i]);
+}
+
+void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
+  const auto* x = static_cast<const BlockQ6_K*>(src);
+  for (std::int64_t i = 0; i < k / kQK_K; ++i, y += kQK_K) {
+    const float d = fp16_to_fp32(x[i].d);
+    std::uint8_t q[kQK_K];
+    unpack_q6_k_codes(x[i], q);
+    // ggml: y = d * sc * q, evaluated left to right (two roundings, no fma).
+    for (int e = 0; e < kQK_K; ++e)
+      y[e] = d * static_cast<float>(x[i].scales[e / 16]) * static_cast<float>(static_cast<int>(q[e]) - 32);
+  }
+}
+
+const FormatSpec kSpec{
+    {type_id::q6_k, "q6_k", 256, 210},
+    &quantize_row,
+    &dequantize_row,
+    ActivationForm::q8_k,
+    0,
+#ifdef __x86_64__
+    {&q6_k_gemm_scalar, &q6_k_gemm_avx2, &q6_k_gemm_avx512},
+#else
+    {&q6_k_gemm_scalar, nullptr, nullptr},
+#endif
+};
+
+PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
+  return create_block_format(kSpec, host, config, error);
+}
+
+const PluginDescriptor kDescriptor{
+    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q6_k", GRAFT_SDK_VERSION_STRING,
+    "Q6_K weights (ggml id 14): 6-bit codes, int8 scales per 16, fp16 per 256; CPU kernels on Q8_K activations",
+    kFormatConfigKeys, kFormatConfigKeyCount, &create,
+};
+
+}  // namespace
+
+}  // namespace graft::quant
+
+GRAFT_PLUGIN(graft::quant::kDescriptor)
