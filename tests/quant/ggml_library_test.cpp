@@ -12,61 +12,13 @@
 #include <cstring>
 #include <filesystem>
 
+#include "ggml_library.hpp"
 #include "kquant_error.hpp"
 #include "quant_test_util.hpp"
 
 using namespace quant_test;
 
 namespace {
-
-// Mirrors of ggml.h / ggml-cpu.h (llama.cpp release v0.4.0, which node-llama-cpp pins); the
-// package ships no headers.
-using ToFloat = void (*)(const void*, float*, std::int64_t);
-using FromFloat = void (*)(const float*, void*, std::int64_t);
-using VecDot = void (*)(int, float*, std::size_t, const void*, std::size_t, const void*, std::size_t, int);
-struct GgmlTypeTraits {
-  const char* type_name;
-  std::int64_t blck_size, blck_size_interleave;
-  std::size_t type_size;
-  bool is_quantized;
-  ToFloat to_float;
-  FromFloat from_float_ref;
-};
-struct GgmlTypeTraitsCpu {
-  FromFloat from_float;
-  VecDot vec_dot;
-  int vec_dot_type;
-  std::int64_t nrows;
-};
-
-struct Ggml {
-  const GgmlTypeTraits* (*traits)(int) = nullptr;
-  const GgmlTypeTraitsCpu* (*cpu_traits)(int) = nullptr;
-  std::string cpu_file;
-};
-
-// Loads the two libraries, or says why not.
-std::string load(Ggml& g) {
-  const char* dir = std::getenv("GRAFT_GGML_LIB_DIR");
-  if (!dir) return "GRAFT_GGML_LIB_DIR is not set (a node-llama-cpp bins/linux-x64 folder)";
-  const std::filesystem::path base = std::filesystem::path(dir) / "libggml-base.so";
-  void* hb = dlopen(base.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!hb) return std::string("cannot load ") + base.string() + ": " + dlerror();
-  for (const char* variant : {"haswell", "sapphirerapids", "icelake", "skylakex", "x64"}) {
-    const auto p = std::filesystem::path(dir) / (std::string("libggml-cpu-") + variant + ".so");
-    if (!std::filesystem::exists(p)) continue;
-    void* hc = dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!hc) return std::string("cannot load ") + p.string() + ": " + dlerror();
-    g.traits = reinterpret_cast<const GgmlTypeTraits* (*)(int)>(dlsym(hb, "ggml_get_type_traits"));
-    g.cpu_traits = reinterpret_cast<const GgmlTypeTraitsCpu* (*)(int)>(dlsym(hc, "ggml_get_type_traits_cpu"));
-    auto init = reinterpret_cast<void (*)()>(dlsym(hc, "ggml_cpu_init"));
-    if (!g.traits || !g.cpu_traits || !init) return "ggml symbols missing in " + p.string();
-    init();
-    g.cpu_file = p.filename().string();
-    return "";
-  }
-  return std::string("no libggml-cpu-*.so in ") + dir;
-}
 
 struct Case {
   std::string name;
@@ -77,7 +29,7 @@ struct Case {
 
 TEST(GgmlLibrary, DequantizeQuantizeAndDotAgreeWithGgml) {
   Ggml g;
-  const std::string why = load(g);
+  const std::string why = load_ggml(g);
   if (!why.empty()) GTEST_SKIP() << why;
   std::printf("[ ggml     ] %s\n", g.cpu_file.c_str());
   constexpr int kQ8K = 15;
@@ -121,7 +73,7 @@ TEST(GgmlLibrary, DequantizeQuantizeAndDotAgreeWithGgml) {
 
 TEST(GgmlLibrary, OurKQuantErrorIsNoWorseThanGgmlsReferenceQuantizer) {
   Ggml g;
-  const std::string why = load(g);
+  const std::string why = load_ggml(g);
   if (!why.empty()) GTEST_SKIP() << why;
   const auto gauss = gaussian(256 * 256, 1.0f, 113);
   const auto zoo = kquant_error::zoo_weights(kquant_error::kZooTensors, 64);

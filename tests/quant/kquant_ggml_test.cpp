@@ -13,61 +13,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "ggml_library.hpp"
 #include "quant_test_util.hpp"
 
 using namespace quant_test;
 
 namespace {
-
-// Mirrors of ggml.h / ggml-cpu.h at that release; the package ships no headers.
-using ToFloat = void (*)(const void*, float*, std::int64_t);
-using FromFloat = void (*)(const float*, void*, std::int64_t);
-using VecDot = void (*)(int, float*, std::size_t, const void*, std::size_t, const void*, std::size_t, int);
-struct GgmlTypeTraits {
-  const char* type_name;
-  std::int64_t blck_size, blck_size_interleave;
-  std::size_t type_size;
-  bool is_quantized;
-  ToFloat to_float;
-  FromFloat from_float_ref;
-};
-struct GgmlTypeTraitsCpu {
-  FromFloat from_float;
-  VecDot vec_dot;
-  int vec_dot_type;
-  std::int64_t nrows;
-};
-
-struct Ggml {
-  const GgmlTypeTraits* (*traits)(int) = nullptr;
-  const GgmlTypeTraitsCpu* (*cpu_traits)(int) = nullptr;
-  std::string cpu_file;
-};
-
-// Loads the two libraries (the first CPU variant present, or $GRAFT_GGML_CPU_VARIANT), or says why not.
-std::string load(Ggml& g) {
-  const char* dir = std::getenv("GRAFT_GGML_LIB_DIR");
-  if (!dir) return "GRAFT_GGML_LIB_DIR is not set (a node-llama-cpp bins/linux-x64 folder)";
-  const std::filesystem::path base = std::filesystem::path(dir) / "libggml-base.so";
-  void* hb = dlopen(base.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!hb) return std::string("cannot load ") + base.string() + ": " + dlerror();
-  std::vector<std::string> variants = {"haswell", "sapphirerapids", "icelake", "skylakex", "x64"};
-  if (const char* v = std::getenv("GRAFT_GGML_CPU_VARIANT")) variants = {v};
-  for (const auto& variant : variants) {
-    const auto p = std::filesystem::path(dir) / ("libggml-cpu-" + variant + ".so");
-    if (!std::filesystem::exists(p)) continue;
-    void* hc = dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!hc) return std::string("cannot load ") + p.string() + ": " + dlerror();
-    g.traits = reinterpret_cast<const GgmlTypeTraits* (*)(int)>(dlsym(hb, "ggml_get_type_traits"));
-    g.cpu_traits = reinterpret_cast<const GgmlTypeTraitsCpu* (*)(int)>(dlsym(hc, "ggml_get_type_traits_cpu"));
-    auto init = reinterpret_cast<void (*)()>(dlsym(hc, "ggml_cpu_init"));
-    if (!g.traits || !g.cpu_traits || !init) return "ggml symbols missing in " + p.string();
-    init();
-    g.cpu_file = p.filename().string();
-    return "";
-  }
-  return std::string("no libggml-cpu-*.so in ") + dir;
-}
 
 struct Case {
   std::string name;
@@ -80,7 +31,7 @@ constexpr int kQ8K = 15;
 
 TEST(KQuantGgml, DequantizeAndDotAreGgmlsBitForBit) {
   Ggml g;
-  const std::string why = load(g);
+  const std::string why = load_ggml(g);
   if (!why.empty()) GTEST_SKIP() << why;
   std::printf("[ ggml     ] %s\n", g.cpu_file.c_str());
   const std::int64_t k = 4096, m = 9, n = 3;
@@ -124,7 +75,7 @@ TEST(KQuantGgml, DequantizeAndDotAreGgmlsBitForBit) {
 
 TEST(KQuantGgml, OurQuantizersErrorNextToGgmlsReference) {
   Ggml g;
-  const std::string why = load(g);
+  const std::string why = load_ggml(g);
   if (!why.empty()) GTEST_SKIP() << why;
   const auto x = gaussian(256 * 256, 1.0f, 123);
   const auto n = static_cast<std::int64_t>(x.size());
