@@ -172,6 +172,9 @@ TEST(Q8KActivations, PairLayoutCopiesBothColumnsPerBlock) {
       for (int h = 0; h < 2; ++h) {
         EXPECT_EQ(std::memcmp(blk + 256 * h, a.block_qs(2 * p + h, b), 256), 0);
         EXPECT_EQ(std::memcmp(blk + 512 + 32 * h, a.block_bsums(2 * p + h, b), 32), 0);
+        std::int32_t lanes[16] = {};
+        for (int e = 0; e < 256; ++e) lanes[(e % 64) / 4] += a.block_qs(2 * p + h, b)[e] * Q8KActivations::kLaneBias;
+        EXPECT_EQ(std::memcmp(blk + 640 + 64 * h, lanes, 64), 0);
         for (int l = 0; l < 8; ++l) {
           float s;
           std::memcpy(&s, blk + 576 + 32 * h + 4 * l, 4);

@@ -87,6 +87,11 @@ void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x,
           std::memcpy(dst + 512 + 32 * h, out.block_bsums(row, b), 32);
           const float s = out.scale(row, b);
           for (int l = 0; l < 8; ++l) std::memcpy(dst + 576 + 32 * h + 4 * l, &s, 4);
+          std::int32_t lanes[16] = {};
+          const std::int8_t* q = out.block_qs(row, b);
+          for (int e = 0; e < 256; ++e) lanes[(e % 64) / 4] += q[e];
+          for (auto& v : lanes) v *= Q8KActivations::kLaneBias;
+          std::memcpy(dst + 640 + 64 * h, lanes, 64);
         }
       }
     }

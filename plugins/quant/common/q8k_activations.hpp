@@ -30,10 +30,13 @@ struct Q8KActivations {
 
   // Column pairs (rows 2p, 2p + 1), built only for the AVX-512 batch tiles, block-major so a
   // tile's pairs for one block are adjacent (one pointer, constant offsets): per pair and block
-  // kQ8KPairBytes = quants of 2p (256) | quants of 2p + 1 (256) | bsums of 2p, of 2p + 1 (16 int16
-  // each) | scale of 2p x 8, of 2p + 1 x 8 (f32), so one 512-bit load brings both columns' sums
-  // or scales in the halves of the f32 registers.
-  static constexpr std::int64_t kPairBytes = 640;
+  // kPairBytes = quants of 2p (256) | quants of 2p + 1 (256) | bsums of 2p, of 2p + 1 (16 int16
+  // each) | scale of 2p x 8, of 2p + 1 x 8 (f32) | kLaneBias x the lane sums of 2p, of 2p + 1
+  // (16 int32 each: lane L = the quants 64z + 4L .. 64z + 4L + 3 over z = 0..3, a vpdpbusd lane).
+  // One 512-bit load brings both columns' sums or scales in the halves of the f32 registers; the
+  // lane sums start the accumulators of kernels whose weights are stored + kLaneBias (Q3_K).
+  static constexpr std::int64_t kPairBytes = 768;
+  static constexpr std::int32_t kLaneBias = -124;
   std::int64_t n_pairs = 0;
   AlignedVector<std::int8_t> pairs;  // [nb][n_pairs][kPairBytes]
 

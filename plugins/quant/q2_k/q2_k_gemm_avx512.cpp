@@ -8,9 +8,9 @@
 #include "q2_k_gemm.hpp"
 
 #ifdef __x86_64__
-#include <algorithm>
 #include <cstring>
 
+#include "pair_batch.hpp"
 #include "q2_k_block.hpp"
 #include "x86_simd.hpp"
 
@@ -85,12 +85,11 @@ struct Q2KAvx512 {
   }
 };
 
-// Batches: each row tile's blocks are expanded ONCE into an L1/L2 scratch (per block: code * scale
-// bytes 0..45 in step order, the mins as 16 int16 twice, d and -dmin), then every column tile of
-// the call reuses them. Columns go in pairs on the activations' pair layout (block-major: a
-// tile's pairs for one block sit at constant offsets from one pointer, no per-column address
-// work); a pair shares each 512-bit f32 register (lanes 0..7 column c, 8..15 column c + 1).
-constexpr std::int64_t kExpandedBytes = 384;  // wq 256 | mins2 64 | d, -dmin | pad
+// Batches (pair_batch.hpp): each row tile's blocks are expanded once per call (per block: code *
+// scale bytes 0..45 in step order, the mins as 16 int16 twice, d and -dmin), then every column
+// tile reuses them. Columns go in pairs on the activations' pair layout, a pair sharing each
+// 512-bit f32 register (lanes 0..7 column c, 8..15 column c + 1).
+constexpr std::int64_t kQ2KExpandedBytes = 384;  // wq 256 | mins2 64 | d, -dmin | pad
 
 GRAFT_TARGET_AVX512 void expand_block(const std::uint8_t* blk, const float* fp16, std::uint8_t* out) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
@@ -134,10 +133,10 @@ struct Q2KAvx512Batch {
       for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
     const std::int8_t* xp = a.xk->pair_block(c / 2, 0);
     const std::int64_t x_step = a.xk->n_pairs * kPB;
-    for (std::int64_t b = 0; b < nb; ++b, xp += x_step, ex += R * kExpandedBytes) {
+    for (std::int64_t b = 0; b < nb; ++b, xp += x_step, ex += R * kQ2KExpandedBytes) {
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i) {
-        const std::uint8_t* e = ex + i * kExpandedBytes;
+        const std::uint8_t* e = ex + i * kQ2KExpandedBytes;
         __m512i wq[4];
         _Pragma("GCC unroll 4")
         for (int z = 0; z < 4; ++z) wq[z] = _mm512_load_si512(e + 64 * z);
@@ -174,51 +173,19 @@ struct Q2KAvx512Batch {
       }
   }
 
-  // Rows r .. r + R - 1, columns [c0, c1): pair tiles of C, then C / 2 .., leftover single columns.
-  template <int R, int C>
-  static void columns(const GemmArgs& a, const std::uint8_t* ex, std::int64_t r, std::int64_t c, std::int64_t c1) {
-    for (; c + C <= c1; c += C) tile<R, C>(a, ex, r, c);
-    if constexpr (C > 2) {
-      columns<R, C / 2>(a, ex, r, c, c1);
-    } else {
-      for (; c < c1; ++c) Q2KAvx512::tile<R, 1>(a, r, c);
-    }
+  static void expand(const GemmArgs& a, std::int64_t row, std::int64_t b, std::uint8_t* out) {
+    expand_block(a.w + row * a.w_stride + b * sizeof(BlockQ2K), a.fp16, out);
   }
 
-  template <int R>
-  static void rows(const GemmArgs& a, std::int64_t r, std::int64_t c0, std::int64_t c1, std::uint8_t* ex) {
-    const std::int64_t nb = a.k / kQ2KBlockElems;
-    for (std::int64_t b = 0; b < nb; ++b)
-      for (int i = 0; i < R; ++i)
-        expand_block(a.w + (r + i) * a.w_stride + b * sizeof(BlockQ2K), a.fp16, ex + (b * R + i) * kExpandedBytes);
-    columns<R, kBatchColumns>(a, ex, r, c0, c1);
-  }
-
-  static constexpr int kBatchRows = 4, kBatchColumns = 8;
+  static constexpr int kRows = 4, kColumns = 8;
+  static constexpr std::int64_t kBlockElems = kQ2KBlockElems, kExpandedBytes = kQ2KExpandedBytes;
 };
-
-void q2_k_batch_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  // The pair layout covers columns [0, 2 n_pairs); a call off a pair boundary or past it takes the
-  // per-column kernel for the rest: the same values.
-  const std::int64_t pair_end = c0 % 2 == 0 ? std::min(c1, 2 * a.xk->n_pairs) : c0;
-  if (pair_end - c0 < 2) {
-    walk_tiles<Q2KAvx512, 4, 1>(a, r0, r1, c0, c1);
-    return;
-  }
-  constexpr int R = Q2KAvx512Batch::kBatchRows;
-  thread_local AlignedVector<std::uint8_t> scratch;
-  scratch.resize(static_cast<std::size_t>(a.k / kQ2KBlockElems * R * kExpandedBytes));
-  std::int64_t r = r0;
-  for (; r + R <= r1; r += R) Q2KAvx512Batch::rows<R>(a, r, c0, pair_end, scratch.data());
-  for (; r < r1; ++r) Q2KAvx512Batch::rows<1>(a, r, c0, pair_end, scratch.data());
-  if (pair_end < c1) walk_tiles<Q2KAvx512, 4, 1>(a, r0, r1, pair_end, c1);
-}
 
 }  // namespace
 
 void q2_k_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   if (c1 - c0 == 1) walk_tiles<Q2KAvx512, 4, 1>(a, r0, r1, c0, c1);
-  else q2_k_batch_avx512(a, r0, r1, c0, c1);
+  else pair_batch<Q2KAvx512Batch, Q2KAvx512>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
