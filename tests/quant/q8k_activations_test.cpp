@@ -182,6 +182,11 @@ TEST(Q8KActivations, PairLayoutCopiesBothColumnsPerBlock) {
         }
       }
     }
+  if (cpu_supports(SimdLevel::avx512)) {  // the vpdpbusd lane sums and the AVX-512 rows: same bytes
+    Q8KActivations v;
+    quantize_q8k_activations(*quant_test::cpu(1), SimdLevel::avx512, x.data(), n, k, true, v);
+    EXPECT_EQ(v.pairs, a.pairs);
+  }
   Q8KActivations none;
   quantize_q8k_activations(*quant_test::cpu(1), SimdLevel::scalar, x.data(), n, k, false, none);
   EXPECT_EQ(none.n_pairs, 0);

@@ -47,15 +47,23 @@ void quantize_q8k_row(const float* x, std::int64_t k, std::int8_t* qs, float* d,
   }
 }
 
+void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept {
+  for (int l = 0; l < 16; ++l) out[l] = 0;
+  for (int e = 0; e < kQK_K; ++e) out[(e % 64) / 4] += qs[e];
+  for (int l = 0; l < 16; ++l) out[l] *= bias;
+}
+
 void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
                               bool pairs, Q8KActivations& out) {
 #ifdef __x86_64__
   const auto row_fn = level == SimdLevel::avx512 ? &quantize_q8k_row_avx512
                       : level == SimdLevel::avx2 ? &quantize_q8k_row_avx2
                                                  : &quantize_q8k_row;
+  const auto lane_sums_fn = level == SimdLevel::avx512 ? &q8k_lane_sums_avx512 : &q8k_lane_sums;
 #else
   (void)level;
   const auto row_fn = &quantize_q8k_row;
+  const auto lane_sums_fn = &q8k_lane_sums;
 #endif
   out.n = n;
   out.nb = k / kQK_K;
@@ -87,10 +95,8 @@ void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x,
           std::memcpy(dst + 512 + 32 * h, out.block_bsums(row, b), 32);
           const float s = out.scale(row, b);
           for (int l = 0; l < 8; ++l) std::memcpy(dst + 576 + 32 * h + 4 * l, &s, 4);
-          std::int32_t lanes[16] = {};
-          const std::int8_t* q = out.block_qs(row, b);
-          for (int e = 0; e < 256; ++e) lanes[(e % 64) / 4] += q[e];
-          for (auto& v : lanes) v *= Q8KActivations::kLaneBias;
+          std::int32_t lanes[16];
+          lane_sums_fn(out.block_qs(row, b), Q8KActivations::kLaneBias, lanes);
           std::memcpy(dst + 640 + 64 * h, lanes, 64);
         }
       }

@@ -51,6 +51,11 @@ void quantize_q8k_row(const float* x, std::int64_t k, std::int8_t* qs, float* d,
 void quantize_q8k_row_avx2(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int16_t* bsums) noexcept;
 void quantize_q8k_row_avx512(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int16_t* bsums) noexcept;
 
+// out[L] = bias * (sum of qs[64z + 4L .. 64z + 4L + 3] over z = 0..3), for a block of 256 quants:
+// the pair layout's lane sums, in plain loops and with vpdpbusd (equal exact integers).
+void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept;
+void q8k_lane_sums_avx512(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept;
+
 // All n rows of x (row stride k) with the row function of `level`; rows are split across the
 // backend's threads when n is large. `pairs` also builds the column-pair layout.
 void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,

@@ -60,5 +60,11 @@ GRAFT_TARGET_AVX512 void quantize_q8k_row_avx512(const float* x, std::int64_t k,
   }
 }
 
+GRAFT_TARGET_AVX512 void q8k_lane_sums_avx512(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept {
+  __m512i s = _mm512_setzero_si512();
+  for (int z = 0; z < 4; ++z) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(1), _mm512_loadu_si512(qs + 64 * z));
+  _mm512_storeu_si512(out, _mm512_mullo_epi32(s, _mm512_set1_epi32(bias)));
+}
+
 }  // namespace graft::quant
 #endif
