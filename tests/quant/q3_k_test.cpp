@@ -2,8 +2,10 @@
 // (docs/formats.md, "Q3_K"), plus edge blocks.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kquant_error.hpp"
+#include "q8k_activations.hpp"
 #include "quant_test_util.hpp"
 
 using namespace quant_test;
@@ -75,4 +77,49 @@ TEST(Q3K, EdgeBlocks) {
   for (int i = 0; i < 256; ++i) EXPECT_EQ(y[static_cast<std::size_t>(i)], 0.0f) << i;
   for (int i = 0; i < 256; ++i) EXPECT_NEAR(y[256 + static_cast<std::size_t>(i)], -1.5f, 1.5f * 0x1p-10) << i;
   for (int i = 0; i < 256; ++i) EXPECT_NEAR(y[512 + static_cast<std::size_t>(i)], x[512 + static_cast<std::size_t>(i)], 4e-3) << i;
+}
+
+// The AVX-512 batch kernel stores code * (scale - 32) + 124 in a byte: the products' extremes
+// (-4 * -32 = 128, -4 * 31 = -124, 3 * -32 = -96) against +-127 quants must give every level's
+// and every batch position's bits. Rows: all scales 0 / 63 with codes all -4 / all 3, then mixed.
+TEST(Q3K, BatchKernelsAtExtremeProducts) {
+  constexpr std::int64_t k = 512, m = 7, n = 64;
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(m * (k / 256) * 110), 0);
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t b = 0; b < k / 256; ++b) {
+      std::uint8_t* blk = q.data() + (r * (k / 256) + b) * 110;
+      const bool code3 = r & 1, scale63 = r & 2;
+      std::fill(blk, blk + 96, code3 ? 0xFF : 0x00);         // hmask, qs: codes 3 or -4
+      std::fill(blk + 96, blk + 108, scale63 ? 0xFF : 0x00);  // six-bit scales 63 or 0
+      if (r >= 4)
+        for (int j = 0; j < 108; ++j) blk[j] = static_cast<std::uint8_t>(j * 37 + r * 11 + b);
+      blk[108] = 0x00;
+      blk[109] = 0x3C;  // d = 1
+    }
+  std::vector<float> x = gaussian(static_cast<std::size_t>(k * n), 1.0f, 91);
+  for (std::size_t i = 0; i < x.size(); i += 3) x[i] = i % 2 ? 100.0f : -100.0f;  // quants at +-127
+  const auto want = matmul(*format("q3_k", "scalar"), *cpu(1), q, k, m, x.data(), n);
+  for (const auto& level : available_levels()) {
+    auto fmt = format("q3_k", level);
+    const auto y = matmul(*fmt, *cpu(2), q, k, m, x.data(), n);
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), want.size() * 4), 0) << level;
+    for (std::int64_t c : {0, 1, 62, 63})
+      EXPECT_EQ(std::memcmp(matmul(*fmt, *cpu(1), q, k, m, x.data() + c * k, 1).data(), want.data() + c * m, m * 4), 0)
+          << level << " column " << c;
+  }
+  // Row 0 is every weight 128 (code -4, scale 0 - 32, d = 1): y = sum over blocks of
+  // d_x * 128 * (sum of quants), up to f32 rounding.
+  constexpr double kRelTol = 1e-6;
+  std::vector<std::int8_t> xq(k);
+  std::vector<float> dx(k / 256);
+  std::vector<std::int16_t> bs(k / 16);
+  graft::quant::quantize_q8k_row(x.data(), k, xq.data(), dx.data(), bs.data());
+  double ref = 0, mag = 0;
+  for (std::int64_t b = 0; b < k / 256; ++b) {
+    std::int64_t s = 0;
+    for (int e = 0; e < 256; ++e) s += xq[static_cast<std::size_t>(b * 256 + e)];
+    ref += static_cast<double>(dx[b]) * 128.0 * static_cast<double>(s);
+    mag += std::fabs(static_cast<double>(dx[b])) * 128.0 * 256 * 127;
+  }
+  EXPECT_NEAR(want[0], ref, kRelTol * mag);
 }

@@ -117,7 +117,7 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
       act_row_bytes = level == SimdLevel::avx512 && n >= 2 ? k * 3 : k + k / 32 * 36;
       break;
     case ActivationForm::q8_k:
-      quantize_q8k_activations(backend, x.as<float>(), n, k, scratch.k);
+      quantize_q8k_activations(backend, level, x.as<float>(), n, k, level == SimdLevel::avx512 && n >= 2, scratch.k);
       args.xk = &scratch.k;
       args.fp16 = fp16_table();
       act_row_bytes = k + k / kQK_K * 36;  // quants, f32 scale, 16 int16 sums

@@ -47,7 +47,24 @@ void quantize_q8k_row(const float* x, std::int64_t k, std::int8_t* qs, float* d,
   }
 }
 
-void quantize_q8k_activations(Backend& backend, const float* x, std::int64_t n, std::int64_t k, Q8KActivations& out) {
+void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept {
+  for (int l = 0; l < 16; ++l) out[l] = 0;
+  for (int e = 0; e < kQK_K; ++e) out[(e % 64) / 4] += qs[e];
+  for (int l = 0; l < 16; ++l) out[l] *= bias;
+}
+
+void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
+                              bool pairs, Q8KActivations& out) {
+#ifdef __x86_64__
+  const auto row_fn = level == SimdLevel::avx512 ? &quantize_q8k_row_avx512
+                      : level == SimdLevel::avx2 ? &quantize_q8k_row_avx2
+                                                 : &quantize_q8k_row;
+  const auto lane_sums_fn = level == SimdLevel::avx512 ? &q8k_lane_sums_avx512 : &q8k_lane_sums;
+#else
+  (void)level;
+  const auto row_fn = &quantize_q8k_row;
+  const auto lane_sums_fn = &q8k_lane_sums;
+#endif
   out.n = n;
   out.nb = k / kQK_K;
   out.qs.resize(static_cast<std::size_t>(n * k));
@@ -56,13 +73,37 @@ void quantize_q8k_activations(Backend& backend, const float* x, std::int64_t n, 
   auto rows = [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const auto i = static_cast<std::int64_t>(r);
-      quantize_q8k_row(x + i * k, k, out.qs.data() + i * k, out.d.data() + i * out.nb,
-                       out.bsums.data() + i * out.nb * 16);
+      row_fn(x + i * k, k, out.qs.data() + i * k, out.d.data() + i * out.nb, out.bsums.data() + i * out.nb * 16);
     }
   };
   // A few rows cost less than waking the pool.
-  if (n * k < (std::int64_t{1} << 16)) rows(0, static_cast<std::size_t>(n));
+  const bool small = n * k < (std::int64_t{1} << 16);
+  if (small) rows(0, static_cast<std::size_t>(n));
   else backend.parallel_for(static_cast<std::size_t>(n), rows);
+
+  out.n_pairs = pairs ? n / 2 : 0;
+  const std::int64_t nb = out.nb;
+  out.pairs.resize(static_cast<std::size_t>(out.n_pairs * nb * Q8KActivations::kPairBytes));
+  auto interleave = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t pi = begin; pi < end; ++pi) {
+      const auto p = static_cast<std::int64_t>(pi);
+      for (std::int64_t b = 0; b < nb; ++b) {
+        auto* dst = const_cast<std::int8_t*>(out.pair_block(p, b));
+        for (std::int64_t h = 0; h < 2; ++h) {
+          const std::int64_t row = 2 * p + h;
+          std::memcpy(dst + 256 * h, out.block_qs(row, b), 256);
+          std::memcpy(dst + 512 + 32 * h, out.block_bsums(row, b), 32);
+          const float s = out.scale(row, b);
+          for (int l = 0; l < 8; ++l) std::memcpy(dst + 576 + 32 * h + 4 * l, &s, 4);
+          std::int32_t lanes[16];
+          lane_sums_fn(out.block_qs(row, b), Q8KActivations::kLaneBias, lanes);
+          std::memcpy(dst + 640 + 64 * h, lanes, 64);
+        }
+      }
+    }
+  };
+  if (small) interleave(0, static_cast<std::size_t>(out.n_pairs));
+  else backend.parallel_for(static_cast<std::size_t>(out.n_pairs), interleave);
 }
 
 }  // namespace graft::quant

@@ -10,6 +10,7 @@
 
 #include "graft/backend.hpp"
 #include "q8_activations.hpp"
+#include "simd_level.hpp"
 
 namespace graft::quant {
 
@@ -26,12 +27,38 @@ struct Q8KActivations {
   const std::int8_t* block_qs(std::int64_t row, std::int64_t b) const { return qs.data() + (row * nb + b) * kQK_K; }
   float scale(std::int64_t row, std::int64_t b) const { return d[static_cast<std::size_t>(row * nb + b)]; }
   const std::int16_t* block_bsums(std::int64_t row, std::int64_t b) const { return bsums.data() + (row * nb + b) * 16; }
+
+  // Column pairs (rows 2p, 2p + 1), built only for the AVX-512 batch tiles, block-major so a
+  // tile's pairs for one block are adjacent (one pointer, constant offsets): per pair and block
+  // kPairBytes = quants of 2p (256) | quants of 2p + 1 (256) | bsums of 2p, of 2p + 1 (16 int16
+  // each) | scale of 2p x 8, of 2p + 1 x 8 (f32) | kLaneBias x the lane sums of 2p, of 2p + 1
+  // (16 int32 each: lane L = the quants 64z + 4L .. 64z + 4L + 3 over z = 0..3, a vpdpbusd lane).
+  // One 512-bit load brings both columns' sums or scales in the halves of the f32 registers; the
+  // lane sums start the accumulators of kernels whose weights are stored + kLaneBias (Q3_K).
+  static constexpr std::int64_t kPairBytes = 768;
+  static constexpr std::int32_t kLaneBias = -124;
+  std::int64_t n_pairs = 0;
+  AlignedVector<std::int8_t> pairs;  // [nb][n_pairs][kPairBytes]
+
+  const std::int8_t* pair_block(std::int64_t pair, std::int64_t b) const {
+    return pairs.data() + (b * n_pairs + pair) * kPairBytes;
+  }
 };
 
-// One row of k (a multiple of 256) values, exactly quantize_row_q8_K_ref.
+// One row of k (a multiple of 256) values, exactly quantize_row_q8_K_ref; the AVX2 and AVX-512
+// forms give identical bits (also for NaN, infinite, huge and denormal inputs), faster.
 void quantize_q8k_row(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int16_t* bsums) noexcept;
+void quantize_q8k_row_avx2(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int16_t* bsums) noexcept;
+void quantize_q8k_row_avx512(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int16_t* bsums) noexcept;
 
-// All n rows of x (row stride k); rows are split across the backend's threads when n is large.
-void quantize_q8k_activations(Backend& backend, const float* x, std::int64_t n, std::int64_t k, Q8KActivations& out);
+// out[L] = bias * (sum of qs[64z + 4L .. 64z + 4L + 3] over z = 0..3), for a block of 256 quants:
+// the pair layout's lane sums, in plain loops and with vpdpbusd (equal exact integers).
+void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept;
+void q8k_lane_sums_avx512(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept;
+
+// All n rows of x (row stride k) with the row function of `level`; rows are split across the
+// backend's threads when n is large. `pairs` also builds the column-pair layout.
+void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
+                              bool pairs, Q8KActivations& out);
 
 }  // namespace graft::quant

@@ -3,12 +3,15 @@
 // against the Q8_K quants minus 4 * x per pair (computed once per column, shared by the rows);
 // vpdpwssd multiplies by the signed sub-block scales and accumulates. The two 256-bit halves' lane
 // sums are added (exact integers) into ggml's 8 lanes before the f32 work.
-// Batches (Q3KAvx512Pairs) flip the roles: signed codes c = u - 4 times x + 128 (unsigned), whose
-// surplus 128 * sum(c) is a per-row constant subtracted once, so each column costs one maddubs and
-// one vpdpwssd per 64 weights; two activation columns share each 512-bit f32 register.
+// Batches (Q3KAvx512Batch) expand each row's blocks once per call into code * scale + 124 bytes
+// and use vpdpbusd straight on them: one instruction per 64 weights and column; two activation
+// columns share each 512-bit f32 register.
 #include "q3_k_gemm.hpp"
 
 #ifdef __x86_64__
+#include <cstring>
+
+#include "pair_batch.hpp"
 #include "q3_k_block.hpp"
 #include "x86_simd.hpp"
 
@@ -92,104 +95,108 @@ struct Q3KAvx512 {
   }
 };
 
-struct Q3KAvx512Pairs {
-  template <int R, int C>
-  GRAFT_TARGET_AVX512 static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
-    if constexpr (C % 2 != 0) {
-      Q3KAvx512::tile<R, C>(a, r, c);
-    } else {
-      constexpr int P = C / 2;
-      const std::int64_t nb = a.k / kQ3KBlockElems;
-      const std::uint8_t* w[R];
-      _Pragma("GCC unroll 8")
-      for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
-      const std::int8_t* xq[C];
-      const float* dx[C];
-      _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) {
-        xq[j] = a.xk->block_qs(c + j, 0);
-        dx[j] = &a.xk->d[static_cast<std::size_t>((c + j) * nb)];
-      }
-      __m512 acc[R][P];
-      _Pragma("GCC unroll 8")
-      for (int i = 0; i < R; ++i)
-        _Pragma("GCC unroll 8")
-        for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
-      const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4), bias = _mm512_set1_epi8(static_cast<char>(0x80));
-      const __m512i shift_lo = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
-      const __m512i shift_hi = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
-      const __m512i sub_of_lane = _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll, 0x0002000200020002ll,
-                                                    0x0002000200020002ll, 0x0003000300030003ll, 0x0003000300030003ll);
-      alignas(64) std::uint8_t xb[C][256];  // x + 128 for this block, shared by the rows
-      for (std::int64_t b = 0; b < nb; ++b) {
-        __m512 dxv[P];
-        _Pragma("GCC unroll 8")
-        for (int p = 0; p < P; ++p)
-          dxv[p] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(dx[2 * p][b])),
-                                                       _mm256_castps_pd(_mm256_set1_ps(dx[2 * p + 1][b])), 1));
-        _Pragma("GCC unroll 8")
-        for (int j = 0; j < C; ++j)
-          _Pragma("GCC unroll 4")
-          for (int z = 0; z < 4; ++z)
-            _mm512_store_si512(xb[j] + 64 * z, _mm512_xor_si512(_mm512_loadu_si512(xq[j] + 256 * b + 64 * z), bias));
-        _Pragma("GCC unroll 8")
-        for (int i = 0; i < R; ++i) {
-          const auto* blk = reinterpret_cast<const BlockQ3K*>(w[i] + b * sizeof(BlockQ3K));
-          _mm_prefetch(reinterpret_cast<const char*>(blk) + R * a.w_stride, _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(blk) + R * a.w_stride + 109, _MM_HINT_T0);
-          std::uint32_t sw[4];
-          q3k_unpack_scales(blk->scales, sw);
-          const __m128i s8 = _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(sw[0]), static_cast<int>(sw[1]),
-                                                         static_cast<int>(sw[2]), static_cast<int>(sw[3])),
-                                          _mm_set1_epi8(32));
-          const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
-          const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->hmask)));
-          __m512i code[4], scl[4];
-          __m512i surplus = _mm512_setzero_si512();  // sum of sc * 128 * c per lane
-          _Pragma("GCC unroll 4")
-          for (int z = 0; z < 4; ++z) {
-            scl[z] = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(4 * z)), sub_of_lane), s16);
-            const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs + 32 * (z / 2))));
-            const __m512i low = _mm512_and_si512(_mm512_srlv_epi64(bits, (z % 2) ? shift_hi : shift_lo), m3);
-            const __m512i hsh = _mm512_setr_epi64(2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
-            const __m512i high = _mm512_and_si512(_mm512_slli_epi64(_mm512_srlv_epi64(hm, hsh), 2), m4);
-            code[z] = _mm512_sub_epi8(_mm512_or_si512(low, high), m4);  // -4..3
-            surplus = _mm512_dpwssd_epi32(surplus, scl[z], _mm512_maddubs_epi16(bias, code[z]));
-          }
-          const __m512 dw = _mm512_set1_ps(a.fp16[blk->d]);
-          _Pragma("GCC unroll 8")
-          for (int p = 0; p < P; ++p) {
-            __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-            _Pragma("GCC unroll 4")
-            for (int z = 0; z < 4; ++z) {
-              s0 = _mm512_dpwssd_epi32(s0, scl[z], _mm512_maddubs_epi16(_mm512_load_si512(xb[2 * p] + 64 * z), code[z]));
-              s1 = _mm512_dpwssd_epi32(s1, scl[z], _mm512_maddubs_epi16(_mm512_load_si512(xb[2 * p + 1] + 64 * z), code[z]));
-            }
-            s0 = _mm512_sub_epi32(s0, surplus);
-            s1 = _mm512_sub_epi32(s1, surplus);
-            const __m512i sum = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
-            acc[i][p] = _mm512_fmadd_ps(_mm512_mul_ps(dxv[p], dw), _mm512_cvtepi32_ps(sum), acc[i][p]);
-          }
-        }
-      }
-      _Pragma("GCC unroll 8")
-      for (int i = 0; i < R; ++i)
-        _Pragma("GCC unroll 8")
-        for (int p = 0; p < P; ++p) {
-          const __m256 lo = _mm512_castps512_ps256(acc[i][p]);
-          const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i][p]), 1));
-          a.y[(c + 2 * p) * a.y_stride + r + i] = x86::hsum8(lo);
-          a.y[(c + 2 * p + 1) * a.y_stride + r + i] = x86::hsum8(hi);
-        }
+// Batches (pair_batch.hpp): each row tile's blocks are expanded once per call into unsigned bytes
+// u = code * (s - 32) + 124 (the products span -124..128, so u fits 0..252), which vpdpbusd
+// multiplies straight by the signed Q8_K quants; the surplus 124 * (lane sum of x) is the pair
+// layout's kLaneBias lane sums, loaded as the accumulators' start. Exact integers throughout.
+constexpr std::int64_t kQ3KExpandedBytes = 320;  // u 4 x 64 | d | pad
+static_assert(Q8KActivations::kLaneBias == -124);
+
+GRAFT_TARGET_AVX512 void expand_q3k_block(const BlockQ3K* blk, const float* fp16, std::uint8_t* out) {
+  std::uint32_t sw[4];
+  q3k_unpack_scales(blk->scales, sw);
+  const __m128i s8 = _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(sw[0]), static_cast<int>(sw[1]), static_cast<int>(sw[2]),
+                                                 static_cast<int>(sw[3])),
+                                  _mm_set1_epi8(32));
+  const __m512i sc4 = _mm512_broadcast_i32x4(s8);
+  const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->hmask)));
+  for (int z = 0; z < 4; ++z) {
+    // Byte e of step z is element 64z + e (sub-block 4z + e / 16), as in the per-column kernel.
+    const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs + 32 * (z / 2))));
+    const __m512i low = _mm512_and_si512(
+        _mm512_srlv_epi64(bits, z % 2 ? _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6) : _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2)),
+        _mm512_set1_epi8(3));
+    const __m512i hsh = _mm512_setr_epi64(2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
+    const __m512i high = _mm512_and_si512(_mm512_slli_epi64(_mm512_srlv_epi64(hm, hsh), 2), _mm512_set1_epi8(4));
+    const __m512i code = _mm512_sub_epi8(_mm512_or_si512(low, high), _mm512_set1_epi8(4));  // -4..3
+    const __m512i sb = _mm512_shuffle_epi8(sc4, _mm512_setr_epi64(
+        0x0101010101010101ll * (4 * z), 0x0101010101010101ll * (4 * z), 0x0101010101010101ll * (4 * z + 1),
+        0x0101010101010101ll * (4 * z + 1), 0x0101010101010101ll * (4 * z + 2), 0x0101010101010101ll * (4 * z + 2),
+        0x0101010101010101ll * (4 * z + 3), 0x0101010101010101ll * (4 * z + 3)));
+    const __m512i bias = _mm512_set1_epi16(124);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i c = h ? _mm512_extracti64x4_epi64(code, 1) : _mm512_castsi512_si256(code);
+      const __m256i s = h ? _mm512_extracti64x4_epi64(sb, 1) : _mm512_castsi512_si256(sb);
+      const __m512i u = _mm512_add_epi16(_mm512_mullo_epi16(_mm512_cvtepi8_epi16(c), _mm512_cvtepi8_epi16(s)), bias);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 * z + 32 * h), _mm512_cvtepi16_epi8(u));
     }
   }
+  const float dw = fp16[blk->d];
+  std::memcpy(out + 256, &dw, 4);
+}
+
+struct Q3KAvx512Batch {
+  // R rows (expanded in ex, [nb][R] blocks) x C columns, C even, from column c (even).
+  template <int R, int C>
+  GRAFT_TARGET_AVX512 static void tile(const GemmArgs& a, const std::uint8_t* ex, std::int64_t r, std::int64_t c) {
+    constexpr int P = C / 2;
+    constexpr std::int64_t kPB = Q8KActivations::kPairBytes;
+    const std::int64_t nb = a.k / kQ3KBlockElems;
+    __m512 acc[R][P];
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
+    const std::int8_t* xp = a.xk->pair_block(c / 2, 0);
+    const std::int64_t x_step = a.xk->n_pairs * kPB;
+    for (std::int64_t b = 0; b < nb; ++b, xp += x_step, ex += R * kQ3KExpandedBytes) {
+      _Pragma("GCC unroll 8")
+      for (int i = 0; i < R; ++i) {
+        const std::uint8_t* e = ex + i * kQ3KExpandedBytes;
+        __m512i wq[4];
+        _Pragma("GCC unroll 4")
+        for (int z = 0; z < 4; ++z) wq[z] = _mm512_load_si512(e + 64 * z);
+        const __m512 dw = _mm512_set1_ps(*reinterpret_cast<const float*>(e + 256));
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < P; ++p) {
+          const std::int8_t* pb = xp + p * kPB;
+          __m512i s0 = _mm512_load_si512(pb + 640), s1 = _mm512_load_si512(pb + 704);
+          _Pragma("GCC unroll 4")
+          for (int z = 0; z < 4; ++z) {
+            s0 = _mm512_dpbusd_epi32(s0, wq[z], _mm512_load_si512(pb + 64 * z));
+            s1 = _mm512_dpbusd_epi32(s1, wq[z], _mm512_load_si512(pb + 256 + 64 * z));
+          }
+          // [s0 low + s0 high | s1 low + s1 high]: each column's 8 lanes.
+          const __m512i sum = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+          const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
+          acc[i][p] = _mm512_fmadd_ps(_mm512_mul_ps(dxv, dw), _mm512_cvtepi32_ps(sum), acc[i][p]);
+        }
+      }
+    }
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int p = 0; p < P; ++p) {
+        const __m256 lo = _mm512_castps512_ps256(acc[i][p]);
+        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i][p]), 1));
+        a.y[(c + 2 * p) * a.y_stride + r + i] = x86::hsum8(lo);
+        a.y[(c + 2 * p + 1) * a.y_stride + r + i] = x86::hsum8(hi);
+      }
+  }
+
+  static void expand(const GemmArgs& a, std::int64_t row, std::int64_t b, std::uint8_t* out) {
+    expand_q3k_block(reinterpret_cast<const BlockQ3K*>(a.w + row * a.w_stride + b * sizeof(BlockQ3K)), a.fp16, out);
+  }
+
+  static constexpr int kRows = 4, kColumns = 8;
+  static constexpr std::int64_t kBlockElems = kQ3KBlockElems, kExpandedBytes = kQ3KExpandedBytes;
 };
 
 }  // namespace
 
 void q3_k_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   if (c1 - c0 == 1) walk_tiles<Q3KAvx512, 4, 1>(a, r0, r1, c0, c1);
-  else walk_tiles<Q3KAvx512Pairs, 2, 8>(a, r0, r1, c0, c1);
+  else pair_batch<Q3KAvx512Batch, Q3KAvx512>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
