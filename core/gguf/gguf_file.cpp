@@ -49,6 +49,24 @@ std::string printable(std::string_view s, std::size_t max = 64) {
   return out;
 }
 
+// GGUF files written before ggml's Q2_0 (group 64, 18-byte blocks) used type id 42 for PrismML's
+// group-128 layout (34-byte blocks). Such a tensor takes less room than id 42 now implies, so its
+// data seems to overlap the next tensor or run past the end; say what it really is. True when a
+// tensor of `extent` stored bytes matches the legacy size.
+constexpr std::uint32_t kQ2_0Id = 42, kLegacyQ2Elems = 128, kLegacyQ2Bytes = 34;
+bool legacy_q2_0(const TensorInfo& t, std::uint64_t extent, std::uint64_t alignment) {
+  if (t.type != kQ2_0Id || t.n_dims < 1 || t.ne[0] == 0 || t.ne[0] % kLegacyQ2Elems != 0) return false;
+  std::uint64_t rows = 1;
+  for (std::uint32_t d = 1; d < t.n_dims; ++d) rows *= t.ne[d];
+  const std::uint64_t legacy = rows * (t.ne[0] / kLegacyQ2Elems) * kLegacyQ2Bytes;
+  return legacy < t.bytes && extent >= legacy && extent - legacy < alignment;
+}
+std::string legacy_q2_0_message(const TensorInfo& t) {
+  return "tensor '" + printable(t.name) +
+         "' is in the legacy PrismML Q2_0 layout (34-byte blocks of 128, stored under type id 42 before "
+         "ggml's group-64 Q2_0 took that id); graft does not support it: re-convert the model with current tools";
+}
+
 bool valid_value_type(std::uint32_t t) { return t <= static_cast<std::uint32_t>(ValueType::f64); }
 
 std::uint64_t scalar_size(ValueType t) {
@@ -453,6 +471,7 @@ class Parser {
     std::uint64_t blob = size_ - start;
     for (auto& t : f_.tensors_) {
       if (t.offset > blob || t.bytes > blob - t.offset) {
+        if (t.offset <= blob && legacy_q2_0(t, blob - t.offset, a)) return fail(legacy_q2_0_message(t));
         return fail(format("tensor '%s': %" PRIu64 " bytes at data offset %" PRIu64
                            " run past end of file (the data blob holds %" PRIu64 " bytes from offset %" PRIu64 ")",
                            printable(t.name).c_str(), t.bytes, t.offset, blob, start));
@@ -471,6 +490,7 @@ class Parser {
     for (std::size_t k = 1; k < order.size(); ++k) {
       const TensorInfo* cur = order[k];
       if (cur->offset < reach->offset + reach->bytes) {
+        if (legacy_q2_0(*reach, cur->offset - reach->offset, f_.alignment_)) return fail(legacy_q2_0_message(*reach));
         return fail(format("tensors '%s' and '%s' overlap (data [%" PRIu64 ", %" PRIu64 ") and [%" PRIu64
                            ", %" PRIu64 "))",
                            printable(reach->name).c_str(), printable(cur->name).c_str(), reach->offset,

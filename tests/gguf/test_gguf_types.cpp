@@ -6,6 +6,7 @@
 
 #include "gguf/gguf_file.hpp"
 #include "gguf/gguf_types.hpp"
+#include "gguf/gguf_writer.hpp"
 
 using namespace graft::gguf;
 
@@ -97,4 +98,32 @@ TEST(ggufValue, ToString) {
   EXPECT_EQ(Value::from_array(ValueType::i32, items).to_string(3), "[10 items: 0, 1, 2, ...]");
   EXPECT_EQ(Value::from_array(ValueType::i32, {}).to_string(), "[0 items]");
   EXPECT_EQ(Value::from_array(ValueType::string, {Value::from_string("x")}).to_string(), "[1 item: \"x\"]");
+}
+
+// A file from before ggml's Q2_0: id 42 tensors in PrismML's group-128 layout (34-byte blocks).
+// Read with today's geometry they seem to overlap the next tensor (or run past the end); the
+// reader names the legacy layout instead.
+TEST(ggufTypes, LegacyGroup128Q2_0IsNamed) {
+  TypeTable legacy = TypeTable::builtin();
+  legacy.add(42, TypeInfo{"q2_0_legacy", 128, 34});
+  for (bool last : {false, true}) {
+    graft::gguf::Writer w(legacy);
+    w.add_string("general.architecture", "llama");
+    // 4 rows of 8 legacy blocks: 1088 bytes, 1152 as group-64. (Tensors so small that the
+    // alignment padding hides the difference cannot be told apart; real weight matrices can.)
+    const std::uint64_t ne[2] = {1024, 4};
+    const std::vector<std::uint8_t> q2(4 * 8 * 34, 0x55), f(16 * 4, 0);
+    const std::uint64_t ne_f[1] = {16};
+    if (last) EXPECT_TRUE(w.add_tensor("other", ne_f, 0, f).ok());
+    EXPECT_TRUE(w.add_tensor("blk.0.attn_q.weight", ne, 42, q2).ok());
+    if (!last) EXPECT_TRUE(w.add_tensor("other", ne_f, 0, f).ok());
+    const auto bytes = w.to_bytes();
+    auto file = File::parse(bytes, TypeTable::builtin(), "legacy.gguf");
+    ASSERT_FALSE(file) << (last ? "last" : "first");
+    EXPECT_EQ(file.status().message(),
+              "legacy.gguf: tensor 'blk.0.attn_q.weight' is in the legacy PrismML Q2_0 layout (34-byte blocks of 128, "
+              "stored under type id 42 before ggml's group-64 Q2_0 took that id); graft does not support it: "
+              "re-convert the model with current tools")
+        << (last ? "last" : "first");
+  }
 }
