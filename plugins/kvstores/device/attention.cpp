@@ -208,12 +208,17 @@ GRAFT_KV_INLINE void attend_block(const Job& job, std::uint32_t i0, std::uint32_
     s.count[q] = 0;
   }
   std::uint32_t n_union = 0;
-  for (std::uint32_t j = 0; j < b.n_query; ++j)
-    for (std::uint32_t q = 0; q < nq; ++q)
-      if (sees_batch(job, i0 + q, j)) {
-        s.union_batch[n_union++] = j;
-        break;
-      }
+  if (!b.ancestor) {  // causal: entries [i0 - window + 1, i1) (depth = index), no scan needed
+    const std::int64_t first = b.sliding_window > 0 ? std::max<std::int64_t>(0, std::int64_t(i0) - b.sliding_window + 1) : 0;
+    for (auto j = static_cast<std::uint32_t>(first); j < i1; ++j) s.union_batch[n_union++] = j;
+  } else {
+    for (std::uint32_t j = 0; j < b.n_query; ++j)
+      for (std::uint32_t q = 0; q < nq; ++q)
+        if (sees_batch(job, i0 + q, j)) {
+          s.union_batch[n_union++] = j;
+          break;
+        }
+  }
   // The block's slots in the order every query visits its own: committed ones, then batch ones.
   const std::uint32_t n_prefix = b.n_past - lo_min, n_slots = n_prefix + n_union;
   auto slot_at = [&](std::uint32_t t) { return t < n_prefix ? lo_min + t : b.n_past + s.union_batch[t - n_prefix]; };
