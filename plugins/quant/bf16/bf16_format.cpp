@@ -28,6 +28,7 @@ const FormatSpec kSpec{
     ActivationForm::bf16_round,
     0,
     {dense_gemm_scalar(DenseType::bf16), dense_gemm_avx2(DenseType::bf16), dense_gemm_avx512(DenseType::bf16)},
+    false,  // no kernel reads the column pairs
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {

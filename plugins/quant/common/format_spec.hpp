@@ -28,6 +28,9 @@ struct FormatSpec {
   // (Q4_0: 8, Q8_0: 128), folded into Q8Activations::lane_offsets.
   std::int32_t activation_offset;
   GemmFn gemm[kSimdLevels];  // indexed by SimdLevel; nullptr where not built (non-x86)
+  // Whether the AVX-512 batch kernels read the column-pair copy of the activations
+  // (Q8Activations / Q8KActivations pairs); the driver builds it only for formats that do.
+  bool avx512_pairs;
 };
 
 }  // namespace graft::quant

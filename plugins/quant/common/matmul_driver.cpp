@@ -107,17 +107,18 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   Q8Activations& xq = scratch.q;
   std::vector<float>& rounded = scratch.rounded;
   std::int64_t act_row_bytes = k * 4;
+  // The column-pair copy only where this call's kernels read it.
+  const bool pairs = spec.avx512_pairs && level == SimdLevel::avx512 && n >= 2;
   switch (spec.activations) {
     case ActivationForm::q8_0:
-      quantize_activations(backend, level, x.as<float>(), n, k, spec.activation_offset,
-                           level == SimdLevel::avx512 && n >= 2, xq);
+      quantize_activations(backend, level, x.as<float>(), n, k, spec.activation_offset, pairs, xq);
       args.xq = &xq;
       args.fp16 = fp16_table();
       // Per column and block: 32 quants, 8 offsets, a scale; the AVX-512 pairs carry 96 bytes.
-      act_row_bytes = level == SimdLevel::avx512 && n >= 2 ? k * 3 : k + k / 32 * 36;
+      act_row_bytes = pairs ? k * 3 : k + k / 32 * 36;
       break;
     case ActivationForm::q8_k:
-      quantize_q8k_activations(backend, level, x.as<float>(), n, k, level == SimdLevel::avx512 && n >= 2, scratch.k);
+      quantize_q8k_activations(backend, level, x.as<float>(), n, k, pairs, scratch.k);
       args.xk = &scratch.k;
       args.fp16 = fp16_table();
       act_row_bytes = k + k / kQK_K * 36;  // quants, f32 scale, 16 int16 sums

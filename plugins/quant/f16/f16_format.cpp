@@ -27,6 +27,7 @@ const FormatSpec kSpec{
     ActivationForm::f16_round,
     0,
     {dense_gemm_scalar(DenseType::f16), dense_gemm_avx2(DenseType::f16), dense_gemm_avx512(DenseType::f16)},
+    false,  // no kernel reads the column pairs
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {

@@ -18,6 +18,7 @@ const FormatSpec kSpec{
     ActivationForm::f32,
     0,
     {dense_gemm_scalar(DenseType::f32), dense_gemm_avx2(DenseType::f32), dense_gemm_avx512(DenseType::f32)},
+    false,  // no kernel reads the column pairs
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {

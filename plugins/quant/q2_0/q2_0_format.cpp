@@ -67,6 +67,7 @@ const FormatSpec kSpec{
 #else
     {&q2_0_gemm_scalar, nullptr, nullptr},
 #endif
+    false,  // no kernel reads the column pairs
 };
 
 // The shared block format, plus the legacy-layout check.

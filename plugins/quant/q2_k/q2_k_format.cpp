@@ -164,6 +164,7 @@ const FormatSpec kSpec{
 #else
     {&q2_k_gemm_scalar, nullptr, nullptr},
 #endif
+    true,  // AVX-512 batches read the column pairs
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {

@@ -58,6 +58,7 @@ const FormatSpec kSpec{
 #else
     {&q5_k_gemm_scalar, nullptr, nullptr},
 #endif
+    false,  // no kernel reads the column pairs
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {

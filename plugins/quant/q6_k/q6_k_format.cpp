@@ -39,6 +39,7 @@ const FormatSpec kSpec{
 #else
     {&q6_k_gemm_scalar, nullptr, nullptr},
 #endif
+    false,  // no kernel reads the column pairs
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {

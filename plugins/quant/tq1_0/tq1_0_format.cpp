@@ -76,6 +76,7 @@ const FormatSpec kSpec{
 #else
     {&tq1_0_gemm_scalar, nullptr, nullptr},
 #endif
+    false,  // no kernel reads the column pairs
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {

@@ -62,6 +62,7 @@ const FormatSpec kSpec{
 #else
     {&tq2_0_gemm_scalar, nullptr, nullptr},
 #endif
+    false,  // no kernel reads the column pairs
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
