@@ -1,53 +1,22 @@
 // Portable TQ2_0 kernel: the definition the SIMD kernels reproduce bit for bit (tq2_0_gemm.hpp).
-#include <cmath>
-
 #include "tq2_0_gemm.hpp"
+#include "ternary_gemm_scalar.hpp"
 
 namespace graft::quant {
 
 namespace {
 
-struct ScalarTQ2 {
-  template <int R, int C>
-  static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
-    const std::int64_t nb = a.k / 256;
-    float acc[R][C][8] = {};
-    for (std::int64_t b = 0; b < nb; ++b) {
-      int codes[R][256];
-      float dw[R];
-      for (int i = 0; i < R; ++i) {
-        const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * 66;
-        for (int e = 0; e < 256; ++e) codes[i][e] = (blk[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-        dw[i] = a.fp16[blk[64] | (blk[65] << 8)];
-      }
-      for (int j = 0; j < C; ++j) {
-        const std::int8_t* xq = a.xk->block_qs(c + j, b);
-        const std::int16_t* bsums = a.xk->block_bsums(c + j, b);
-        const float dx = a.xk->scale(c + j, b);
-        for (int i = 0; i < R; ++i) {
-          const float d = dx * dw[i];
-          for (int l = 0; l < 8; ++l) {
-            std::int32_t s = -bsums[2 * l] - bsums[2 * l + 1];
-            for (int v = 0; v < 8; ++v)
-              for (int e = 32 * v + 4 * l; e < 32 * v + 4 * l + 4; ++e) s += codes[i][e] * xq[e];
-            acc[i][j][l] = std::fma(static_cast<float>(s), d, acc[i][j][l]);
-          }
-        }
-      }
-    }
-    for (int i = 0; i < R; ++i)
-      for (int j = 0; j < C; ++j) {
-        const float* v = acc[i][j];
-        const float h0 = v[0] + v[4], h1 = v[1] + v[5], h2 = v[2] + v[6], h3 = v[3] + v[7];
-        a.y[(c + j) * a.y_stride + r + i] = (h0 + h2) + (h1 + h3);
-      }
-  }
+// 2-bit codes: element 128h + 32s + i is bit pair s of qs[32h + i]; the scale follows qs[64].
+struct TQ2Weights {
+  static constexpr std::int64_t kBlockBytes = 66;
+  static constexpr int kScaleOffset = 64;
+  static int code(const std::uint8_t* blk, int e) { return (blk[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
 };
 
 }  // namespace
 
 void tq2_0_gemm_scalar(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<ScalarTQ2, 4, 4>(a, r0, r1, c0, c1);
+  walk_tiles<ScalarTernaryGemm<TQ2Weights>, 4, 4>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
