@@ -16,9 +16,10 @@ namespace {
 // while this chunk streams from L2, and the weights are re-read from memory once per chunk.
 constexpr std::int64_t kActivationBudgetBytes = 1024 * 1024;
 constexpr std::int64_t kRowsPerUnit = 4;  // the kernels' row tile: threads split on its multiples
-// Waking the backend's threads costs ~10 us on a loaded VM (measured with quant_bench), about as
-// long as one core needs to stream this many weight bytes; smaller products run on the caller.
-constexpr std::uint64_t kInlineWorkBytes = 160 * 1024;
+// During a forward pass the backend's threads are still spinning from the previous op, so handing
+// them work costs about a microsecond: only products smaller than that much streaming run on the
+// caller. (At 160 KiB, the q/k/v/o products of a 1-bit 1024-wide model ran on one core: -20%.)
+constexpr std::uint64_t kInlineWorkBytes = 16 * 1024;
 
 // "[k, m]": n_dims entries, more if a higher dimension is not 1.
 std::string shape(const TensorView& t) {
