@@ -137,7 +137,7 @@ TEST(FormatApi, SimdLevelSwitch) {
   auto unknown = try_format("q8_0", "sse9");
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.status().message(),
-            create_error("q8_0", "unknown simd level 'sse9' (expected auto, scalar, avx2 or avx512)"));
+            create_error("q8_0", "unknown simd level 'sse9' (expected auto, scalar, avx2, avx512 or amx)"));
   EXPECT_TRUE(try_format("f16", "scalar"));
   EXPECT_TRUE(try_format("f16", "auto"));
   // The environment variable applies when the config has no "simd" key; the key wins over it.
@@ -147,7 +147,7 @@ TEST(FormatApi, SimdLevelSwitch) {
   ::unsetenv("GRAFT_CPU_SIMD");
   ASSERT_FALSE(from_env);
   EXPECT_EQ(from_env.status().message(),
-            create_error("q4_0", "GRAFT_CPU_SIMD: unknown simd level 'bogus' (expected auto, scalar, avx2 or avx512)"));
+            create_error("q4_0", "GRAFT_CPU_SIMD: unknown simd level 'bogus' (expected auto, scalar, avx2, avx512 or amx)"));
   for (const auto& level : kLevels) {
     auto f = try_format("q8_0", level);
     if (f) continue;

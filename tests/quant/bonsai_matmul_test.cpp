@@ -3,6 +3,7 @@
 // 2048, 4096), row counts that are not a multiple of the row tile, rows that end in a partial
 // 4-block pass, n = 1, 2, 3, 5, 16, 1-3 threads and every SIMD level this CPU has; determinism
 // across batch splits; get_rows.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -15,7 +16,7 @@ using namespace quant_test;
 
 namespace {
 
-constexpr std::int64_t kMaxN = 16;
+constexpr std::int64_t kMaxN = 40;  // two and a half 16-column AMX tiles
 
 struct Shape {
   std::int64_t k, m;
@@ -35,13 +36,13 @@ std::vector<float> activations(std::int64_t k, std::uint32_t seed) {
 }
 
 std::vector<float> exact_reference(const std::string& name, const std::vector<std::uint8_t>& q,
-                                   const std::vector<float>& x, Shape s) {
+                                   const std::vector<float>& x, Shape s, std::int64_t cols) {
   const std::size_t row_bytes = static_cast<std::size_t>(s.k / (name == "q1_0" ? 128 : 64) * 18);
   std::vector<bonsai_ref::Row> rows;
   for (std::int64_t r = 0; r < s.m; ++r)
     rows.push_back(bonsai_ref::decode_row(name == "q1_0", q.data() + static_cast<std::size_t>(r) * row_bytes, s.k));
   std::vector<float> y(static_cast<std::size_t>(s.m * kMaxN));
-  for (std::int64_t c = 0; c < kMaxN; ++c) {
+  for (std::int64_t c = 0; c < cols; ++c) {
     const auto xa = quant_ref::quantize_activation(x.data() + c * s.k, s.k);
     for (std::int64_t r = 0; r < s.m; ++r)
       y[static_cast<std::size_t>(c * s.m + r)] = bonsai_ref::canonical_dot(rows[static_cast<std::size_t>(r)], xa, parts(name));
@@ -52,12 +53,12 @@ std::vector<float> exact_reference(const std::string& name, const std::vector<st
 // Double-precision dot products of the dequantized weights with x, and the allowed error: half an
 // activation step plus the activation scale's fp16 rounding per element, and f32 accumulation over
 // k / 32 / 16 terms per lane, the products' roundings and the fold.
-void approximate_reference(const std::vector<float>& wd, const std::vector<float>& x, Shape s,
+void approximate_reference(const std::vector<float>& wd, const std::vector<float>& x, Shape s, std::int64_t cols,
                            std::vector<double>& ref, std::vector<double>& tol) {
   ref.assign(static_cast<std::size_t>(s.m * kMaxN), 0.0);
   tol.assign(ref.size(), 0.0);
   const double terms = static_cast<double>(s.k / 32 / 16 + 8);
-  for (std::int64_t c = 0; c < kMaxN; ++c) {
+  for (std::int64_t c = 0; c < cols; ++c) {
     const float* xc = x.data() + c * s.k;
     for (std::int64_t r = 0; r < s.m; ++r) {
       const float* wr = wd.data() + r * s.k;
@@ -89,9 +90,10 @@ void check(const std::string& name, Shape s, const std::vector<std::string>& lev
   if (q.empty()) q = quantize(*base, gaussian(static_cast<std::size_t>(s.k * s.m), 0.05f, seed), s.k, s.m);
   const auto wd = dequantize(*base, q, s.k * s.m);
   const auto x = activations(s.k, seed + 1);
-  const auto exact = exact_reference(name, q, x, s);
+  const std::int64_t cols = *std::max_element(ns.begin(), ns.end());
+  const auto exact = exact_reference(name, q, x, s, cols);
   std::vector<double> ref, tol;
-  approximate_reference(wd, x, s, ref, tol);
+  approximate_reference(wd, x, s, cols, ref, tol);
   for (const auto& level : levels) {
     auto f = format(name, level);
     ASSERT_NE(f, nullptr);
@@ -147,10 +149,23 @@ TEST(BonsaiMatmul, PartialPassesAndOddRowCounts) {
   check("q2_0", {192, 9}, available_levels(), {2}, {1, 4, 7}, 76);
 }
 
+TEST(BonsaiMatmul, AmxTileEdges) {
+  // The amx level's batch kernel works on 16 x 16 tiles from 8 columns up: full and partial column
+  // tiles, partial row tiles (37 rows; thread splits of 2 and 3), and rows of fewer than 16
+  // sub-blocks (k = 384), whose unused lanes stay zero. On CPUs without AMX the avx512 kernel runs.
+  const auto levels = available_levels();
+  if (std::find(levels.begin(), levels.end(), "amx") == levels.end()) GTEST_SKIP() << "no AMX on this CPU";
+  for (const std::string name : {"q1_0", "q2_0"}) {
+    check(name, {1024, 37}, {"amx"}, {1, 2, 3}, {8, 9, 16, 17, 31, 32, 40}, 91);
+    check(name, {384, 21}, {"amx"}, {1, 2}, {8, 15, 40}, 92);
+    check(name, {2048, 100}, {"amx"}, {2}, {24, 40}, 93);
+  }
+}
+
 TEST(BonsaiMatmul, EveryCodeAndBitPattern) {
   for (const std::string name : {"q1_0", "q2_0"}) {
     const std::int64_t elems = name == "q1_0" ? 128 : 64;
-    check(name, {1024, 67}, available_levels(), {1, 2}, {1, 5, 16}, 0, random_blocks({1024, 67}, elems, 77));
+    check(name, {1024, 67}, available_levels(), {1, 2}, {1, 5, 16, 33}, 0, random_blocks({1024, 67}, elems, 77));
     check(name, {384, 9}, available_levels(), {1}, {1, 3}, 0, random_blocks({384, 9}, elems, 78));
   }
 }

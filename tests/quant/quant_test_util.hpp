@@ -21,7 +21,7 @@ namespace quant_test {
 using namespace graft;
 
 inline const std::vector<std::string> kFormats = {"f32", "f16", "bf16", "q8_0", "q4_0"};
-inline const std::vector<std::string> kLevels = {"scalar", "avx2", "avx512"};
+inline const std::vector<std::string> kLevels = {"scalar", "avx2", "avx512", "amx"};
 
 inline std::shared_ptr<PluginLibrary> library(const std::string& file) {
   static std::map<std::string, std::shared_ptr<PluginLibrary>> cache;

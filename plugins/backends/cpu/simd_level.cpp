@@ -44,13 +44,15 @@ Expected<SimdLevel> resolve_simd_level(std::string_view requested, const CpuInfo
     if (has_avx2(info)) return SimdLevel::avx2;
     return Status(Errc::invalid_argument, prefix + "this CPU lacks " + missing_avx2(info));
   }
-  if (requested == "avx512") {
+  // The weight formats' "amx" level (AMX tiles for their batched products) is avx512 here: the
+  // backend's own kernels have no tile forms. Accepted so one GRAFT_CPU_SIMD serves both.
+  if (requested == "avx512" || requested == "amx") {
     if (has_avx512(info)) return SimdLevel::avx512;
     std::string missing = missing_avx2(info);
     if (!info.avx512f) missing += missing.empty() ? "avx512f" : ", avx512f";
     return Status(Errc::invalid_argument, prefix + "this CPU lacks " + missing);
   }
-  return Status(Errc::invalid_argument, prefix + "expected auto, avx512, avx2 or scalar");
+  return Status(Errc::invalid_argument, prefix + "expected auto, amx, avx512, avx2 or scalar");
 }
 
 }  // namespace graft::cpu

@@ -18,7 +18,7 @@ const char* simd_level_name(SimdLevel level) noexcept;
 // fma and f16c.
 SimdLevel best_simd_level(const CpuInfo& info) noexcept;
 
-// requested: "" or "auto" (best level), "avx512", "avx2" or "scalar". A level the CPU lacks or an
+// requested: "" or "auto" (best level), "avx512" (or "amx", the same here), "avx2" or "scalar". A level the CPU lacks or an
 // unknown name is an invalid_argument error that names the source (e.g. "GRAFT_CPU_SIMD").
 Expected<SimdLevel> resolve_simd_level(std::string_view requested, const CpuInfo& info,
                                        std::string_view source);

@@ -123,7 +123,7 @@ PluginObject* create_block_format(const FormatSpec& spec, const HostServices& ho
       error = level.status();
       return nullptr;
     }
-    if (!spec.gemm[static_cast<int>(*level)]) {
+    if (!spec.gemm[static_cast<int>(kernel_level(spec.gemm, *level))]) {
       error = Status(Errc::unsupported, std::string("no ") + simd_level_name(*level) + " kernels in this build");
       return nullptr;
     }

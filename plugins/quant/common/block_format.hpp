@@ -11,7 +11,7 @@ namespace graft::quant {
 
 inline constexpr ConfigKeySpec kFormatConfigKeys[] = {
     {"simd", ConfigType::string,
-     "CPU kernel level: auto, scalar, avx2 or avx512 (default: $GRAFT_CPU_SIMD, else auto)"},
+     "CPU kernel level: auto, scalar, avx2, avx512 or amx (default: $GRAFT_CPU_SIMD, else auto)"},
 };
 inline constexpr std::uint32_t kFormatConfigKeyCount = 1;
 

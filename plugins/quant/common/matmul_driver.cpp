@@ -84,6 +84,7 @@ Status check_f32_rows(const FormatSpec& spec, const char* op, const char* name, 
 
 Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratch, Backend& backend,
                   const TensorView& w, const TensorView& x, const TensorView& y) {
+  level = kernel_level(spec.gemm, level);
   const GemmFn gemm = spec.gemm[static_cast<int>(level)];
   std::size_t w_stride = 0;
   GRAFT_TRY(check_weights(spec, "matmul", "weight", w, w_stride));
@@ -109,7 +110,7 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   std::vector<float>& rounded = scratch.rounded;
   std::int64_t act_row_bytes = k * 4;
   // The column-pair copy only where this call's kernels read it.
-  const bool pairs = spec.avx512_pairs && level == SimdLevel::avx512 && n >= 2;
+  const bool pairs = spec.avx512_pairs && level == SimdLevel::avx512 && n >= 2;  // AMX kernels read none
   switch (spec.activations) {
     case ActivationForm::q8_0:
       quantize_activations(backend, level, x.as<float>(), n, k, spec.activation_offset, pairs, xq);

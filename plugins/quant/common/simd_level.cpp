@@ -4,6 +4,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 namespace graft::quant {
@@ -13,6 +15,7 @@ namespace {
 struct Features {
   bool avx2 = false;
   bool avx512 = false;
+  bool amx = false;
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -36,6 +39,13 @@ Features detect() {
              avx512vl = b & (1u << 31), vnni = c & (1u << 11);
   f.avx2 = ymm_state && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512bw && avx512vl && vnni;
+  const bool amx_tile = d & (1u << 24), amx_int8 = d & (1u << 25);
+  if (f.avx512 && amx_tile && amx_int8) {
+    // Linux hands out the 8 KiB tile state only on request (once per process, all threads).
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    const bool granted = syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+    f.amx = granted && (xgetbv0() & 0x60000) == 0x60000;  // XTILECFG + XTILEDATA enabled
+  }
   return f;
 }
 #else
@@ -54,6 +64,7 @@ const char* simd_level_name(SimdLevel level) noexcept {
     case SimdLevel::scalar: return "scalar";
     case SimdLevel::avx2: return "avx2";
     case SimdLevel::avx512: return "avx512";
+    case SimdLevel::amx: return "amx";
   }
   return "?";
 }
@@ -63,11 +74,13 @@ bool cpu_supports(SimdLevel level) noexcept {
     case SimdLevel::scalar: return true;
     case SimdLevel::avx2: return features().avx2;
     case SimdLevel::avx512: return features().avx512;
+    case SimdLevel::amx: return features().amx;
   }
   return false;
 }
 
 SimdLevel best_simd_level() noexcept {
+  if (cpu_supports(SimdLevel::amx)) return SimdLevel::amx;
   if (cpu_supports(SimdLevel::avx512)) return SimdLevel::avx512;
   if (cpu_supports(SimdLevel::avx2)) return SimdLevel::avx2;
   return SimdLevel::scalar;
@@ -75,7 +88,7 @@ SimdLevel best_simd_level() noexcept {
 
 Expected<SimdLevel> parse_simd_level(std::string_view text) {
   if (text == "auto") return best_simd_level();
-  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
+  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::amx}) {
     if (text != simd_level_name(level)) continue;
     if (!cpu_supports(level))
       return Status(Errc::unsupported, "simd level '" + std::string(text) + "' is not supported by this CPU (best: " +
@@ -83,7 +96,7 @@ Expected<SimdLevel> parse_simd_level(std::string_view text) {
     return level;
   }
   return Status(Errc::invalid_argument,
-                "unknown simd level '" + std::string(text) + "' (expected auto, scalar, avx2 or avx512)");
+                "unknown simd level '" + std::string(text) + "' (expected auto, scalar, avx2, avx512 or amx)");
 }
 
 Expected<SimdLevel> resolve_simd_level(const Config& config) {

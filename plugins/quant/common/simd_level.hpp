@@ -11,18 +11,27 @@
 
 namespace graft::quant {
 
-enum class SimdLevel { scalar = 0, avx2 = 1, avx512 = 2 };
-inline constexpr int kSimdLevels = 3;
+// amx: the avx512 kernels, plus AMX tile kernels for batches in the formats that have them (a
+// format without one runs its avx512 kernel at this level: the results are the same either way).
+enum class SimdLevel { scalar = 0, avx2 = 1, avx512 = 2, amx = 3 };
+inline constexpr int kSimdLevels = 4;
 
 inline constexpr const char* kSimdEnvVar = "GRAFT_CPU_SIMD";
 
 const char* simd_level_name(SimdLevel level) noexcept;
 // avx2: AVX2 + FMA + F16C. avx512: that plus AVX-512 F/BW/VL/VNNI (OS-enabled state checked).
+// amx: avx512 plus AMX-TILE/AMX-INT8, with the tile state granted to this process by the kernel
+// (Linux arch_prctl(ARCH_REQ_XCOMP_PERM), requested on the first query).
 bool cpu_supports(SimdLevel level) noexcept;
 SimdLevel best_simd_level() noexcept;
-// "auto", "scalar", "avx2" or "avx512"; a level the CPU lacks is an error, never a silent downgrade.
+// "auto", "scalar", "avx2", "avx512" or "amx"; a level the CPU lacks is an error, never a silent downgrade.
 Expected<SimdLevel> parse_simd_level(std::string_view text);
 // Config key "simd" first, then the environment variable, then auto.
 Expected<SimdLevel> resolve_simd_level(const Config& config);
+// The level whose kernel a format runs at `level`: amx falls to avx512 where gemm has no AMX entry.
+template <class Kernels>
+SimdLevel kernel_level(const Kernels& gemm, SimdLevel level) noexcept {
+  return level == SimdLevel::amx && !gemm[static_cast<int>(SimdLevel::amx)] ? SimdLevel::avx512 : level;
+}
 
 }  // namespace graft::quant

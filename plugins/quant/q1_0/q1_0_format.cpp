@@ -41,7 +41,7 @@ const FormatSpec kSpec{
     ActivationForm::q8_0,
     1,  // the kernels multiply by u = code + 1 (0 or 2)
 #ifdef __x86_64__
-    {&q1_0_gemm_scalar, &q1_0_gemm_avx2, &q1_0_gemm_avx512},
+    {&q1_0_gemm_scalar, &q1_0_gemm_avx2, &q1_0_gemm_avx512, &q1_0_gemm_amx},
 #else
     {&q1_0_gemm_scalar, nullptr, nullptr},
 #endif

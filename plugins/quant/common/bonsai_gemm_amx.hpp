@@ -1,0 +1,198 @@
+// AMX form of the Q1_0/Q2_0 kernels (bonsai_gemm.hpp) for batches (prefill, speculative verify):
+// the tile unit computes the exact integer sums P[g][h] for 16 weight rows x 16 activation columns
+// per instruction (tdpbssd: signed codes x signed activations), and AVX-512 applies the f32 steps
+// of the definition to 16 columns at a time. Results are those of every other level, bit for bit.
+//
+// Operands, per sub-block g and part h:
+//   A = 16 activation columns x the sub-block's 32 quant bytes, loaded straight from the Q8_0
+//       activations (a row stride of k bytes; a partial last column tile from a zero-padded copy);
+//   B = 16 weight rows' 32 signed codes of part h (the other part's codes zero) in the tile unit's
+//       layout (row k4 holds codes 4k4 .. 4k4+3 of each weight row), unpacked once per row tile.
+// C row m then holds column m's sums for the 16 weight rows: one vector of 16 outputs that are
+// adjacent in y. The lanes are walked one at a time (lane L: its (g, h) in ascending g), so a
+// lane's 16 column accumulators stay in registers and each output sees exactly the definition's
+// fma sequence. Two sets of tiles alternate, so one product runs while the last one's f32 steps do.
+//
+// The weight policy W adds unpack_tile(rows, stride, n_rows, blocks, codes, dw): codes[g][h] (512
+// bytes each, the B layout) for the n_rows <= 16 rows at `rows` (missing rows: scale 0), and the
+// block scales dw[16 * b + i].
+// Include in an x86 translation unit only.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "bonsai_gemm.hpp"
+#include "gemm.hpp"
+#include "half.hpp"
+#include "q8_activations.hpp"
+
+#define GRAFT_TARGET_AMX                                                                              \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bitalg,amx-tile,amx-int8")))
+
+namespace graft::quant {
+namespace {
+
+// The tile configuration (palette 1): 64 bytes, loaded by ldtilecfg.
+struct alignas(64) AmxTileConfig {
+  std::uint8_t palette = 1, start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+static_assert(sizeof(AmxTileConfig) == 64);
+
+// Batches narrower than this run the avx512 kernel: a 16-column tile would be mostly padding.
+inline constexpr std::int64_t kAmxMinColumns = 8;
+
+template <class W>
+struct BonsaiAmxGemm {
+  static constexpr int kG = W::kSubPerBlock, kParts = W::kLanesPerSub, kStep = bonsai::kLanes / kParts;
+
+  struct Scratch {
+    AlignedVector<std::int8_t> codes;   // [g][h] 512-byte B tiles of the current row tile
+    AlignedVector<float> dw;            // [block][16 rows]
+    AlignedVector<std::int8_t> pad;     // a partial column tile's activations, [16][k]
+    AlignedVector<float> pad_scales;    // and scales, [16][k / 32]
+    AlignedVector<float> lanes;         // [lane][column][row]: 16 x 16 x 16
+    AlignedVector<std::int32_t> c;      // two C tiles as stored: [2][16 columns][16 rows]
+    AlignedVector<std::int32_t> items;  // (g, h, last in lane) per product, in lane order
+  };
+
+  // One tile product into C tile 0 (A in tile 2, B in 4) or C tile 1 (A 3, B 5): the tile
+  // numbers are part of the instruction, so each set is spelled out.
+#define GRAFT_BONSAI_AMX_ISSUE0(a_at, a_stride, b_at) \
+  do {                                                \
+    _tile_loadd(2, a_at, a_stride);                   \
+    _tile_loadd(4, b_at, 64);                         \
+    _tile_zero(0);                                    \
+    _tile_dpbssd(0, 2, 4);                            \
+  } while (0)
+#define GRAFT_BONSAI_AMX_ISSUE1(a_at, a_stride, b_at) \
+  do {                                                \
+    _tile_loadd(3, a_at, a_stride);                   \
+    _tile_loadd(5, b_at, 64);                         \
+    _tile_zero(1);                                    \
+    _tile_dpbssd(1, 3, 5);                            \
+  } while (0)
+
+  GRAFT_TARGET_AMX static void run(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                   std::int64_t c1, Scratch& s) {
+    const Q8Activations& xq = *a.xq;
+    const std::int64_t k = a.k, nsub = k / 32, nblk = nsub / kG;
+    s.codes.resize(static_cast<std::size_t>(nsub * kParts * 512));
+    s.dw.resize(static_cast<std::size_t>(nblk * 16));
+    s.lanes.resize(16 * 16 * 16);
+    s.c.resize(2 * 256);
+    // The products in lane order: lane L = kParts * (g % kStep) + h takes g = L / kParts, + kStep, ...
+    s.items.clear();
+    int lanes_used = 0;
+    for (int L = 0; L < bonsai::kLanes; ++L) {
+      lanes_used += L / kParts < nsub;
+      for (std::int64_t g = L / kParts; g < nsub; g += kStep)
+        s.items.push_back(static_cast<std::int32_t>(g * 32 + (L % kParts) * 2 + (g + kStep >= nsub)));
+    }
+    const auto n_items = static_cast<std::int64_t>(s.items.size());
+    if ((c1 - c0) % 16) {
+      s.pad.resize(static_cast<std::size_t>(16 * k));
+      s.pad_scales.resize(static_cast<std::size_t>(16 * nsub));
+    }
+    // Plain pointers from here on: the scratch is thread_local, and every tile store's memory
+    // clobber would otherwise send each access back through __tls_get_addr (a call, which also
+    // flushes the accumulators out of the vector registers).
+    std::int8_t* const codes = s.codes.data();
+    float* const dw_all = s.dw.data();
+    float* const lanes = s.lanes.data();
+    const std::int32_t* const items = s.items.data();
+    std::int32_t* const cbuf[2] = {s.c.data(), s.c.data() + 256};
+    std::int8_t* const pad = s.pad.data();
+    float* const pad_scales = s.pad_scales.data();
+    std::fill_n(lanes, 16 * 16 * 16, 0.0f);  // lanes with no sub-block stay zero
+
+    AmxTileConfig cfg;
+    for (int t = 0; t < 2; ++t) {
+      cfg.rows[t] = 16, cfg.colsb[t] = 64;          // C: 16 columns x 16 rows' int32 sums
+      cfg.rows[2 + t] = 16, cfg.colsb[2 + t] = 32;  // A: 16 columns x 32 activation bytes
+      cfg.rows[4 + t] = 8, cfg.colsb[4 + t] = 64;   // B: 8 x (16 rows x 4 codes)
+    }
+    _tile_loadconfig(&cfg);
+
+    for (std::int64_t r = r0; r < r1; r += 16) {
+      const std::int64_t rows = std::min<std::int64_t>(16, r1 - r);
+      const __mmask16 row_mask = static_cast<__mmask16>((1u << rows) - 1);
+      W::unpack_tile(a.w + r * static_cast<std::int64_t>(a.w_stride), static_cast<std::int64_t>(a.w_stride), rows,
+                     nblk, codes, dw_all);
+      for (std::int64_t first = c0; first < c1; first += 16) {
+        const std::int64_t valid = std::min<std::int64_t>(16, c1 - first);
+        const std::int8_t* xa = xq.block_qs(first, 0);
+        const float* dx = xq.scales(first);
+        std::int64_t dx_stride = xq.nb;
+        if (valid < 16) {
+          std::memset(pad, 0, static_cast<std::size_t>(16 * k));
+          std::fill_n(pad_scales, 16 * nsub, 0.0f);
+          for (std::int64_t m = 0; m < valid; ++m) {
+            std::memcpy(pad + m * k, xq.block_qs(first + m, 0), static_cast<std::size_t>(k));
+            std::memcpy(pad_scales + m * nsub, xq.scales(first + m), static_cast<std::size_t>(nsub) * 4);
+          }
+          xa = pad, dx = pad_scales, dx_stride = nsub;
+        }
+        asm volatile("" ::: "memory");  // the tile loads' asm does not tell the compiler it reads memory
+        auto a_at = [&](std::int32_t item) { return xa + 32 * (item >> 5); };
+        auto b_at = [&](std::int32_t item) { return codes + ((item >> 5) * kParts + (item >> 1 & 1)) * 512; };
+        __m512 acc[16];
+        for (auto& v : acc) v = _mm512_setzero_ps();
+        int lane = 0;
+        if (n_items > 0) GRAFT_BONSAI_AMX_ISSUE0(a_at(items[0]), k, b_at(items[0]));
+        for (std::int64_t idx = 0; idx < n_items; ++idx) {
+          const std::int32_t item = items[idx];
+          const int p = static_cast<int>(idx & 1);
+          if (idx + 1 < n_items) {
+            const std::int32_t next = items[idx + 1];
+            if (p == 0) GRAFT_BONSAI_AMX_ISSUE1(a_at(next), k, b_at(next));
+            else GRAFT_BONSAI_AMX_ISSUE0(a_at(next), k, b_at(next));
+          }
+          if (p == 0) _tile_stored(0, cbuf[0], 64);
+          else _tile_stored(1, cbuf[1], 64);
+          const std::int64_t g = item >> 5;
+          const __m512 dwv = _mm512_load_ps(dw_all + 16 * (g / kG));
+          const std::int32_t* cp = cbuf[p];
+          // (The maskz convert: GCC 12 warns about the plain one's undefined pass-through operand.)
+          for (int m = 0; m < 16; ++m)
+            acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_load_si512(cp + 16 * m)),
+                                     _mm512_mul_ps(dwv, _mm512_set1_ps(dx[m * dx_stride + g])), acc[m]);
+          if (item & 1) {  // last sub-block of this lane
+            float* out = lanes + 256 * lane;
+            for (int m = 0; m < 16; ++m) {
+              _mm512_store_ps(out + 16 * m, acc[m]);
+              acc[m] = _mm512_setzero_ps();
+            }
+            ++lane;
+          }
+        }
+        // The fixed 16-lane tree, 16 rows per addition; lanes past lanes_used are zero.
+        for (std::int64_t m = 0; m < valid; ++m) {
+          __m512 v[16];
+          for (int L = 0; L < 16; ++L) v[L] = L < lanes_used ? _mm512_load_ps(lanes + 256 * L + 16 * m) : _mm512_setzero_ps();
+          for (int w = 8; w >= 1; w /= 2)
+            for (int l = 0; l < w; ++l) v[l] = _mm512_add_ps(v[l], v[l + w]);
+          _mm512_mask_storeu_ps(a.y + (first + m) * static_cast<std::int64_t>(a.y_stride) + r, row_mask, v[0]);
+        }
+      }
+    }
+    _tile_release();
+  }
+#undef GRAFT_BONSAI_AMX_ISSUE0
+#undef GRAFT_BONSAI_AMX_ISSUE1
+};
+
+template <class W>
+void bonsai_amx_gemm(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  thread_local typename BonsaiAmxGemm<W>::Scratch scratch;
+  BonsaiAmxGemm<W>::run(a, r0, r1, c0, c1, scratch);
+}
+
+}  // namespace
+}  // namespace graft::quant

@@ -1,0 +1,65 @@
+// AMX Q1_0 kernel for batches (bonsai_gemm_amx.hpp): a sub-block's sign bits of 16 rows, gathered
+// into one register, become the B tile's signed codes +-1 with one bit shuffle and one blend per
+// tile row; narrow batches and decode run the AVX-512 kernel.
+#include "q1_0_gemm.hpp"
+
+#ifdef __x86_64__
+#include "bonsai_gemm_amx.hpp"
+#include "half.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+// Byte j = 4 * row + c of B row k4 is code 4 * k4 + c of the row: bit 32 * (row % 2) + 4 * k4 + c
+// of the row pair's 64-bit word (vpshufbitqmb picks one bit per byte of its qword).
+struct Q1BitCtrl {
+  alignas(64) std::uint8_t bits[8][64];
+};
+constexpr Q1BitCtrl make_q1_bit_ctrl() {
+  Q1BitCtrl t{};
+  for (int k4 = 0; k4 < 8; ++k4)
+    for (int j = 0; j < 64; ++j) t.bits[k4][j] = static_cast<std::uint8_t>(32 * ((j / 4) % 2) + 4 * k4 + j % 4);
+  return t;
+}
+constexpr Q1BitCtrl kQ1BitCtrl = make_q1_bit_ctrl();
+
+struct Q1Amx {
+  static constexpr int kSubPerBlock = 4, kLanesPerSub = 1;
+  static constexpr std::int64_t kBlockBytes = 18;
+
+  GRAFT_TARGET_AMX static void unpack_tile(const std::uint8_t* w, std::int64_t stride, std::int64_t rows,
+                                           std::int64_t blocks, std::int8_t* codes, float* dw) {
+    const __mmask16 m = static_cast<__mmask16>((1u << rows) - 1);
+    const __m512i row_at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32(static_cast<int>(stride)));
+    const __m512i plus = _mm512_set1_epi8(1), minus = _mm512_set1_epi8(-1);
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      for (int i = 0; i < 16; ++i) {
+        std::uint16_t d = 0;
+        if (i < rows) std::memcpy(&d, w + i * stride + b * kBlockBytes, 2);
+        dw[16 * b + i] = i < rows ? fp16_to_fp32(d) : 0.0f;
+      }
+      for (int sb = 0; sb < kSubPerBlock; ++sb) {
+        // Sub-block sb's 32 sign bits of each row (missing rows: zeros, weighted by scale 0).
+        const __m512i bits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, row_at,
+                                                         w + b * kBlockBytes + 2 + 4 * sb, 1);
+        std::int8_t* dst = codes + (b * kSubPerBlock + sb) * 512;
+        for (int k4 = 0; k4 < 8; ++k4) {
+          const __mmask64 plus_at = _mm512_bitshuffle_epi64_mask(bits, _mm512_load_si512(kQ1BitCtrl.bits[k4]));
+          _mm512_store_si512(dst + 64 * k4, _mm512_mask_blend_epi8(plus_at, minus, plus));
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void q1_0_gemm_amx(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  if (c1 - c0 < kAmxMinColumns) return q1_0_gemm_avx512(a, r0, r1, c0, c1);
+  bonsai_amx_gemm<Q1Amx>(a, r0, r1, c0, c1);
+}
+
+}  // namespace graft::quant
+#endif
