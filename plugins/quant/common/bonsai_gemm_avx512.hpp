@@ -141,10 +141,12 @@ struct BonsaiAvx512Gemm {
     // permutation and shift controls where they are used instead of pinning 7 registers for them.
     const Tables* tables;
   };
-  static constexpr std::size_t kScratchFloats = (4 * 4 + 4) * bonsai::kLanes;
+  static constexpr int kMaxAcc = 16;  // accumulators the scratch holds, then 4 rows of scales
+  static constexpr std::size_t kScratchFloats = (kMaxAcc + 4) * bonsai::kLanes;
 
+  // The tile's R x C accumulators (16 lanes each) into acc_out, unfolded.
   template <int R, int C>
-  GRAFT_TARGET_AVX512_VBMI static void tile(const Ctx& x, std::int64_t r, std::int64_t c) {
+  GRAFT_TARGET_AVX512_VBMI static void tile_lanes(const Ctx& x, std::int64_t r, std::int64_t c, float* acc_out) {
     const GemmArgs& a = *x.a;
     const std::uint8_t* w[R];
     for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
@@ -156,8 +158,8 @@ struct BonsaiAvx512Gemm {
     // the sums instead.)
     const std::int64_t stride = static_cast<std::int64_t>(a.w_stride);
     const std::int64_t ahead = std::max<std::int64_t>(R, (4096 + stride - 1) / std::max<std::int64_t>(1, stride)) * stride;
-    auto* acc = reinterpret_cast<float (*)[C][bonsai::kLanes]>(x.scratch);
-    auto* dw = reinterpret_cast<float (*)[bonsai::kLanes]>(x.scratch + R * C * bonsai::kLanes);
+    auto* acc = reinterpret_cast<float (*)[C][bonsai::kLanes]>(acc_out);
+    auto* dw = reinterpret_cast<float (*)[bonsai::kLanes]>(x.scratch + kMaxAcc * bonsai::kLanes);
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) _mm512_store_ps(acc[i][j], _mm512_setzero_ps());
     for (std::int64_t b0 = 0, pass = 0; b0 < x.blocks; b0 += bonsai::kSpanBlocks, ++pass) {
@@ -200,10 +202,27 @@ struct BonsaiAvx512Gemm {
         }
       }
     }
+  }
+
+  template <int R, int C>
+  GRAFT_TARGET_AVX512_VBMI static void tile(const Ctx& x, std::int64_t r, std::int64_t c) {
+    tile_lanes<R, C>(x, r, c, x.scratch);
     float sums[R * C];
-    bonsai_fold_many(&acc[0][0][0], R * C, sums);
+    bonsai_fold_many(x.scratch, R * C, sums);
     for (int i = 0; i < R; ++i)
-      for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = sums[i * C + j];
+      for (int j = 0; j < C; ++j) x.a->y[(c + j) * x.a->y_stride + r + i] = sums[i * C + j];
+  }
+
+  // Decode: four R-row tiles, then one fold for their 4R <= 16 outputs (a fold of 4 outputs
+  // costs nearly as much as one of 16, and 1024-wide rows take only two passes).
+  template <int R>
+  GRAFT_TARGET_AVX512_VBMI static void rows_x4(const Ctx& x, std::int64_t r, std::int64_t c) {
+    static_assert(4 * R <= kMaxAcc);
+    for (int q = 0; q < 4; ++q) tile_lanes<R, 1>(x, r + q * R, c, x.scratch + q * R * bonsai::kLanes);
+    float sums[4 * R];
+    bonsai_fold_many(x.scratch, 4 * R, sums);
+    float* y = x.a->y + c * x.a->y_stride + r;
+    for (int i = 0; i < 4 * R; ++i) y[i] = sums[i];
   }
 
   template <int R, int C>
@@ -243,6 +262,7 @@ void bonsai_avx512_gemm(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std
                             a.k / (32 * K::kG), scratch.data(), opaque(&K::kTables)};
   if (c1 - c0 == 1) {
     std::int64_t r = r0;
+    for (; r + 4 * RD <= r1; r += 4 * RD) K::template rows_x4<RD>(ctx, r, c0);
     for (; r + RD <= r1; r += RD) K::template tile<RD, 1>(ctx, r, c0);
     for (; r < r1; ++r) K::template tile<1, 1>(ctx, r, c0);
     return;
