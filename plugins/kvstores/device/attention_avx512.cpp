@@ -31,6 +31,16 @@ namespace {
 
 #define GRAFT_KV_INLINE inline __attribute__((always_inline))
 
+// Rows of one KV head are n_kv_heads * head_dim elements apart (often a page), which the hardware
+// prefetcher does not follow, so the kernels request rows ahead themselves.
+template <class T>
+GRAFT_KV_INLINE void prefetch_row(const T* row, std::uint32_t d) {
+  const char* p = reinterpret_cast<const char*>(row);
+  const std::uint32_t bytes = d * sizeof(T);
+  for (std::uint32_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  _mm_prefetch(p + bytes - 1, _MM_HINT_T0);  // a row that straddles one more line
+}
+
 // Elements 8e..8e+7 of rows a and b as [a | b].
 GRAFT_KV_INLINE __m512 load_pair(const std::uint16_t* a, const std::uint16_t* b) {
   const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
@@ -70,10 +80,12 @@ GRAFT_KV_INLINE __m512 fold16(const __m512* acc) {
 
 template <int NH, class T>
 void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std::uint32_t d, float scale,
-               float* const* out) {
+               float* const* out, bool prefetch) {
   const __m512 vscale = _mm512_set1_ps(scale);
   for (std::uint32_t b0 = 0; b0 < n; b0 += 16) {
     const std::uint32_t cnt = std::min(16u, n - b0);
+    if (prefetch)  // two batches ahead
+      for (std::uint32_t j = b0 + 32; j < std::min(n, b0 + 48); ++j) prefetch_row(rows[j], d);
     const T* r[16];  // a short batch repeats its last row; those lanes are not stored
     for (std::uint32_t j = 0; j < 16; ++j) r[j] = rows[b0 + std::min(j, cnt - 1)];
     __m512 acc[NH][8];
@@ -98,59 +110,72 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
 
 template <class T>
 void scores(const float* const* q, std::uint32_t nh, const T* const* rows, std::uint32_t n, std::uint32_t d,
-            float scale, float* const* out) {
+            float scale, float* const* out, bool prefetch) {
   if (nh == 2)
-    scores_nh<2>(q, rows, n, d, scale, out);
+    scores_nh<2>(q, rows, n, d, scale, out, prefetch);
   else
-    scores_nh<1>(q, rows, n, d, scale, out);
+    scores_nh<1>(q, rows, n, d, scale, out, prefetch);
 }
 
 // Columns [c0, c0 + 16 NZ) of NH accumulator rows; the last register takes the lanes in `last`.
+// The first tile (c0 == 0) also sums p and prefetches rows ahead.
 template <int NZ, int NH, class T>
-void values_tile(float* const* acc, const float* const* p, const T* const* rows, std::uint32_t n, std::uint32_t c0,
-                 __mmask16 last) {
+void values_tile(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
+                 std::uint32_t d, std::uint32_t c0, __mmask16 last, bool prefetch) {
+  constexpr std::uint32_t kAhead = 16;
   __m512 a[NH][NZ];
-  for (int h = 0; h < NH; ++h)
+  float s[NH];
+  for (int h = 0; h < NH; ++h) {
+    s[h] = sum[h];
     for (int z = 0; z < NZ; ++z) a[h][z] = _mm512_maskz_loadu_ps(z == NZ - 1 ? last : 0xFFFF, acc[h] + c0 + 16 * z);
+  }
   for (std::uint32_t j = 0; j < n; ++j) {
+    if (prefetch && j + kAhead < n) prefetch_row(rows[j + kAhead], d);
     const T* row = rows[j] + c0;
     __m512 w[NH];
-    for (int h = 0; h < NH; ++h) w[h] = _mm512_set1_ps(p[h][j]);
+    for (int h = 0; h < NH; ++h) {
+      s[h] = s[h] + p[h][j];
+      w[h] = _mm512_set1_ps(p[h][j]);
+    }
     for (int z = 0; z < NZ; ++z) {
       const __m512 v = load16(row + 16 * z, z == NZ - 1 ? last : 0xFFFF);
       for (int h = 0; h < NH; ++h) a[h][z] = _mm512_add_ps(a[h][z], _mm512_mul_ps(w[h], v));
     }
   }
-  for (int h = 0; h < NH; ++h)
+  for (int h = 0; h < NH; ++h) {
+    if (c0 == 0) sum[h] = s[h];
     for (int z = 0; z < NZ; ++z) _mm512_mask_storeu_ps(acc[h] + c0 + 16 * z, z == NZ - 1 ? last : 0xFFFF, a[h][z]);
+  }
 }
 
 template <int NH, class T>
-void values_nh(float* const* acc, const float* const* p, const T* const* rows, std::uint32_t n, std::uint32_t d) {
+void values_nh(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
+               std::uint32_t d, bool prefetch) {
   constexpr std::uint32_t kTile = 128;  // 8 registers per head: 16 accumulators for two heads
   for (std::uint32_t c0 = 0; c0 < d; c0 += kTile) {
     const std::uint32_t w = std::min(kTile, d - c0), rem = w % 16;
     const auto last = static_cast<__mmask16>(rem ? (1u << rem) - 1u : 0xFFFFu);
+    const bool pf = prefetch && c0 == 0;
     switch ((w + 15) / 16) {
-      case 1: values_tile<1, NH>(acc, p, rows, n, c0, last); break;
-      case 2: values_tile<2, NH>(acc, p, rows, n, c0, last); break;
-      case 3: values_tile<3, NH>(acc, p, rows, n, c0, last); break;
-      case 4: values_tile<4, NH>(acc, p, rows, n, c0, last); break;
-      case 5: values_tile<5, NH>(acc, p, rows, n, c0, last); break;
-      case 6: values_tile<6, NH>(acc, p, rows, n, c0, last); break;
-      case 7: values_tile<7, NH>(acc, p, rows, n, c0, last); break;
-      default: values_tile<8, NH>(acc, p, rows, n, c0, last); break;
+      case 1: values_tile<1, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 2: values_tile<2, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 3: values_tile<3, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 4: values_tile<4, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 5: values_tile<5, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 6: values_tile<6, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 7: values_tile<7, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      default: values_tile<8, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
     }
   }
 }
 
 template <class T>
-void values(float* const* acc, const float* const* p, std::uint32_t nh, const T* const* rows, std::uint32_t n,
-            std::uint32_t d) {
+void values(float* const* acc, float* sum, const float* const* p, std::uint32_t nh, const T* const* rows,
+            std::uint32_t n, std::uint32_t d, bool prefetch) {
   if (nh == 2)
-    values_nh<2>(acc, p, rows, n, d);
+    values_nh<2>(acc, sum, p, rows, n, d, prefetch);
   else
-    values_nh<1>(acc, p, rows, n, d);
+    values_nh<1>(acc, sum, p, rows, n, d, prefetch);
 }
 
 void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
@@ -186,7 +211,7 @@ namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX-512.
 const AttnKernels* attn_kernels_avx512() noexcept {
   static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
-                             &widen, &max_of, 2};
+                             &widen, &max_of, 8};
   return &k;
 }
 }  // namespace graft::kv

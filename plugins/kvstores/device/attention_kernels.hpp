@@ -12,22 +12,26 @@ struct AttnKernels {
   // out[h][j] = (fold(8 partial sums of q[h] . rows[j]) + 0) * scale, where partial sum l adds
   // q[8e + l] * row[8e + l] for e = 0, 1, ... in order, starting from +0, and
   // fold(a) = ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)). No FMA anywhere.
+  // With prefetch, rows a few batches ahead are requested from memory while a batch runs.
   void (*scores_f16)(const float* const* q, std::uint32_t nh, const std::uint16_t* const* rows, std::uint32_t n,
-                     std::uint32_t d, float scale, float* const* out);
+                     std::uint32_t d, float scale, float* const* out, bool prefetch);
   void (*scores_f32)(const float* const* q, std::uint32_t nh, const float* const* rows, std::uint32_t n,
-                     std::uint32_t d, float scale, float* const* out);
-  // acc[h][c] = acc[h][c] + p[h][j] * rows[j][c] for j = 0 .. n-1 in order, c < d (d % 8 == 0).
-  void (*values_f16)(float* const* acc, const float* const* p, std::uint32_t nh, const std::uint16_t* const* rows,
-                     std::uint32_t n, std::uint32_t d);
-  void (*values_f32)(float* const* acc, const float* const* p, std::uint32_t nh, const float* const* rows,
-                     std::uint32_t n, std::uint32_t d);
+                     std::uint32_t d, float scale, float* const* out, bool prefetch);
+  // acc[h][c] = acc[h][c] + p[h][j] * rows[j][c] and sum[h] = sum[h] + p[h][j], for j = 0 .. n-1
+  // in order, c < d (d % 8 == 0). The softmax denominator is summed here, where its serial adds
+  // hide behind the row arithmetic.
+  void (*values_f16)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
+                     const std::uint16_t* const* rows, std::uint32_t n, std::uint32_t d, bool prefetch);
+  void (*values_f32)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
+                     const float* const* rows, std::uint32_t n, std::uint32_t d, bool prefetch);
   // dst[i] = the f16 src[i] as f32 (exact).
   void (*widen)(const std::uint16_t* src, float* dst, std::uint32_t n);
   // The largest of x[0..n) ignoring NaN (-inf when all are NaN); the sign of a zero maximum may
   // differ from a sequential std::max, which cannot change exp(x - max).
   float (*max)(const float* x, std::uint32_t n);
-  // f16 rows are read in place when a unit computes at most this many (query, head) score rows,
-  // and widened once per chunk into an f32 buffer otherwise (then each row's conversion is shared).
+  // Units with at most this many (query, head) rows run query by query over all their rows, f16
+  // read in place; larger ones go chunk by chunk, f16 rows widened once per chunk into an f32
+  // buffer that every query of the block then reads from L1.
   std::uint32_t direct_rows;
 };
 
