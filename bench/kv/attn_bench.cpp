@@ -1,6 +1,7 @@
 // Decode attention of the device KV store at bench-250m's shape (16 layers, 16 query heads over 8
 // KV heads, head_dim 64) for each SIMD level, side by side in one run: the levels alternate
-// within every repetition, so a noisy, shared machine slows them alike. "scalar" is the portable
+// within every repetition, so a noisy, shared machine slows them alike. Medians of wall time and
+// of process CPU time per thread per step (all layers), and each level's ratio to the first. "scalar" is the portable
 // kernel, unchanged from before the SIMD path existed, so scalar / avx512 is the old / new ratio.
 //
 //   attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16] [--reps 300]
@@ -14,6 +15,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <time.h>
 
 #include "attention.hpp"
 #include "f16.hpp"
@@ -65,6 +68,14 @@ bool parse(int argc, char** argv, Options& o) {
   return argc % 2 == 1 && (o.type == "f16" || o.type == "f32");
 }
 
+// CPU seconds of the whole process: unlike wall time it does not count the time the machine's
+// other jobs held the cores, the steadier figure on a shared machine (divide by the threads).
+double process_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -106,7 +117,8 @@ int main(int argc, char** argv) {
   const auto d = static_cast<std::uint32_t>(o.dim);
   std::printf("attn_bench: %ld layers, %ld heads over %ld KV heads, head_dim %u, %s cache, %ld threads, %ld reps\n",
               o.layers, o.heads, o.kv_heads, d, o.type.c_str(), o.threads, o.reps);
-  std::printf("%6s %4s %8s %12s %12s %10s %s\n", "ctx", "nq", "level", "median us", "us/layer", "vs scalar", "bits");
+  std::printf("%6s %4s %8s %10s %10s %10s %12s %10s %s\n", "ctx", "nq", "level", "wall us", "us/layer", "vs scalar",
+              "cpu us/thr", "vs scalar", "bits");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (long ctx : o.ctx)
@@ -145,10 +157,11 @@ int main(int argc, char** argv) {
       b.scale = 1.0f / std::sqrt(static_cast<float>(d));
       const TensorView qv = f32_view(q.data(), d, o.heads, nq);
       std::vector<std::vector<float>> outs(levels.size(), std::vector<float>(q.size() * o.layers));
-      std::vector<std::vector<double>> times(levels.size());
+      std::vector<std::vector<double>> times(levels.size()), cpu(levels.size());
       for (long r = 0; r < o.reps + 5; ++r)  // 5 warm-up rounds
         for (std::size_t li = 0; li < levels.size(); ++li) {
           const auto t0 = Clock::now();
+          const double c0 = process_cpu_us();
           for (long l = 0; l < o.layers; ++l) {
             const TensorView ov = f32_view(outs[li].data() + q.size() * l, d, o.heads, nq);
             const Status st = kv::attend(**backend, caches[l], qv, b, ov, levels[li]);
@@ -157,14 +170,16 @@ int main(int argc, char** argv) {
               return 1;
             }
           }
-          if (r >= 5) times[li].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+          if (r < 5) continue;
+          times[li].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+          cpu[li].push_back((process_cpu_us() - c0) / static_cast<double>(o.threads));
         }
-      const double base = median(times[0]);
+      const double base = median(times[0]), base_cpu = median(cpu[0]);
       for (std::size_t li = 0; li < levels.size(); ++li) {
-        const double m = median(times[li]);
+        const double m = median(times[li]), c = median(cpu[li]);
         const bool same = std::memcmp(outs[li].data(), outs[0].data(), outs[0].size() * sizeof(float)) == 0;
-        std::printf("%6ld %4ld %8s %12.1f %12.2f %9.2fx %s\n", ctx, nq, kv::attn_simd_name(levels[li]), m,
-                    m / static_cast<double>(o.layers), base / m, same ? "same" : "DIFFERENT");
+        std::printf("%6ld %4ld %8s %10.1f %10.2f %9.2fx %12.1f %9.2fx %s\n", ctx, nq, kv::attn_simd_name(levels[li]), m,
+                    m / static_cast<double>(o.layers), base / m, c, base_cpu / c, same ? "same" : "DIFFERENT");
       }
     }
   return 0;

@@ -63,13 +63,12 @@ GRAFT_KV_INLINE __m256 fold(const __m256* acc) {
 // NH query heads, 8 / NH slots per batch (8 accumulators).
 template <int NH, class T>
 void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std::uint32_t d, float scale,
-               float* const* out, bool prefetch) {
+               float* const* out, std::uint32_t listed) {
   constexpr std::uint32_t S = 8 / NH;
   const __m256 vscale = _mm256_set1_ps(scale);
   for (std::uint32_t b0 = 0; b0 < n; b0 += S) {
     const std::uint32_t cnt = std::min(S, n - b0);
-    if (prefetch)  // 32 rows ahead
-      for (std::uint32_t j = b0 + 32; j < std::min(n, b0 + 32 + S); ++j) prefetch_row(rows[j], d);
+    for (std::uint32_t j = b0 + 32; j < std::min(listed, b0 + 32 + S); ++j) prefetch_row(rows[j], d);  // 32 rows ahead
     const T* r[S];  // a short batch repeats its last row; those lanes are not stored
     for (std::uint32_t j = 0; j < S; ++j) r[j] = rows[b0 + std::min(j, cnt - 1)];
     __m256 acc[NH][S];
@@ -99,18 +98,18 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
 
 template <class T>
 void scores(const float* const* q, std::uint32_t nh, const T* const* rows, std::uint32_t n, std::uint32_t d,
-            float scale, float* const* out, bool prefetch) {
+            float scale, float* const* out, std::uint32_t listed) {
   if (nh == 2)
-    scores_nh<2>(q, rows, n, d, scale, out, prefetch);
+    scores_nh<2>(q, rows, n, d, scale, out, listed);
   else
-    scores_nh<1>(q, rows, n, d, scale, out, prefetch);
+    scores_nh<1>(q, rows, n, d, scale, out, listed);
 }
 
 // Columns [c0, c0 + 8 NZ) of NH accumulator rows. The first tile (c0 == 0) also sums p and
 // prefetches rows ahead.
 template <int NZ, int NH, class T>
 void values_tile(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
-                 std::uint32_t d, std::uint32_t c0, bool prefetch) {
+                 std::uint32_t d, std::uint32_t c0, std::uint32_t listed) {
   constexpr std::uint32_t kAhead = 16;
   __m256 a[NH][NZ];
   float s[NH];
@@ -119,7 +118,7 @@ void values_tile(float* const* acc, float* sum, const float* const* p, const T* 
     for (int z = 0; z < NZ; ++z) a[h][z] = _mm256_loadu_ps(acc[h] + c0 + 8 * z);
   }
   for (std::uint32_t j = 0; j < n; ++j) {
-    if (prefetch && j + kAhead < n) prefetch_row(rows[j + kAhead], d);
+    if (j + kAhead < listed) prefetch_row(rows[j + kAhead], d);
     const T* row = rows[j] + c0;
     __m256 w[NH];
     for (int h = 0; h < NH; ++h) {
@@ -139,10 +138,10 @@ void values_tile(float* const* acc, float* sum, const float* const* p, const T* 
 
 template <int NH, class T>
 void values_nh(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
-               std::uint32_t d, bool prefetch) {
+               std::uint32_t d, std::uint32_t listed) {
   constexpr std::uint32_t kTile = 64 / NH;  // 8 accumulator registers
   for (std::uint32_t c0 = 0; c0 < d; c0 += kTile) {
-    const bool pf = prefetch && c0 == 0;
+    const std::uint32_t pf = c0 == 0 ? listed : 0;
     switch (std::min(kTile, d - c0) / 8) {
       case 1: values_tile<1, NH>(acc, sum, p, rows, n, d, c0, pf); break;
       case 2: values_tile<2, NH>(acc, sum, p, rows, n, d, c0, pf); break;
@@ -158,11 +157,11 @@ void values_nh(float* const* acc, float* sum, const float* const* p, const T* co
 
 template <class T>
 void values(float* const* acc, float* sum, const float* const* p, std::uint32_t nh, const T* const* rows,
-            std::uint32_t n, std::uint32_t d, bool prefetch) {
+            std::uint32_t n, std::uint32_t d, std::uint32_t listed) {
   if (nh == 2)
-    values_nh<2>(acc, sum, p, rows, n, d, prefetch);
+    values_nh<2>(acc, sum, p, rows, n, d, listed);
   else
-    values_nh<1>(acc, sum, p, rows, n, d, prefetch);
+    values_nh<1>(acc, sum, p, rows, n, d, listed);
 }
 
 void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {

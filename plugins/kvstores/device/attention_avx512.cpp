@@ -80,12 +80,11 @@ GRAFT_KV_INLINE __m512 fold16(const __m512* acc) {
 
 template <int NH, class T>
 void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std::uint32_t d, float scale,
-               float* const* out, bool prefetch) {
+               float* const* out, std::uint32_t listed) {
   const __m512 vscale = _mm512_set1_ps(scale);
   for (std::uint32_t b0 = 0; b0 < n; b0 += 16) {
     const std::uint32_t cnt = std::min(16u, n - b0);
-    if (prefetch)  // two batches ahead
-      for (std::uint32_t j = b0 + 32; j < std::min(n, b0 + 48); ++j) prefetch_row(rows[j], d);
+    for (std::uint32_t j = b0 + 32; j < std::min(listed, b0 + 48); ++j) prefetch_row(rows[j], d);  // 2 batches ahead
     const T* r[16];  // a short batch repeats its last row; those lanes are not stored
     for (std::uint32_t j = 0; j < 16; ++j) r[j] = rows[b0 + std::min(j, cnt - 1)];
     __m512 acc[NH][8];
@@ -110,18 +109,18 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
 
 template <class T>
 void scores(const float* const* q, std::uint32_t nh, const T* const* rows, std::uint32_t n, std::uint32_t d,
-            float scale, float* const* out, bool prefetch) {
+            float scale, float* const* out, std::uint32_t listed) {
   if (nh == 2)
-    scores_nh<2>(q, rows, n, d, scale, out, prefetch);
+    scores_nh<2>(q, rows, n, d, scale, out, listed);
   else
-    scores_nh<1>(q, rows, n, d, scale, out, prefetch);
+    scores_nh<1>(q, rows, n, d, scale, out, listed);
 }
 
 // Columns [c0, c0 + 16 NZ) of NH accumulator rows; the last register takes the lanes in `last`.
 // The first tile (c0 == 0) also sums p and prefetches rows ahead.
 template <int NZ, int NH, class T>
 void values_tile(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
-                 std::uint32_t d, std::uint32_t c0, __mmask16 last, bool prefetch) {
+                 std::uint32_t d, std::uint32_t c0, __mmask16 last, std::uint32_t listed) {
   constexpr std::uint32_t kAhead = 16;
   __m512 a[NH][NZ];
   float s[NH];
@@ -130,7 +129,7 @@ void values_tile(float* const* acc, float* sum, const float* const* p, const T* 
     for (int z = 0; z < NZ; ++z) a[h][z] = _mm512_maskz_loadu_ps(z == NZ - 1 ? last : 0xFFFF, acc[h] + c0 + 16 * z);
   }
   for (std::uint32_t j = 0; j < n; ++j) {
-    if (prefetch && j + kAhead < n) prefetch_row(rows[j + kAhead], d);
+    if (j + kAhead < listed) prefetch_row(rows[j + kAhead], d);
     const T* row = rows[j] + c0;
     __m512 w[NH];
     for (int h = 0; h < NH; ++h) {
@@ -150,12 +149,12 @@ void values_tile(float* const* acc, float* sum, const float* const* p, const T* 
 
 template <int NH, class T>
 void values_nh(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
-               std::uint32_t d, bool prefetch) {
+               std::uint32_t d, std::uint32_t listed) {
   constexpr std::uint32_t kTile = 128;  // 8 registers per head: 16 accumulators for two heads
   for (std::uint32_t c0 = 0; c0 < d; c0 += kTile) {
     const std::uint32_t w = std::min(kTile, d - c0), rem = w % 16;
     const auto last = static_cast<__mmask16>(rem ? (1u << rem) - 1u : 0xFFFFu);
-    const bool pf = prefetch && c0 == 0;
+    const std::uint32_t pf = c0 == 0 ? listed : 0;
     switch ((w + 15) / 16) {
       case 1: values_tile<1, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
       case 2: values_tile<2, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
@@ -171,11 +170,11 @@ void values_nh(float* const* acc, float* sum, const float* const* p, const T* co
 
 template <class T>
 void values(float* const* acc, float* sum, const float* const* p, std::uint32_t nh, const T* const* rows,
-            std::uint32_t n, std::uint32_t d, bool prefetch) {
+            std::uint32_t n, std::uint32_t d, std::uint32_t listed) {
   if (nh == 2)
-    values_nh<2>(acc, sum, p, rows, n, d, prefetch);
+    values_nh<2>(acc, sum, p, rows, n, d, listed);
   else
-    values_nh<1>(acc, sum, p, rows, n, d, prefetch);
+    values_nh<1>(acc, sum, p, rows, n, d, listed);
 }
 
 void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {

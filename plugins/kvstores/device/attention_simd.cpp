@@ -67,19 +67,19 @@ inline void prefetch(const void* p, std::size_t bytes) noexcept {
 // loads (and f16 conversion).
 template <class T>
 void kernel_scores(const AttnKernels& k, const float* const* q, std::uint32_t nh, const T* const* rows,
-                   std::uint32_t n, std::uint32_t d, float scale, float* const* out, bool prefetch) {
+                   std::uint32_t n, std::uint32_t d, float scale, float* const* out, std::uint32_t listed) {
   if constexpr (std::is_same_v<T, float>)
-    k.scores_f32(q, nh, rows, n, d, scale, out, prefetch);
+    k.scores_f32(q, nh, rows, n, d, scale, out, listed);
   else
-    k.scores_f16(q, nh, rows, n, d, scale, out, prefetch);
+    k.scores_f16(q, nh, rows, n, d, scale, out, listed);
 }
 template <class T>
 void kernel_values(const AttnKernels& k, float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
-                   const T* const* rows, std::uint32_t n, std::uint32_t d, bool prefetch) {
+                   const T* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed) {
   if constexpr (std::is_same_v<T, float>)
-    k.values_f32(acc, sum, p, nh, rows, n, d, prefetch);
+    k.values_f32(acc, sum, p, nh, rows, n, d, listed);
   else
-    k.values_f16(acc, sum, p, nh, rows, n, d, prefetch);
+    k.values_f16(acc, sum, p, nh, rows, n, d, listed);
 }
 
 // Queries [i0, i1) against KV head g, for its query heads [r0, r1) (head g * n_rep + r). Query i
@@ -189,22 +189,27 @@ class Unit {
         }
       s_.count[q] = n;
       if (n > 0) {
-        for (std::uint32_t r = 0; r < nh_; r += 2) {
-          const std::uint32_t pair = std::min(2u, nh_ - r);
-          const float* qs[2] = {q_row(q, r), q_row(q, r + pair - 1)};
-          float* outs[2] = {score_row(q, r), score_row(q, r + pair - 1)};
-          kernel_scores(kern_, qs, pair, kp, n, hk_, b_.scale, outs, true);
-        }
+        // Runs of kRun rows, every head pair per run, so a pair after the first finds the rows in
+        // cache (a whole context per pair would not fit).
+        constexpr std::uint32_t kRun = 256;
+        for (std::uint32_t c0 = 0; c0 < n; c0 += kRun)
+          for (std::uint32_t r = 0; r < nh_; r += 2) {
+            const std::uint32_t pair = std::min(2u, nh_ - r);
+            const float* qs[2] = {q_row(q, r), q_row(q, r + pair - 1)};
+            float* outs[2] = {score_row(q, r) + c0, score_row(q, r + pair - 1) + c0};
+            kernel_scores(kern_, qs, pair, kp + c0, std::min(kRun, n - c0), hk_, b_.scale, outs, n - c0);
+          }
         for (std::uint32_t j = 0; j < std::min(n, 16u); ++j) prefetch(vp[j], hv_ * sizeof(T));
         exponentiate(q);
         std::fill_n(acc_row(q, 0), static_cast<std::size_t>(nh_) * hv_, 0.0f);
         std::fill_n(&s_.sums[q * nh_], nh_, 0.0f);
-        for (std::uint32_t r = 0; r < nh_; r += 2) {
-          const std::uint32_t pair = std::min(2u, nh_ - r);
-          float* accs[2] = {acc_row(q, r), acc_row(q, r + pair - 1)};
-          const float* ps[2] = {score_row(q, r), score_row(q, r + pair - 1)};
-          kernel_values(kern_, accs, &s_.sums[q * nh_ + r], ps, pair, vp, n, hv_, true);
-        }
+        for (std::uint32_t c0 = 0; c0 < n; c0 += kRun)
+          for (std::uint32_t r = 0; r < nh_; r += 2) {
+            const std::uint32_t pair = std::min(2u, nh_ - r);
+            float* accs[2] = {acc_row(q, r), acc_row(q, r + pair - 1)};
+            const float* ps[2] = {score_row(q, r) + c0, score_row(q, r + pair - 1) + c0};
+            kernel_values(kern_, accs, &s_.sums[q * nh_ + r], ps, pair, vp + c0, std::min(kRun, n - c0), hv_, n - c0);
+          }
       }
       write_output(q);
     }
@@ -249,7 +254,7 @@ class Unit {
           const std::uint32_t pair = std::min(2u, nh_ - r);
           const float* qs[2] = {q_row(q, r), q_row(q, r + pair - 1)};
           float* outs[2] = {score_row(q, r) + s_.count[q], score_row(q, r + pair - 1) + s_.count[q]};
-          kern_.scores_f32(qs, pair, s_.pick_f, m, hk_, b_.scale, outs, false);
+          kern_.scores_f32(qs, pair, s_.pick_f, m, hk_, b_.scale, outs, 0);
         }
         s_.count[q] += m;
       }
@@ -269,7 +274,7 @@ class Unit {
           const std::uint32_t pair = std::min(2u, nh_ - r);
           float* accs[2] = {acc_row(q, r), acc_row(q, r + pair - 1)};
           const float* ps[2] = {score_row(q, r) + used[q], score_row(q, r + pair - 1) + used[q]};
-          kern_.values_f32(accs, &s_.sums[q * nh_ + r], ps, pair, s_.pick_f, m, hv_, false);
+          kern_.values_f32(accs, &s_.sums[q * nh_ + r], ps, pair, s_.pick_f, m, hv_, 0);
         }
         used[q] += m;
       }
