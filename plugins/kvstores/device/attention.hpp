@@ -39,9 +39,10 @@ Expected<AttnSimd> parse_attn_simd(std::string_view text);
 // out = softmax(q k^T * scale, mask) v for q [head_dim_k, n_heads, n_query] and
 // out [head_dim_v, n_heads, n_query]; the caller has checked that slots [0, n_past + n_query) of
 // `cache` are filled. Shape errors come back as Errc::invalid_argument naming the argument.
-// The mask and window rules are documented in docs/kvstores.md. Work is split over
-// (query, kv head) pairs; each pair's result does not depend on the thread count.
-// The level comes from $GRAFT_CPU_SIMD, read once per process.
+// The mask and window rules and the fixed operation order behind every output are documented in
+// docs/kvstores.md. Work is split over (query block, KV head, query heads) units; no result
+// depends on the thread count or the level. The first form takes the level from $GRAFT_CPU_SIMD,
+// read once per process.
 Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, const AttentionBatch& batch,
               const TensorView& out);
 Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, const AttentionBatch& batch,
