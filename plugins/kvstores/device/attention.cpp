@@ -3,326 +3,87 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
-#include <limits>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
-#include "f16.hpp"
+#include "attention_job.hpp"
 #include "views.hpp"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace graft::kv {
 
 namespace {
 
-// The kernel is compiled twice on x86-64, for AVX2 and for the baseline, and the loader picks one
-// per CPU (GCC/Clang function multiversioning). Neither target has FMA, so both round every
-// multiply and add alike and results do not depend on the clone. The helpers below are forced
-// inline so each clone gets its own copy.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define GRAFT_KV_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define GRAFT_KV_CLONES
-#endif
-#define GRAFT_KV_INLINE inline __attribute__((always_inline))
-
-// Eight independent partial sums in one GCC/Clang vector (two SSE or NEON registers, one AVX
-// register): the summation order depends only on n, so a score is the same whichever slot or
-// thread computes it. Loads go through memcpy (unaligned; no vector-typed parameters).
-using f32x8 = float __attribute__((vector_size(32)));
-
-GRAFT_KV_INLINE float dot(const float* a, const float* b, std::uint32_t n) noexcept {
-  f32x8 acc = {};
-  std::uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    f32x8 x, y;
-    std::memcpy(&x, a + i, sizeof x);
-    std::memcpy(&y, b + i, sizeof y);
-    acc += x * y;
+// The SIMD path needs head sizes that are multiples of 8 (its partial sums are 8 wide and it has
+// no scalar tails); anything else runs the portable kernel, which computes the same bits.
+const AttnKernels* kernels_for(AttnSimd level, const LayerCache& c) noexcept {
+  if (c.head_dim_k % 8 != 0 || c.head_dim_v % 8 != 0) return nullptr;
+  switch (level) {
+    case AttnSimd::avx512: return attn_kernels_avx512();
+    case AttnSimd::avx2: return attn_kernels_avx2();
+    case AttnSimd::portable: break;
   }
-  float tail = 0.0f;
-  for (; i < n; ++i) tail += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
-}
-
-// a += p * v over n elements.
-GRAFT_KV_INLINE void axpy(float* a, float p, const float* v, std::uint32_t n) noexcept {
-  std::uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    f32x8 x, y;
-    std::memcpy(&x, a + i, sizeof x);
-    std::memcpy(&y, v + i, sizeof y);
-    x += p * y;
-    std::memcpy(a + i, &x, sizeof x);
-  }
-  for (; i < n; ++i) a[i] += p * v[i];
-}
-
-// The same two operations with the query row (dot) or the accumulator row (axpy) held in
-// registers across many cached rows, for the usual head sizes. Each result is computed by exactly
-// the operations of dot() / axpy() above, so the bits do not depend on which form ran.
-template <std::uint32_t D>
-GRAFT_KV_INLINE void dots_fixed(const float* qrow, const float* const* rows, const std::uint32_t* pick, std::uint32_t n,
-                                float scale, float* out) noexcept {
-  f32x8 qv[D / 8];
-  for (std::uint32_t e = 0; e < D / 8; ++e) std::memcpy(&qv[e], qrow + 8 * e, sizeof(f32x8));
-  for (std::uint32_t j = 0; j < n; ++j) {
-    const float* k = rows[pick[j]];
-    f32x8 acc = {};
-    for (std::uint32_t e = 0; e < D / 8; ++e) {
-      f32x8 y;
-      std::memcpy(&y, k + 8 * e, sizeof y);
-      acc += qv[e] * y;
-    }
-    const float tail = 0.0f;  // dot() adds its (empty) tail too: -0 + 0 is +0
-    out[j] = (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail) * scale;
-  }
-}
-template <std::uint32_t D>
-GRAFT_KV_INLINE void axpys_fixed(float* a, const float* p, const float* const* rows, const std::uint32_t* pick,
-                                 std::uint32_t n) noexcept {
-  f32x8 acc[D / 8];
-  for (std::uint32_t e = 0; e < D / 8; ++e) std::memcpy(&acc[e], a + 8 * e, sizeof(f32x8));
-  for (std::uint32_t j = 0; j < n; ++j) {
-    const float* v = rows[pick[j]];
-    for (std::uint32_t e = 0; e < D / 8; ++e) {
-      f32x8 y;
-      std::memcpy(&y, v + 8 * e, sizeof y);
-      acc[e] += p[j] * y;
-    }
-  }
-  for (std::uint32_t e = 0; e < D / 8; ++e) std::memcpy(a + 8 * e, &acc[e], sizeof(f32x8));
-}
-GRAFT_KV_INLINE void dots(const float* qrow, const float* const* rows, const std::uint32_t* pick, std::uint32_t n,
-                          std::uint32_t d, float scale, float* out) noexcept {
-  if (d == 64) return dots_fixed<64>(qrow, rows, pick, n, scale, out);
-  if (d == 128) return dots_fixed<128>(qrow, rows, pick, n, scale, out);
-  for (std::uint32_t j = 0; j < n; ++j) out[j] = dot(qrow, rows[pick[j]], d) * scale;
-}
-GRAFT_KV_INLINE void axpys(float* a, const float* p, const float* const* rows, const std::uint32_t* pick,
-                           std::uint32_t n, std::uint32_t d) noexcept {
-  if (d == 64) return axpys_fixed<64>(a, p, rows, pick, n);
-  if (d == 128) return axpys_fixed<128>(a, p, rows, pick, n);
-  for (std::uint32_t j = 0; j < n; ++j) axpy(a, p[j], rows[pick[j]], d);
-}
-
-// Consecutive slots of one KV head are n_kv_heads * head_dim elements apart (often a whole page),
-// which the hardware prefetcher does not follow; ask for rows a few slots ahead explicitly.
-constexpr std::uint32_t kAhead = 8;
-inline void prefetch(const void* p, std::size_t bytes) noexcept {
-  for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o);
-}
-
-// f16 rows are widened with F16C where the CPU has it (one instruction per 8 values) and with the
-// portable routine elsewhere; both are exact, so the choice never changes a result.
-using WidenFn = void (*)(const std::uint16_t* src, float* dst, std::uint32_t n);
-void widen_portable(const std::uint16_t* src, float* dst, std::uint32_t n) {
-  for (std::uint32_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
-}
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx,f16c"))) void widen_f16c(const std::uint16_t* src, float* dst, std::uint32_t n) {
-  std::uint32_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
-}
-const WidenFn kWiden = __builtin_cpu_supports("f16c") ? &widen_f16c : &widen_portable;
-#else
-const WidenFn kWiden = &widen_portable;
-#endif
-
-// A cached row as f32: f32 rows are read in place, f16 rows are converted into buf.
-GRAFT_KV_INLINE const float* as_f32(const float* src, float*, std::uint32_t) noexcept { return src; }
-GRAFT_KV_INLINE const float* as_f32(const std::uint16_t* src, float* buf, std::uint32_t n) noexcept {
-  kWiden(src, buf, n);
-  return buf;
-}
-
-struct Job {
-  const LayerCache& cache;
-  const TensorView& q;
-  const TensorView& out;
-  const AttentionBatch& batch;
-  const std::vector<std::uint32_t>& depth;  // query i sits at position n_past + depth[i]
-  std::uint32_t n_rep;                      // query heads per KV head
-};
-
-// Queries handled together per KV head: each cached row is read and (f16) converted once per block
-// instead of once per query, which dominated prefill. Every query still sees exactly the
-// operations it would see alone (same slots in the same order), so results do not depend on it.
-constexpr std::uint32_t kQueryBlock = 16;
-// Cached rows are taken kSlotChunk at a time (converted into a buffer that stays in L1/L2).
-constexpr std::uint32_t kSlotChunk = 64;
-
-// Working memory of one parallel_for chunk, reused for all its (query block, kv head) units.
-struct Scratch {
-  explicit Scratch(const Job& j)
-      : stride(static_cast<std::size_t>(j.batch.n_past) + j.batch.n_query),
-        scores(static_cast<std::size_t>(kQueryBlock) * j.n_rep * stride),
-        kbuf(static_cast<std::size_t>(kSlotChunk) * j.cache.head_dim_k),
-        vbuf(static_cast<std::size_t>(kSlotChunk) * j.cache.head_dim_v),
-        acc(static_cast<std::size_t>(kQueryBlock) * j.n_rep * j.cache.head_dim_v),
-        inv_sum(static_cast<std::size_t>(kQueryBlock) * j.n_rep),
-        union_batch(j.batch.n_query) {}
-  std::size_t stride;         // scores of one (query, head) row
-  std::vector<float> scores;  // [query in block][n_rep][stride], compacted to the visible slots
-  std::vector<float> kbuf, vbuf, acc, inv_sum;  // kbuf/vbuf: one chunk of converted rows
-  const float* rows[kSlotChunk] = {};        // the chunk's rows as f32 (in place or in a buffer)
-  std::uint32_t pick[kSlotChunk] = {};       // chunk rows one query sees
-  std::vector<std::uint32_t> union_batch;  // batch entries some query of the block sees
-  std::uint32_t lo[kQueryBlock] = {};      // first visible committed slot per query (window)
-  std::uint32_t count[kQueryBlock] = {};   // visible slots per query
-};
-
-// Whether query i sees batch entry j (mask and sliding window).
-GRAFT_KV_INLINE bool sees_batch(const Job& job, std::uint32_t i, std::uint32_t j) noexcept {
-  const AttentionBatch& b = job.batch;
-  const bool seen = b.ancestor ? b.ancestor[static_cast<std::size_t>(i) * b.n_query + j] != 0 : j <= i;
-  if (!seen) return false;
-  if (b.sliding_window <= 0) return true;
-  const std::int64_t qpos = static_cast<std::int64_t>(b.n_past) + job.depth[i];
-  return qpos - (static_cast<std::int64_t>(b.n_past) + job.depth[j]) < b.sliding_window;
-}
-
-// Queries [i0, i1) against KV head g, for the n_rep query heads that share g (GQA: head h uses KV
-// head h / n_rep). Query i's visible slots, in ascending order: committed [lo_i, n_past), then the
-// batch entries the mask allows; a key at position p is visible when qpos - p < window.
-template <class T>
-GRAFT_KV_INLINE void attend_block(const Job& job, std::uint32_t i0, std::uint32_t i1, std::uint32_t g, Scratch& s) {
-  const LayerCache& c = job.cache;
-  const AttentionBatch& b = job.batch;
-  const std::uint32_t hk = c.head_dim_k, hv = c.head_dim_v, n_rep = job.n_rep, nq = i1 - i0;
-  const std::size_t stride = s.stride;
-
-  std::uint32_t lo_min = b.n_past;
-  for (std::uint32_t q = 0; q < nq; ++q) {
-    const std::int64_t qpos = static_cast<std::int64_t>(b.n_past) + job.depth[i0 + q];
-    s.lo[q] = b.sliding_window > 0
-                  ? static_cast<std::uint32_t>(std::clamp<std::int64_t>(qpos - b.sliding_window + 1, 0, b.n_past))
-                  : 0;
-    lo_min = std::min(lo_min, s.lo[q]);
-    s.count[q] = 0;
-  }
-  std::uint32_t n_union = 0;
-  if (!b.ancestor) {  // causal: entries [i0 - window + 1, i1) (depth = index), no scan needed
-    const std::int64_t first = b.sliding_window > 0 ? std::max<std::int64_t>(0, std::int64_t(i0) - b.sliding_window + 1) : 0;
-    for (auto j = static_cast<std::uint32_t>(first); j < i1; ++j) s.union_batch[n_union++] = j;
-  } else {
-    for (std::uint32_t j = 0; j < b.n_query; ++j)
-      for (std::uint32_t q = 0; q < nq; ++q)
-        if (sees_batch(job, i0 + q, j)) {
-          s.union_batch[n_union++] = j;
-          break;
-        }
-  }
-  // The block's slots in the order every query visits its own: committed ones, then batch ones.
-  const std::uint32_t n_prefix = b.n_past - lo_min, n_slots = n_prefix + n_union;
-  auto slot_at = [&](std::uint32_t t) { return t < n_prefix ? lo_min + t : b.n_past + s.union_batch[t - n_prefix]; };
-  auto visible = [&](std::uint32_t q, std::uint32_t t) {
-    return t < n_prefix ? lo_min + t >= s.lo[q] : sees_batch(job, i0 + q, s.union_batch[t - n_prefix]);
-  };
-  auto score_row = [&](std::uint32_t q, std::uint32_t r) {
-    return s.scores.data() + (static_cast<std::size_t>(q) * n_rep + r) * stride;
-  };
-
-  const T* K = static_cast<const T*>(c.k);
-  const T* V = static_cast<const T*>(c.v);
-  const std::size_t k_slot = static_cast<std::size_t>(c.n_kv_heads) * hk;
-  const std::size_t v_slot = static_cast<std::size_t>(c.n_kv_heads) * hv;
-
-  // Loads the chunk [t0, t1) of cached rows (K or V) some query of the block sees as f32 rows.
-  auto load_chunk = [&](const T* base, std::size_t slot_elems, std::uint32_t dim, float* buf, std::uint32_t t0,
-                        std::uint32_t t1) {
-    for (std::uint32_t t = t0; t < t1; ++t) {
-      if (t + kAhead < t1)
-        prefetch(base + slot_at(t + kAhead) * slot_elems + static_cast<std::size_t>(g) * dim, dim * sizeof(T));
-      s.rows[t - t0] = as_f32(base + slot_at(t) * slot_elems + static_cast<std::size_t>(g) * dim,
-                              buf + static_cast<std::size_t>(t - t0) * dim, dim);
-    }
-  };
-  // The chunk rows query q sees, in order.
-  auto pick_rows = [&](std::uint32_t q, std::uint32_t t0, std::uint32_t t1) {
-    std::uint32_t m = 0;
-    for (std::uint32_t t = t0; t < t1; ++t)
-      if (visible(q, t)) s.pick[m++] = t - t0;
-    return m;
-  };
-
-  for (std::uint32_t t0 = 0; t0 < n_slots; t0 += kSlotChunk) {
-    const std::uint32_t t1 = std::min(n_slots, t0 + kSlotChunk);
-    load_chunk(K, k_slot, hk, s.kbuf.data(), t0, t1);
-    for (std::uint32_t q = 0; q < nq; ++q) {
-      const std::uint32_t m = pick_rows(q, t0, t1);
-      for (std::uint32_t r = 0; r < n_rep; ++r)
-        dots(row(job.q, g * n_rep + r, i0 + q), s.rows, s.pick, m, hk, b.scale, score_row(q, r) + s.count[q]);
-      s.count[q] += m;
-    }
-  }
-
-  // Softmax with the maximum subtracted, so exp never overflows.
-  for (std::uint32_t q = 0; q < nq; ++q)
-    for (std::uint32_t r = 0; r < n_rep; ++r) {
-      float* sc = score_row(q, r);
-      float m = -std::numeric_limits<float>::infinity();
-      for (std::uint32_t t = 0; t < s.count[q]; ++t) m = std::max(m, sc[t]);
-      float sum = 0.0f;
-      for (std::uint32_t t = 0; t < s.count[q]; ++t) {
-        sc[t] = std::exp(sc[t] - m);
-        sum += sc[t];
-      }
-      s.inv_sum[q * n_rep + r] = 1.0f / sum;
-    }
-
-  std::fill_n(s.acc.begin(), static_cast<std::size_t>(nq) * n_rep * hv, 0.0f);
-  std::uint32_t used[kQueryBlock] = {};
-  for (std::uint32_t t0 = 0; t0 < n_slots; t0 += kSlotChunk) {
-    const std::uint32_t t1 = std::min(n_slots, t0 + kSlotChunk);
-    load_chunk(V, v_slot, hv, s.vbuf.data(), t0, t1);
-    for (std::uint32_t q = 0; q < nq; ++q) {
-      const std::uint32_t m = pick_rows(q, t0, t1);
-      for (std::uint32_t r = 0; r < n_rep; ++r)
-        axpys(s.acc.data() + (static_cast<std::size_t>(q) * n_rep + r) * hv, score_row(q, r) + used[q], s.rows,
-              s.pick, m, hv);
-      used[q] += m;
-    }
-  }
-  for (std::uint32_t q = 0; q < nq; ++q)
-    for (std::uint32_t r = 0; r < n_rep; ++r) {
-      float* o = mutable_row(job.out, g * n_rep + r, i0 + q);
-      if (s.count[q] == 0) {  // nothing visible: defined as a zero output rather than 0/0
-        std::fill_n(o, hv, 0.0f);
-        continue;
-      }
-      const float* a = s.acc.data() + (static_cast<std::size_t>(q) * n_rep + r) * hv;
-      const float inv = s.inv_sum[q * n_rep + r];
-      for (std::uint32_t d = 0; d < hv; ++d) o[d] = a[d] * inv;
-    }
-}
-
-// Work unit u: query block u / n_kv_heads, KV head u % n_kv_heads.
-template <class T>
-GRAFT_KV_INLINE void run_units(const Job& job, std::size_t begin, std::size_t end, Scratch& s) {
-  for (std::size_t u = begin; u < end; ++u) {
-    const auto blk = static_cast<std::uint32_t>(u / job.cache.n_kv_heads);
-    const std::uint32_t i0 = blk * kQueryBlock, i1 = std::min(job.batch.n_query, i0 + kQueryBlock);
-    attend_block<T>(job, i0, i1, static_cast<std::uint32_t>(u % job.cache.n_kv_heads), s);
-  }
-}
-GRAFT_KV_CLONES void run_units_f16(const Job& job, std::size_t begin, std::size_t end, Scratch& s) {
-  run_units<std::uint16_t>(job, begin, end, s);
-}
-GRAFT_KV_CLONES void run_units_f32(const Job& job, std::size_t begin, std::size_t end, Scratch& s) {
-  run_units<float>(job, begin, end, s);
+  return nullptr;
 }
 
 }  // namespace
 
+const char* attn_simd_name(AttnSimd level) noexcept {
+  switch (level) {
+    case AttnSimd::portable: return "scalar";
+    case AttnSimd::avx2: return "avx2";
+    case AttnSimd::avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool cpu_supports(AttnSimd level) noexcept {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (level) {
+    case AttnSimd::portable: return true;
+    case AttnSimd::avx2:
+      return attn_kernels_avx2() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case AttnSimd::avx512:
+      return cpu_supports(AttnSimd::avx2) && attn_kernels_avx512() && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512dq");
+  }
+  return false;
+#else
+  return level == AttnSimd::portable;
+#endif
+}
+
+AttnSimd best_attn_simd() noexcept {
+  if (cpu_supports(AttnSimd::avx512)) return AttnSimd::avx512;
+  if (cpu_supports(AttnSimd::avx2)) return AttnSimd::avx2;
+  return AttnSimd::portable;
+}
+
+Expected<AttnSimd> parse_attn_simd(std::string_view text) {
+  const std::string prefix = "kvstore device: " + std::string(kAttnSimdEnvVar) + " = \"" + std::string(text) + "\": ";
+  if (text.empty() || text == "auto") return best_attn_simd();
+  for (AttnSimd level : {AttnSimd::portable, AttnSimd::avx2, AttnSimd::avx512}) {
+    if (text != attn_simd_name(level)) continue;
+    if (!cpu_supports(level)) return Status(Errc::invalid_argument, prefix + "this CPU does not support it");
+    return level;
+  }
+  return Status(Errc::invalid_argument, prefix + "expected auto, avx512, avx2 or scalar");
+}
+
 Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& b,
               const TensorView& out) {
+  static const Expected<AttnSimd> level = [] {
+    const char* env = std::getenv(kAttnSimdEnvVar);
+    return parse_attn_simd(env ? env : "");
+  }();
+  if (!level) return level.status();
+  return attend(backend, c, q, b, out, *level);
+}
+
+Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& b,
+              const TensorView& out, AttnSimd level) {
   const std::int64_t n_heads = q.ne[1];
   GRAFT_TRY(check_f32_rows(q, "attend: q", c.head_dim_k, n_heads, b.n_query, "[head_dim_k, n_heads, n_query]"));
   if (n_heads <= 0 || n_heads % c.n_kv_heads != 0)
@@ -331,6 +92,9 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
                                               std::to_string(c.n_kv_heads) + " KV heads");
   GRAFT_TRY(check_f32_rows(out, "attend: out", c.head_dim_v, n_heads, b.n_query, "[head_dim_v, n_heads, n_query]"));
   if (!std::isfinite(b.scale)) return Status(Errc::invalid_argument, "kvstore device: attend: scale is not finite");
+  if (!cpu_supports(level))
+    return Status(Errc::invalid_argument,
+                  std::string("kvstore device: attend: this CPU does not support ") + attn_simd_name(level));
   if (b.n_query == 0) return Status::success();
 
   // A node's position is n_past + its depth, the number of other batch entries it sees (its
@@ -348,24 +112,36 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
     depth[i] = d;
   }
 
-  const Job job{c, q, out, b, depth, static_cast<std::uint32_t>(n_heads / c.n_kv_heads)};
-  std::atomic<bool> failed{false};
+  const auto n_rep = static_cast<std::uint32_t>(n_heads / c.n_kv_heads);
+  const AttnJob job{c, q, out, b, depth, n_rep};
   const std::size_t blocks = (b.n_query + kQueryBlock - 1) / kQueryBlock;
-  backend.parallel_for(blocks * c.n_kv_heads, [&](std::size_t begin, std::size_t end) {
+  const AttnKernels* kernels = kernels_for(level, c);
+  // With fewer (block, KV head) units than threads (decode on many cores), the query heads of a
+  // KV head are split over units too; heads never share partial sums, so this changes no bit.
+  std::uint32_t heads_per_unit = n_rep;
+  if (kernels) {
+    const std::size_t units = blocks * c.n_kv_heads, threads = std::max(1u, backend.n_threads());
+    if (units < threads) {
+      const std::size_t split = std::min<std::size_t>(n_rep, (threads + units - 1) / units);
+      heads_per_unit = static_cast<std::uint32_t>((n_rep + split - 1) / split);
+    }
+  }
+  const std::uint32_t groups = (n_rep + heads_per_unit - 1) / heads_per_unit;
+  std::atomic<bool> failed{false};
+  backend.parallel_for(blocks * c.n_kv_heads * groups, [&](std::size_t begin, std::size_t end) {
     try {  // an exception must not escape a pool thread
-      Scratch s(job);
-      if (c.type == CacheType::f16)
-        run_units_f16(job, begin, end, s);
+      if (kernels)
+        run_units_simd(job, *kernels, heads_per_unit, begin, end);
       else
-        run_units_f32(job, begin, end, s);
+        run_units_portable(job, begin, end);
     } catch (...) {
       failed = true;
     }
   });
   if (failed)
     return Status(Errc::out_of_memory,
-                  "kvstore device: attend: cannot allocate scratch memory for " + std::to_string(kQueryBlock * job.n_rep) + " x " +
-                      std::to_string(static_cast<std::uint64_t>(b.n_past) + b.n_query) + " scores");
+                  "kvstore device: attend: cannot allocate scratch memory for " + std::to_string(kQueryBlock * n_rep) +
+                      " x " + std::to_string(static_cast<std::uint64_t>(b.n_past) + b.n_query) + " scores");
   return Status::success();
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "graft/backend.hpp"
 #include "graft/kv_store.hpp"
@@ -22,12 +23,29 @@ struct LayerCache {
   std::uint32_t head_dim_v = 0;
 };
 
+// Which kernels attend() runs: portable (generic C++ vectors, any CPU), avx2 (AVX2 + F16C) or
+// avx512 (AVX-512 F/BW/VL/DQ). Every level computes the same bits (docs/kvstores.md), so the
+// choice only changes speed; tests force each one to prove that.
+enum class AttnSimd { portable, avx2, avx512 };
+inline constexpr const char* kAttnSimdEnvVar = "GRAFT_CPU_SIMD";
+
+const char* attn_simd_name(AttnSimd level) noexcept;
+bool cpu_supports(AttnSimd level) noexcept;
+AttnSimd best_attn_simd() noexcept;
+// text as in $GRAFT_CPU_SIMD: "" or "auto" (best), "scalar" (portable), "avx2" or "avx512". A
+// level this CPU lacks or an unknown name is an invalid_argument error, never a downgrade.
+Expected<AttnSimd> parse_attn_simd(std::string_view text);
+
 // out = softmax(q k^T * scale, mask) v for q [head_dim_k, n_heads, n_query] and
 // out [head_dim_v, n_heads, n_query]; the caller has checked that slots [0, n_past + n_query) of
 // `cache` are filled. Shape errors come back as Errc::invalid_argument naming the argument.
-// The mask and window rules are documented in docs/kvstores.md. Work is split over
-// (query, kv head) pairs; each pair's result does not depend on the thread count.
+// The mask and window rules and the fixed operation order behind every output are documented in
+// docs/kvstores.md. Work is split over (query block, KV head, query heads) units; no result
+// depends on the thread count or the level. The first form takes the level from $GRAFT_CPU_SIMD,
+// read once per process.
 Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, const AttentionBatch& batch,
               const TensorView& out);
+Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, const AttentionBatch& batch,
+              const TensorView& out, AttnSimd level);
 
 }  // namespace graft::kv

@@ -1,0 +1,186 @@
+// Decode attention of the device KV store at bench-250m's shape (16 layers, 16 query heads over 8
+// KV heads, head_dim 64) for each SIMD level, side by side in one run: the levels alternate
+// within every repetition, so a noisy, shared machine slows them alike. Medians of wall time and
+// of process CPU time per thread per step (all layers), and each level's ratio to the first. "scalar" is the portable
+// kernel, unchanged from before the SIMD path existed, so scalar / avx512 is the old / new ratio.
+//
+//   attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16] [--reps 300]
+//              [--levels scalar,avx2,avx512] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <time.h>
+
+#include "attention.hpp"
+#include "f16.hpp"
+#include "graft/graft.hpp"
+#include "plugin_host/host_services.hpp"
+#include "plugin_host/plugin_library.hpp"
+
+using namespace graft;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<long> ctx{256, 1024};
+  std::vector<long> nq{1};
+  long threads = 2, reps = 300, layers = 16, kv_heads = 8, heads = 16, dim = 64;
+  std::string type = "f16";
+  std::vector<std::string> levels{"scalar", "avx2", "avx512"};
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i], value = argv[i + 1];
+    auto longs = [&] {
+      std::vector<long> v;
+      for (const auto& s : split(value)) v.push_back(std::stol(s));
+      return v;
+    };
+    if (key == "--ctx") o.ctx = longs();
+    else if (key == "--nq") o.nq = longs();
+    else if (key == "--threads") o.threads = std::stol(value);
+    else if (key == "--reps") o.reps = std::stol(value);
+    else if (key == "--type") o.type = value;
+    else if (key == "--levels") o.levels = split(value);
+    else if (key == "--layers") o.layers = std::stol(value);
+    else if (key == "--kv-heads") o.kv_heads = std::stol(value);
+    else if (key == "--heads") o.heads = std::stol(value);
+    else if (key == "--dim") o.dim = std::stol(value);
+    else return false;
+  }
+  return argc % 2 == 1 && (o.type == "f16" || o.type == "f32");
+}
+
+// CPU seconds of the whole process: unlike wall time it does not count the time the machine's
+// other jobs held the cores, the steadier figure on a shared machine (divide by the threads).
+double process_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, o)) {
+    std::fprintf(stderr, "usage: attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|f32] [--reps 300] "
+                         "[--levels scalar,avx2,avx512] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]\n");
+    return 2;
+  }
+  std::vector<kv::AttnSimd> levels;
+  for (const auto& name : o.levels) {
+    auto level = kv::parse_attn_simd(name);
+    if (!level) {
+      std::fprintf(stderr, "error: %s\n", level.status().message().c_str());
+      return 1;
+    }
+    levels.push_back(*level);
+  }
+  auto lib = PluginLibrary::load(std::filesystem::path(GRAFT_PLUGIN_DIR) / "libgraft_backend_cpu.so");
+  if (!lib) {
+    std::fprintf(stderr, "error: %s\n", lib.status().message().c_str());
+    return 1;
+  }
+  DefaultHostServices host;
+  Config cfg;
+  cfg.set("threads", static_cast<std::int64_t>(o.threads));
+  auto backend = (*lib)->create<Backend>(host, cfg);
+  if (!backend) {
+    std::fprintf(stderr, "error: %s\n", backend.status().message().c_str());
+    return 1;
+  }
+
+  const bool f16 = o.type == "f16";
+  const auto d = static_cast<std::uint32_t>(o.dim);
+  std::printf("attn_bench: %ld layers, %ld heads over %ld KV heads, head_dim %u, %s cache, %ld threads, %ld reps\n",
+              o.layers, o.heads, o.kv_heads, d, o.type.c_str(), o.threads, o.reps);
+  std::printf("%6s %4s %8s %10s %10s %10s %12s %10s %s\n", "ctx", "nq", "level", "wall us", "us/layer", "vs scalar",
+              "cpu us/thr", "vs scalar", "bits");
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (long ctx : o.ctx)
+    for (long nq : o.nq) {
+      const std::size_t slots = static_cast<std::size_t>(ctx) + nq;
+      const std::size_t elems = slots * o.kv_heads * d;
+      // Each layer has its own K/V, as in a model, so a step reads every layer's cache.
+      std::vector<std::vector<float>> k32(o.layers), v32(o.layers);
+      std::vector<std::vector<std::uint16_t>> k16(o.layers), v16(o.layers);
+      std::vector<kv::LayerCache> caches(o.layers);
+      for (long l = 0; l < o.layers; ++l) {
+        k32[l].resize(elems);
+        v32[l].resize(elems);
+        for (auto& x : k32[l]) x = u(rng);
+        for (auto& x : v32[l]) x = u(rng);
+        if (f16) {
+          k16[l].resize(elems);
+          v16[l].resize(elems);
+          for (std::size_t i = 0; i < elems; ++i) {
+            k16[l][i] = kv::f32_to_f16(k32[l][i]);
+            v16[l][i] = kv::f32_to_f16(v32[l][i]);
+          }
+        }
+        kv::LayerCache& c = caches[l];
+        c.k = f16 ? static_cast<const void*>(k16[l].data()) : k32[l].data();
+        c.v = f16 ? static_cast<const void*>(v16[l].data()) : v32[l].data();
+        c.type = f16 ? kv::CacheType::f16 : kv::CacheType::f32;
+        c.n_kv_heads = static_cast<std::uint32_t>(o.kv_heads);
+        c.head_dim_k = c.head_dim_v = d;
+      }
+      std::vector<float> q(static_cast<std::size_t>(d) * o.heads * nq);
+      for (auto& x : q) x = u(rng) * 4.0f;
+      AttentionBatch b;
+      b.n_query = static_cast<std::uint32_t>(nq);
+      b.n_past = static_cast<std::uint32_t>(ctx);
+      b.scale = 1.0f / std::sqrt(static_cast<float>(d));
+      const TensorView qv = f32_view(q.data(), d, o.heads, nq);
+      std::vector<std::vector<float>> outs(levels.size(), std::vector<float>(q.size() * o.layers));
+      std::vector<std::vector<double>> times(levels.size()), cpu(levels.size());
+      for (long r = 0; r < o.reps + 5; ++r)  // 5 warm-up rounds
+        for (std::size_t li = 0; li < levels.size(); ++li) {
+          const auto t0 = Clock::now();
+          const double c0 = process_cpu_us();
+          for (long l = 0; l < o.layers; ++l) {
+            const TensorView ov = f32_view(outs[li].data() + q.size() * l, d, o.heads, nq);
+            const Status st = kv::attend(**backend, caches[l], qv, b, ov, levels[li]);
+            if (!st) {
+              std::fprintf(stderr, "error: %s\n", st.message().c_str());
+              return 1;
+            }
+          }
+          if (r < 5) continue;
+          times[li].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+          cpu[li].push_back((process_cpu_us() - c0) / static_cast<double>(o.threads));
+        }
+      const double base = median(times[0]), base_cpu = median(cpu[0]);
+      for (std::size_t li = 0; li < levels.size(); ++li) {
+        const double m = median(times[li]), c = median(cpu[li]);
+        const bool same = std::memcmp(outs[li].data(), outs[0].data(), outs[0].size() * sizeof(float)) == 0;
+        std::printf("%6ld %4ld %8s %10.1f %10.2f %9.2fx %12.1f %9.2fx %s\n", ctx, nq, kv::attn_simd_name(levels[li]), m,
+                    m / static_cast<double>(o.layers), base / m, c, base_cpu / c, same ? "same" : "DIFFERENT");
+      }
+    }
+  return 0;
+}

@@ -1,0 +1,208 @@
+// AVX2 + F16C attention kernels: one slot's 8 partial sums per register, 8 slots (one query head)
+// or 4 slots (two heads) per batch folded at once; 8 columns per register for V. Compiled for AVX2
+// by the target pragma; no FMA is enabled, and the plugin builds with -ffp-contract=off.
+#include "attention_kernels.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c")
+#endif
+
+namespace graft::kv {
+
+namespace {
+
+#define GRAFT_KV_INLINE inline __attribute__((always_inline))
+
+// Rows of one KV head are n_kv_heads * head_dim elements apart (often a page), which the hardware
+// prefetcher does not follow, so the kernels request rows ahead themselves.
+template <class T>
+GRAFT_KV_INLINE void prefetch_row(const T* row, std::uint32_t d) {
+  const char* p = reinterpret_cast<const char*>(row);
+  const std::uint32_t bytes = d * sizeof(T);
+  for (std::uint32_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  _mm_prefetch(p + bytes - 1, _MM_HINT_T0);  // a row that straddles one more line
+}
+
+GRAFT_KV_INLINE __m256 load8(const std::uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+GRAFT_KV_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+
+// [a0..a3 + a4..a7 of x | the same of y]: the first round of the fold for two slots.
+GRAFT_KV_INLINE __m256 halves(__m256 x, __m256 y) {
+  return _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
+}
+
+// acc[i] holds the 8 partial sums of slot i. Returns the folds
+// ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)) of S = 8 or 4 slots in slot order (lanes
+// beyond S unspecified): the same three rounds of additions as one slot alone.
+template <int S>
+GRAFT_KV_INLINE __m256 fold(const __m256* acc) {
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  if constexpr (S == 8) {
+    const __m256 c0 = _mm256_hadd_ps(halves(acc[0], acc[1]), halves(acc[2], acc[3]));  // slots 0,2 | 1,3
+    const __m256 c1 = _mm256_hadd_ps(halves(acc[4], acc[5]), halves(acc[6], acc[7]));  // slots 4,6 | 5,7
+    return _mm256_permutevar8x32_ps(_mm256_hadd_ps(c0, c1), order);  // before: 0,2,4,6 | 1,3,5,7
+  } else {
+    const __m256 c = _mm256_hadd_ps(halves(acc[0], acc[1]), halves(acc[2], acc[3]));
+    return _mm256_permutevar8x32_ps(_mm256_hadd_ps(c, c), order);  // before: 0,2,0,2 | 1,3,1,3
+  }
+}
+
+// NH query heads, 8 / NH slots per batch (8 accumulators).
+template <int NH, class T>
+void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std::uint32_t d, float scale,
+               float* const* out, std::uint32_t listed) {
+  constexpr std::uint32_t S = 8 / NH;
+  const __m256 vscale = _mm256_set1_ps(scale);
+  for (std::uint32_t b0 = 0; b0 < n; b0 += S) {
+    const std::uint32_t cnt = std::min(S, n - b0);
+    for (std::uint32_t j = b0 + 32; j < std::min(listed, b0 + 32 + S); ++j) prefetch_row(rows[j], d);  // 32 rows ahead
+    const T* r[S];  // a short batch repeats its last row; those lanes are not stored
+    for (std::uint32_t j = 0; j < S; ++j) r[j] = rows[b0 + std::min(j, cnt - 1)];
+    __m256 acc[NH][S];
+    for (int h = 0; h < NH; ++h)
+      for (std::uint32_t i = 0; i < S; ++i) acc[h][i] = _mm256_setzero_ps();
+    for (std::uint32_t e = 0; e < d; e += 8) {
+      __m256 qv[NH];
+      for (int h = 0; h < NH; ++h) qv[h] = _mm256_loadu_ps(q[h] + e);
+      for (std::uint32_t i = 0; i < S; ++i) {
+        const __m256 k = load8(r[i] + e);
+        for (int h = 0; h < NH; ++h) acc[h][i] = _mm256_add_ps(acc[h][i], _mm256_mul_ps(qv[h], k));
+      }
+    }
+    for (int h = 0; h < NH; ++h) {
+      // + 0: the portable kernel adds its (empty) scalar tail, which turns -0 into +0
+      const __m256 s = _mm256_mul_ps(_mm256_add_ps(fold<S>(acc[h]), _mm256_setzero_ps()), vscale);
+      if (cnt == 8) {
+        _mm256_storeu_ps(out[h] + b0, s);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, s);
+        std::memcpy(out[h] + b0, tmp, cnt * sizeof(float));
+      }
+    }
+  }
+}
+
+template <class T>
+void scores(const float* const* q, std::uint32_t nh, const T* const* rows, std::uint32_t n, std::uint32_t d,
+            float scale, float* const* out, std::uint32_t listed) {
+  if (nh == 2)
+    scores_nh<2>(q, rows, n, d, scale, out, listed);
+  else
+    scores_nh<1>(q, rows, n, d, scale, out, listed);
+}
+
+// Columns [c0, c0 + 8 NZ) of NH accumulator rows. The first tile (c0 == 0) also sums p and
+// prefetches rows ahead.
+template <int NZ, int NH, class T>
+void values_tile(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
+                 std::uint32_t d, std::uint32_t c0, std::uint32_t listed) {
+  constexpr std::uint32_t kAhead = 16;
+  __m256 a[NH][NZ];
+  float s[NH];
+  for (int h = 0; h < NH; ++h) {
+    s[h] = sum[h];
+    for (int z = 0; z < NZ; ++z) a[h][z] = _mm256_loadu_ps(acc[h] + c0 + 8 * z);
+  }
+  for (std::uint32_t j = 0; j < n; ++j) {
+    if (j + kAhead < listed) prefetch_row(rows[j + kAhead], d);
+    const T* row = rows[j] + c0;
+    __m256 w[NH];
+    for (int h = 0; h < NH; ++h) {
+      s[h] = s[h] + p[h][j];
+      w[h] = _mm256_set1_ps(p[h][j]);
+    }
+    for (int z = 0; z < NZ; ++z) {
+      const __m256 v = load8(row + 8 * z);
+      for (int h = 0; h < NH; ++h) a[h][z] = _mm256_add_ps(a[h][z], _mm256_mul_ps(w[h], v));
+    }
+  }
+  for (int h = 0; h < NH; ++h) {
+    if (c0 == 0) sum[h] = s[h];
+    for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(acc[h] + c0 + 8 * z, a[h][z]);
+  }
+}
+
+template <int NH, class T>
+void values_nh(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
+               std::uint32_t d, std::uint32_t listed) {
+  constexpr std::uint32_t kTile = 64 / NH;  // 8 accumulator registers
+  for (std::uint32_t c0 = 0; c0 < d; c0 += kTile) {
+    const std::uint32_t pf = c0 == 0 ? listed : 0;
+    switch (std::min(kTile, d - c0) / 8) {
+      case 1: values_tile<1, NH>(acc, sum, p, rows, n, d, c0, pf); break;
+      case 2: values_tile<2, NH>(acc, sum, p, rows, n, d, c0, pf); break;
+      case 3: values_tile<3, NH>(acc, sum, p, rows, n, d, c0, pf); break;
+      case 4: values_tile<4, NH>(acc, sum, p, rows, n, d, c0, pf); break;
+      case 5: values_tile<5, NH>(acc, sum, p, rows, n, d, c0, pf); break;
+      case 6: values_tile<6, NH>(acc, sum, p, rows, n, d, c0, pf); break;
+      case 7: values_tile<7, NH>(acc, sum, p, rows, n, d, c0, pf); break;
+      default: values_tile<8, NH>(acc, sum, p, rows, n, d, c0, pf); break;
+    }
+  }
+}
+
+template <class T>
+void values(float* const* acc, float* sum, const float* const* p, std::uint32_t nh, const T* const* rows,
+            std::uint32_t n, std::uint32_t d, std::uint32_t listed) {
+  if (nh == 2)
+    values_nh<2>(acc, sum, p, rows, n, d, listed);
+  else
+    values_nh<1>(acc, sum, p, rows, n, d, listed);
+}
+
+void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
+  for (std::uint32_t i = 0; i < n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));  // n % 8 == 0
+}
+
+// max_ps(x, m) returns m when x is NaN, so NaN scores are skipped as std::max skips them.
+float max_of(const float* x, std::uint32_t n) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  std::uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float r = lanes[0];
+  for (int l = 1; l < 8; ++l) r = std::max(r, lanes[l]);
+  for (; i < n; ++i) r = std::max(r, x[i]);  // std::max(r, NaN) is r
+  return r;
+}
+
+}  // namespace
+}  // namespace graft::kv
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+namespace graft::kv {
+// Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX2.
+const AttnKernels* attn_kernels_avx2() noexcept {
+  static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
+                             &widen, &max_of, 8};
+  return &k;
+}
+}  // namespace graft::kv
+
+#else
+
+namespace graft::kv {
+const AttnKernels* attn_kernels_avx2() noexcept { return nullptr; }
+}  // namespace graft::kv
+
+#endif

@@ -1,0 +1,224 @@
+// AVX-512 attention kernels: 16 slots per batch for scores (two slots' 8 partial sums per
+// register, folded for all 16 at once), 16 columns per register for V. Compiled for AVX-512 by
+// the target pragma; no FMA is enabled, and the plugin builds with -ffp-contract=off.
+#include "attention_kernels.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#if !defined(__clang__) && __GNUC__ < 13
+// GCC 12's avx512fintrin.h trips -W(maybe-)uninitialized on its own _mm512_undefined_* (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c"))), \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c")
+#endif
+
+namespace graft::kv {
+
+namespace {
+
+#define GRAFT_KV_INLINE inline __attribute__((always_inline))
+
+// Rows of one KV head are n_kv_heads * head_dim elements apart (often a page), which the hardware
+// prefetcher does not follow, so the kernels request rows ahead themselves.
+template <class T>
+GRAFT_KV_INLINE void prefetch_row(const T* row, std::uint32_t d) {
+  const char* p = reinterpret_cast<const char*>(row);
+  const std::uint32_t bytes = d * sizeof(T);
+  for (std::uint32_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  _mm_prefetch(p + bytes - 1, _MM_HINT_T0);  // a row that straddles one more line
+}
+
+// Elements 8e..8e+7 of rows a and b as [a | b].
+GRAFT_KV_INLINE __m512 load_pair(const std::uint16_t* a, const std::uint16_t* b) {
+  const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+  return _mm512_cvtph_ps(h);
+}
+GRAFT_KV_INLINE __m512 load_pair(const float* a, const float* b) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(a))),
+                                             _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
+}
+
+// 16 columns of a row (masked: lanes outside m read nothing and come back 0).
+GRAFT_KV_INLINE __m512 load16(const std::uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+GRAFT_KV_INLINE __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+
+// acc[i] holds the 8 partial sums of slot 2i (low half) and slot 2i+1 (high half). Returns the 16
+// folds ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)) in slot order: the same three rounds of
+// additions as one slot alone, done for all slots by pairing lanes with shuffles instead.
+GRAFT_KV_INLINE __m512 fold16(const __m512* acc) {
+  __m512 b[4];  // b[k], quarter j: a0..a3 + a4..a7 of slot 4k + j
+  for (int k = 0; k < 4; ++k) {
+    const __m512 x = acc[2 * k], y = acc[2 * k + 1];
+    b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xDD));
+  }
+  __m512 c[2];  // c[k], quarter j: (b0 + b1), (b2 + b3) of slots 8k + j and 8k + 4 + j
+  for (int k = 0; k < 2; ++k) {
+    const __m512 x = b[2 * k], y = b[2 * k + 1];
+    c[k] = _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD));
+  }
+  // quarter j: the folds of slots j, 4 + j, 8 + j, 12 + j
+  const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, f);
+}
+
+template <int NH, class T>
+void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std::uint32_t d, float scale,
+               float* const* out, std::uint32_t listed) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (std::uint32_t b0 = 0; b0 < n; b0 += 16) {
+    const std::uint32_t cnt = std::min(16u, n - b0);
+    for (std::uint32_t j = b0 + 32; j < std::min(listed, b0 + 48); ++j) prefetch_row(rows[j], d);  // 2 batches ahead
+    const T* r[16];  // a short batch repeats its last row; those lanes are not stored
+    for (std::uint32_t j = 0; j < 16; ++j) r[j] = rows[b0 + std::min(j, cnt - 1)];
+    __m512 acc[NH][8];
+    for (int h = 0; h < NH; ++h)
+      for (int i = 0; i < 8; ++i) acc[h][i] = _mm512_setzero_ps();
+    for (std::uint32_t e = 0; e < d; e += 8) {
+      __m512 qq[NH];
+      for (int h = 0; h < NH; ++h) qq[h] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[h] + e));
+      for (int i = 0; i < 8; ++i) {
+        const __m512 k = load_pair(r[2 * i] + e, r[2 * i + 1] + e);
+        for (int h = 0; h < NH; ++h) acc[h][i] = _mm512_add_ps(acc[h][i], _mm512_mul_ps(qq[h], k));
+      }
+    }
+    const __mmask16 m = static_cast<__mmask16>((1u << cnt) - 1u);
+    for (int h = 0; h < NH; ++h) {
+      // + 0: the portable kernel adds its (empty) scalar tail, which turns -0 into +0
+      const __m512 s = _mm512_mul_ps(_mm512_add_ps(fold16(acc[h]), _mm512_setzero_ps()), vscale);
+      _mm512_mask_storeu_ps(out[h] + b0, m, s);
+    }
+  }
+}
+
+template <class T>
+void scores(const float* const* q, std::uint32_t nh, const T* const* rows, std::uint32_t n, std::uint32_t d,
+            float scale, float* const* out, std::uint32_t listed) {
+  if (nh == 2)
+    scores_nh<2>(q, rows, n, d, scale, out, listed);
+  else
+    scores_nh<1>(q, rows, n, d, scale, out, listed);
+}
+
+// Columns [c0, c0 + 16 NZ) of NH accumulator rows; the last register takes the lanes in `last`.
+// The first tile (c0 == 0) also sums p and prefetches rows ahead.
+template <int NZ, int NH, class T>
+void values_tile(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
+                 std::uint32_t d, std::uint32_t c0, __mmask16 last, std::uint32_t listed) {
+  constexpr std::uint32_t kAhead = 16;
+  __m512 a[NH][NZ];
+  float s[NH];
+  for (int h = 0; h < NH; ++h) {
+    s[h] = sum[h];
+    for (int z = 0; z < NZ; ++z) a[h][z] = _mm512_maskz_loadu_ps(z == NZ - 1 ? last : 0xFFFF, acc[h] + c0 + 16 * z);
+  }
+  for (std::uint32_t j = 0; j < n; ++j) {
+    if (j + kAhead < listed) prefetch_row(rows[j + kAhead], d);
+    const T* row = rows[j] + c0;
+    __m512 w[NH];
+    for (int h = 0; h < NH; ++h) {
+      s[h] = s[h] + p[h][j];
+      w[h] = _mm512_set1_ps(p[h][j]);
+    }
+    for (int z = 0; z < NZ; ++z) {
+      const __m512 v = load16(row + 16 * z, z == NZ - 1 ? last : 0xFFFF);
+      for (int h = 0; h < NH; ++h) a[h][z] = _mm512_add_ps(a[h][z], _mm512_mul_ps(w[h], v));
+    }
+  }
+  for (int h = 0; h < NH; ++h) {
+    if (c0 == 0) sum[h] = s[h];
+    for (int z = 0; z < NZ; ++z) _mm512_mask_storeu_ps(acc[h] + c0 + 16 * z, z == NZ - 1 ? last : 0xFFFF, a[h][z]);
+  }
+}
+
+template <int NH, class T>
+void values_nh(float* const* acc, float* sum, const float* const* p, const T* const* rows, std::uint32_t n,
+               std::uint32_t d, std::uint32_t listed) {
+  constexpr std::uint32_t kTile = 128;  // 8 registers per head: 16 accumulators for two heads
+  for (std::uint32_t c0 = 0; c0 < d; c0 += kTile) {
+    const std::uint32_t w = std::min(kTile, d - c0), rem = w % 16;
+    const auto last = static_cast<__mmask16>(rem ? (1u << rem) - 1u : 0xFFFFu);
+    const std::uint32_t pf = c0 == 0 ? listed : 0;
+    switch ((w + 15) / 16) {
+      case 1: values_tile<1, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 2: values_tile<2, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 3: values_tile<3, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 4: values_tile<4, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 5: values_tile<5, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 6: values_tile<6, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      case 7: values_tile<7, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+      default: values_tile<8, NH>(acc, sum, p, rows, n, d, c0, last, pf); break;
+    }
+  }
+}
+
+template <class T>
+void values(float* const* acc, float* sum, const float* const* p, std::uint32_t nh, const T* const* rows,
+            std::uint32_t n, std::uint32_t d, std::uint32_t listed) {
+  if (nh == 2)
+    values_nh<2>(acc, sum, p, rows, n, d, listed);
+  else
+    values_nh<1>(acc, sum, p, rows, n, d, listed);
+}
+
+void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
+  std::uint32_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  for (; i < n; i += 8)  // n % 8 == 0
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+}
+
+// max_ps(x, m) returns m when x is NaN, so NaN scores are skipped as std::max skips them.
+float max_of(const float* x, std::uint32_t n) {
+  __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  std::uint32_t i = 0;
+  for (; i + 16 <= n; i += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
+  if (i < n) {
+    const auto tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    m = _mm512_mask_max_ps(m, tail, _mm512_maskz_loadu_ps(tail, x + i), m);
+  }
+  return _mm512_reduce_max_ps(m);
+}
+
+}  // namespace
+}  // namespace graft::kv
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+namespace graft::kv {
+// Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX-512.
+const AttnKernels* attn_kernels_avx512() noexcept {
+  static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
+                             &widen, &max_of, 8};
+  return &k;
+}
+}  // namespace graft::kv
+
+#else
+
+namespace graft::kv {
+const AttnKernels* attn_kernels_avx512() noexcept { return nullptr; }
+}  // namespace graft::kv
+
+#endif

@@ -1,0 +1,43 @@
+// The inner loops of the SIMD attention path, one table per instruction set. Each entry computes
+// exactly the operations the portable kernel defines (docs/kvstores.md), only several slots or
+// columns at a time, so every table gives the same bits.
+#pragma once
+
+#include <cstdint>
+
+namespace graft::kv {
+
+struct AttnKernels {
+  // Scores of nh (1 or 2) query heads against n cached rows of d elements (d % 8 == 0):
+  // out[h][j] = (fold(8 partial sums of q[h] . rows[j]) + 0) * scale, where partial sum l adds
+  // q[8e + l] * row[8e + l] for e = 0, 1, ... in order, starting from +0, and
+  // fold(a) = ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)). No FMA anywhere.
+  // Rows up to `listed` (>= n, or 0 for none) may be prefetched: while a batch runs, rows a few
+  // batches ahead are requested from memory.
+  void (*scores_f16)(const float* const* q, std::uint32_t nh, const std::uint16_t* const* rows, std::uint32_t n,
+                     std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
+  void (*scores_f32)(const float* const* q, std::uint32_t nh, const float* const* rows, std::uint32_t n,
+                     std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
+  // acc[h][c] = acc[h][c] + p[h][j] * rows[j][c] and sum[h] = sum[h] + p[h][j], for j = 0 .. n-1
+  // in order, c < d (d % 8 == 0). The softmax denominator is summed here, where its serial adds
+  // hide behind the row arithmetic. `listed` as for scores.
+  void (*values_f16)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
+                     const std::uint16_t* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
+  void (*values_f32)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
+                     const float* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
+  // dst[i] = the f16 src[i] as f32 (exact).
+  void (*widen)(const std::uint16_t* src, float* dst, std::uint32_t n);
+  // The largest of x[0..n) ignoring NaN (-inf when all are NaN); the sign of a zero maximum may
+  // differ from a sequential std::max, which cannot change exp(x - max).
+  float (*max)(const float* x, std::uint32_t n);
+  // Units with at most this many (query, head) rows run query by query over all their rows, f16
+  // read in place; larger ones go chunk by chunk, f16 rows widened once per chunk into an f32
+  // buffer that every query of the block then reads from L1.
+  std::uint32_t direct_rows;
+};
+
+// nullptr where the instruction set cannot be compiled (not x86-64).
+const AttnKernels* attn_kernels_avx2() noexcept;
+const AttnKernels* attn_kernels_avx512() noexcept;
+
+}  // namespace graft::kv
