@@ -277,9 +277,12 @@ TEST(kvAttentionIdentity, LevelNamesAndErrors) {
   EXPECT_EQ(*kv::parse_attn_simd("scalar"), kv::AttnSimd::portable);
   EXPECT_EQ(*kv::parse_attn_simd(""), kv::best_attn_simd());
   EXPECT_EQ(*kv::parse_attn_simd("auto"), kv::best_attn_simd());
+  if (kv::cpu_supports(kv::AttnSimd::avx512)) {
+    EXPECT_EQ(*kv::parse_attn_simd("amx"), kv::AttnSimd::avx512);  // the formats' AMX level
+  }
   auto bad = kv::parse_attn_simd("avx3");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.status().message(), "kvstore device: GRAFT_CPU_SIMD = \"avx3\": expected auto, avx512, avx2 or scalar");
+  EXPECT_EQ(bad.status().message(), "kvstore device: GRAFT_CPU_SIMD = \"avx3\": expected auto, amx, avx512, avx2 or scalar");
   for (auto level : {kv::AttnSimd::avx2, kv::AttnSimd::avx512}) {
     auto r = kv::parse_attn_simd(kv::attn_simd_name(level));
     if (kv::cpu_supports(level)) {

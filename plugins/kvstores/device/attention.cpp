@@ -64,12 +64,14 @@ AttnSimd best_attn_simd() noexcept {
 Expected<AttnSimd> parse_attn_simd(std::string_view text) {
   const std::string prefix = "kvstore device: " + std::string(kAttnSimdEnvVar) + " = \"" + std::string(text) + "\": ";
   if (text.empty() || text == "auto") return best_attn_simd();
+  // The weight formats' "amx" level (AMX tiles for their batched products) means avx512 here.
+  if (text == "amx") text = "avx512";
   for (AttnSimd level : {AttnSimd::portable, AttnSimd::avx2, AttnSimd::avx512}) {
     if (text != attn_simd_name(level)) continue;
     if (!cpu_supports(level)) return Status(Errc::invalid_argument, prefix + "this CPU does not support it");
     return level;
   }
-  return Status(Errc::invalid_argument, prefix + "expected auto, avx512, avx2 or scalar");
+  return Status(Errc::invalid_argument, prefix + "expected auto, amx, avx512, avx2 or scalar");
 }
 
 Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& b,
