@@ -95,7 +95,7 @@ struct BonsaiAmxGemm {
       for (std::int64_t g = L / kParts; g < nsub; g += kStep)
         s.items.push_back(static_cast<std::int32_t>(g * 32 + (L % kParts) * 2 + (g + kStep >= nsub)));
     }
-    const auto n_items = static_cast<std::int64_t>(s.items.size());
+    const auto n_items = static_cast<std::int64_t>(s.items.size());  // kParts * k / 32: even, >= 4
     if ((c1 - c0) % 16) {
       s.pad.resize(static_cast<std::size_t>(16 * k));
       s.pad_scales.resize(static_cast<std::size_t>(16 * nsub));
@@ -145,20 +145,10 @@ struct BonsaiAmxGemm {
         __m512 acc[16];
         for (auto& v : acc) v = _mm512_setzero_ps();
         int lane = 0;
-        if (n_items > 0) GRAFT_BONSAI_AMX_ISSUE0(a_at(items[0]), k, b_at(items[0]));
-        for (std::int64_t idx = 0; idx < n_items; ++idx) {
-          const std::int32_t item = items[idx];
-          const int p = static_cast<int>(idx & 1);
-          if (idx + 1 < n_items) {
-            const std::int32_t next = items[idx + 1];
-            if (p == 0) GRAFT_BONSAI_AMX_ISSUE1(a_at(next), k, b_at(next));
-            else GRAFT_BONSAI_AMX_ISSUE0(a_at(next), k, b_at(next));
-          }
-          if (p == 0) _tile_stored(0, cbuf[0], 64);
-          else _tile_stored(1, cbuf[1], 64);
+        // The f32 steps of one product (C stored at cp), and the lane's hand-over at its end.
+        auto finish = [&](std::int32_t item, const std::int32_t* cp) GRAFT_TARGET_AMX {
           const std::int64_t g = item >> 5;
           const __m512 dwv = _mm512_load_ps(dw_all + 16 * (g / kG));
-          const std::int32_t* cp = cbuf[p];
           // (The maskz convert: GCC 12 warns about the plain one's undefined pass-through operand.)
           for (int m = 0; m < 16; ++m)
             acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_load_si512(cp + 16 * m)),
@@ -171,6 +161,17 @@ struct BonsaiAmxGemm {
             }
             ++lane;
           }
+        };
+        // Products in pairs (n_items is even: k / 32 is), tile set 0 then 1, each issued one
+        // product ahead of the f32 steps that read it.
+        GRAFT_BONSAI_AMX_ISSUE0(a_at(items[0]), k, b_at(items[0]));
+        for (std::int64_t idx = 0; idx < n_items; idx += 2) {
+          GRAFT_BONSAI_AMX_ISSUE1(a_at(items[idx + 1]), k, b_at(items[idx + 1]));
+          _tile_stored(0, cbuf[0], 64);
+          finish(items[idx], cbuf[0]);
+          if (idx + 2 < n_items) GRAFT_BONSAI_AMX_ISSUE0(a_at(items[idx + 2]), k, b_at(items[idx + 2]));
+          _tile_stored(1, cbuf[1], 64);
+          finish(items[idx + 1], cbuf[1]);
         }
         // The fixed 16-lane tree, 16 rows per addition; lanes past lanes_used are zero.
         for (std::int64_t m = 0; m < valid; ++m) {
