@@ -10,6 +10,8 @@
 //     dequantized values (codes = nearest level), evaluated exactly as dequantize computes them.
 // Measured against a per-block grid-search optimum in tests/quant/q2_k_test.cpp (docs/formats.md).
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 
@@ -24,15 +26,29 @@ namespace {
 
 constexpr int kSub = 16;  // sub-block length
 
+// Speed without changing a byte (tests/quant/q2_k_identity_test.cpp keeps the first version as the
+// reference): the old clamp_code called nearbyint (a libm call on baseline x86-64) and step 3
+// divided per element per candidate one at a time. Below, every f32 operation that produces a
+// compared or stored value is the one the first version did, in the same order; only rounding
+// to an integer is done by comparisons, and step 3 runs four candidates per SSE lane group.
+
+// The code nearbyint would give for t in 0..3 (half to even, default rounding mode): 0 on
+// (0, 0.5], 1 on (0.5, 1.5), 2 on [1.5, 2.5], 3 on (2.5, 3); t >= 3 gives 3, t <= 0 and NaN 0.
+inline int code3(float t) { return (t > 0.5f) + (t >= 1.5f) + (t > 2.5f); }
+
 // Nearest integer in 0..nmax (half to even); NaN gives 0, so non-finite input stays defined.
+// t - i is exact (i <= t < 2i, or i = 0), so the half test is exact.
 inline int clamp_code(float t, int nmax) {
   if (!(t > 0.0f)) return 0;
   if (t >= static_cast<float>(nmax)) return nmax;
-  return static_cast<int>(std::nearbyint(t));
+  int i = static_cast<int>(t);
+  const float f = t - static_cast<float>(i);
+  if (f > 0.5f || (f == 0.5f && (i & 1))) ++i;
+  return i;
 }
 
 // The code of x for one sub-block's dequantization dl * q - ml.
-inline int code_for(float x, float dl, float ml) { return dl > 0.0f ? clamp_code((x + ml) / dl, 3) : 0; }
+inline int code_for(float x, float dl, float ml) { return dl > 0.0f ? code3((x + ml) / dl) : 0; }
 
 // Step 1: least-squares (scale a >= 0, offset b <= 0) with codes from a sweep of trial steps.
 void fit_sub_block(const float* x, float& scale, float& neg_min) {
@@ -45,17 +61,34 @@ void fit_sub_block(const float* x, float& scale, float& neg_min) {
   scale = 0.0f;
   neg_min = -lo;
   if (!(hi > lo)) return;
+  double sx = 0;
+  float xl[kSub];  // x - lo, as every trial step computes it
+  for (int i = 0; i < kSub; ++i) {
+    sx += x[i];
+    xl[i] = x[i] - lo;
+  }
   float best = INFINITY;
+  std::uint32_t prev = 0;
+  bool have_prev = false;
   for (int step = -1; step <= 15; ++step) {
     // step -1 is the plain range fit; 0..15 sweep the trial step around it as ggml does.
     const float iscale = step < 0 ? 3.0f / (hi - lo) : (3.0f - 0.5f + 0.1f * static_cast<float>(step)) / (hi - lo);
     int l[kSub];
-    double sl = 0, sl2 = 0, sx = 0, sxl = 0;
+    std::uint32_t packed = 0;
     for (int i = 0; i < kSub; ++i) {
-      l[i] = clamp_code(iscale * (x[i] - lo), 3);
+      l[i] = code3(iscale * xl[i]);
+      packed |= static_cast<std::uint32_t>(l[i]) << (2 * i);
+    }
+    // The same codes as the step just before give the same err, scale and offset, and leave the
+    // state as that step left it (re-taking its own result changes nothing). Only the step just
+    // before: best is kept in f32, so an earlier step's double err could compare differently.
+    if (have_prev && packed == prev) continue;
+    have_prev = true;
+    prev = packed;
+    double sl = 0, sl2 = 0, sxl = 0;
+    for (int i = 0; i < kSub; ++i) {
       sl += l[i];
       sl2 += l[i] * l[i];
-      sx += x[i];
       sxl += static_cast<double>(x[i]) * l[i];
     }
     if (!(sl2 > 0)) continue;
@@ -80,23 +113,84 @@ void fit_sub_block(const float* x, float& scale, float& neg_min) {
   }
 }
 
+// Step 3 decides code3(fl((x + ml) / dl)) without dividing. With q the exact quotient, s = x + ml
+// and dl > 0 finite, in round-to-nearest-even (no FTZ/DAZ):
+//   fl(q) >  0.5 <=> q >  0.5 + 2^-25  (the midpoint above 0.5 ties to 0.5, the even one)
+//   fl(q) >= 1.5 <=> q >= 1.5 - 2^-24  (the midpoint below 1.5 ties to 1.5)
+//   fl(q) >  2.5 <=> q >  2.5 + 2^-23  (the midpoint above 2.5 ties to 2.5)
+// so each test is s against bound * dl, a product of 25 and 24 significant bits that is exact in
+// double, and, s being a float, against the first float past that bound.
+struct Thresholds {
+  float t1, t2, t3;  // code = (s >= t1) + (s >= t2) + (s >= t3)
+};
+
+inline float next_up(float f) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) + 1); }  // f >= 0 finite
+
+inline Thresholds thresholds(float dl) {
+  if (!(dl > 0.0f && dl < INFINITY)) return {NAN, NAN, NAN};  // code 0 (inf: s / inf is 0 or NaN)
+  const double b1 = (0.5 + 0x1p-25) * dl, b2 = (1.5 - 0x1p-24) * dl, b3 = (2.5 + 0x1p-23) * dl;
+  auto above = [](double b) {  // the smallest float > b (b > 0)
+    const auto f = static_cast<float>(b);
+    return static_cast<double>(f) > b ? f : next_up(f);
+  };
+  auto at_least = [](double b) {  // the smallest float >= b
+    const auto f = static_cast<float>(b);
+    return static_cast<double>(f) >= b ? f : next_up(f);
+  };
+  return {above(b1), at_least(b2), above(b3)};
+}
+
+using F4 = float __attribute__((vector_size(16)));
+using I4 = std::int32_t __attribute__((vector_size(16)));
+
+inline F4 load4(const float* p) {
+  F4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 // Step 3 for one sub-block: the best 4-bit (sc, m) within +-2 of the fit, and its squared error.
+// Candidates are taken in the order sc-major, m-minor and the first strict minimum wins; each
+// lane sums its 16 squared errors in element order, as the scalar loop did.
 float choose_codes(const float* x, float d, float dmin, float a, float neg_min, std::uint8_t& packed) {
   const int sc0 = d > 0.0f ? clamp_code(a / d, 15) : 0;
   const int m0 = dmin > 0.0f ? clamp_code(neg_min / dmin, 15) : 0;
-  float best = INFINITY;
-  for (int sc = std::max(0, sc0 - 2); sc <= std::min(15, sc0 + 2); ++sc)
+  constexpr int kGroups = 7, kMax = 4 * kGroups;  // 25 candidates in whole lane groups
+  alignas(16) float dl[kMax] = {}, ml[kMax] = {}, t1[kMax], t2[kMax], t3[kMax], err[kMax];
+  std::uint8_t pk[kMax];
+  int n = 0;
+  for (int sc = std::max(0, sc0 - 2); sc <= std::min(15, sc0 + 2); ++sc) {
+    const float dls = d * static_cast<float>(sc);
+    const Thresholds t = thresholds(dls);
     for (int m = std::max(0, m0 - 2); m <= std::min(15, m0 + 2); ++m) {
-      const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
-      float err = 0.0f;
-      for (int i = 0; i < kSub; ++i) {
-        const float e = dl * static_cast<float>(code_for(x[i], dl, ml)) - ml - x[i];
-        err += e * e;
-      }
-      if (err < best) {
-        best = err;
-        packed = static_cast<std::uint8_t>(sc | (m << 4));
-      }
+      dl[n] = dls;
+      ml[n] = dmin * static_cast<float>(m);
+      t1[n] = t.t1;
+      t2[n] = t.t2;
+      t3[n] = t.t3;
+      pk[n++] = static_cast<std::uint8_t>(sc | (m << 4));
+    }
+  }
+  for (int c = n; c < kMax; ++c) t1[c] = t2[c] = t3[c] = NAN;
+  const int groups = (n + 3) / 4;
+  F4 e2[kGroups] = {};
+  const F4 one = {1.0f, 1.0f, 1.0f, 1.0f};
+  for (int i = 0; i < kSub; ++i)
+    for (int g = 0; g < groups; ++g) {
+      const F4 vdl = load4(dl + 4 * g), vml = load4(ml + 4 * g);
+      const F4 s = x[i] + vml;
+      const I4 q1 = s >= load4(t1 + 4 * g), q2 = s >= load4(t2 + 4 * g), q3 = s >= load4(t3 + 4 * g);
+      const F4 q = std::bit_cast<F4>(q1 & std::bit_cast<I4>(one)) + std::bit_cast<F4>(q2 & std::bit_cast<I4>(one)) +
+                   std::bit_cast<F4>(q3 & std::bit_cast<I4>(one));
+      const F4 e = vdl * q - vml - x[i];
+      e2[g] += e * e;
+    }
+  for (int g = 0; g < groups; ++g) std::memcpy(err + 4 * g, &e2[g], sizeof e2[g]);
+  float best = INFINITY;
+  for (int c = 0; c < n; ++c)
+    if (err[c] < best) {
+      best = err[c];
+      packed = pk[c];
     }
   return best;
 }
