@@ -1,20 +1,26 @@
 // The Q2_K quantizer was made faster without changing its output: this keeps its first version
 // (plugins/quant/q2_k/q2_k_format.cpp before the speed-up, copied verbatim below but for names) as
-// the reference and checks the plugin gives the same bytes on Gaussian rows, every F16 weight of
-// the zoo model and blocks built to hit the edge cases: ties between candidates (small integer
-// and quarter-step values), zeros, constants, subnormals, huge values, infinities and NaN.
+// the reference and checks the plugin gives the same bytes, at every SIMD level this CPU has, on
+// Gaussian rows, every F16 weight of the zoo model and blocks built to hit the edge cases: ties
+// between candidates (small integer and quarter-step values), zeros, constants, subnormals, huge
+// values, infinities and NaN.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf_file.hpp"
 #include "half.hpp"
-#include "kquant_error.hpp"
+#include "ggml_reference.hpp"
 #include "quant_test_util.hpp"
+#include "test_util.hpp"
 
 using namespace quant_test;
 
@@ -157,16 +163,10 @@ std::vector<std::uint8_t> reference(const std::vector<float>& x) {
   return out;
 }
 
-// Compares the plugin with the first version block by block; names the first differing block.
-void expect_same_bytes(const std::string& what, const std::vector<float>& x) {
-  ASSERT_EQ(x.size() % 256, 0u) << what;
+std::vector<std::uint8_t> plugin_bytes(const std::vector<float>& x) {
   auto f = format("q2_k");
-  ASSERT_NE(f, nullptr);
-  const auto ours = quantize(*f, x, 256, static_cast<std::int64_t>(x.size() / 256));
-  const auto ref = reference(x);
-  ASSERT_EQ(ours.size(), ref.size()) << what;
-  for (std::size_t b = 0; b < ref.size() / 84; ++b)
-    ASSERT_EQ(std::memcmp(ours.data() + 84 * b, ref.data() + 84 * b, 84), 0) << what << ": block " << b << " differs";
+  if (!f) return {};
+  return quantize(*f, x, 256, static_cast<std::int64_t>(x.size() / 256));
 }
 
 // Every F16 weight of the zoo model whose rows are whole Q2_K blocks.
@@ -228,19 +228,71 @@ std::vector<float> edge_blocks() {
   return out;
 }
 
-TEST(Q2KIdentity, GaussianRowsAsTheFirstVersion) {
-  auto x = gaussian(256 * 4096, 1.0f, 5);            // 4 MiB
-  const auto small = gaussian(256 * 1024, 0.02f, 6);  // weight-sized values
-  x.insert(x.end(), small.begin(), small.end());
-  expect_same_bytes("gaussian", x);
+struct DataSet {
+  std::string name;
+  std::vector<float> x;
+};
+
+// Gaussian rows (4 MiB at sd 1, 1 MiB at a weight-like 0.02), every F16 weight of the zoo model,
+// then the edge blocks.
+std::vector<DataSet> data_sets() {
+  std::vector<DataSet> out;
+  out.push_back({"gaussian", gaussian(256 * 4096, 1.0f, 5)});
+  out.push_back({"gaussian sd 0.02", gaussian(256 * 1024, 0.02f, 6)});
+  out.push_back({"zoo", zoo_all()});
+  out.push_back({"edge", edge_blocks()});
+  return out;
 }
 
-TEST(Q2KIdentity, ZooWeightsAsTheFirstVersion) {
-  const auto x = zoo_all();
-  ASSERT_GT(x.size(), 1000000u);
-  expect_same_bytes("zoo", x);
+std::vector<float> concatenated(const std::vector<DataSet>& sets) {
+  std::vector<float> all;
+  for (const auto& s : sets) all.insert(all.end(), s.x.begin(), s.x.end());
+  return all;
 }
 
-TEST(Q2KIdentity, EdgeBlocksAsTheFirstVersion) { expect_same_bytes("edge", edge_blocks()); }
+// Names the first block where `ours` differs from `ref` ("" when none).
+std::string first_difference(const std::vector<DataSet>& sets, const std::vector<std::uint8_t>& ours,
+                             const std::vector<std::uint8_t>& ref) {
+  if (ours.size() != ref.size()) return "size " + std::to_string(ours.size()) + " != " + std::to_string(ref.size());
+  std::size_t block = 0;
+  for (const auto& s : sets)
+    for (std::size_t b = 0; b < s.x.size() / 256; ++b, ++block)
+      if (std::memcmp(ours.data() + 84 * block, ref.data() + 84 * block, 84) != 0)
+        return s.name + " block " + std::to_string(b);
+  return "";
+}
+
+constexpr const char* kOutVar = "GRAFT_Q2K_IDENTITY_OUT";
+
+// Run by the test below in a child process with $GRAFT_CPU_SIMD set (the quantizer picks its
+// level once per process): writes the plugin's bytes for every data set to $GRAFT_Q2K_IDENTITY_OUT.
+TEST(Q2KIdentity, DISABLED_WriteBytesAtThisLevel) {
+  const char* path = std::getenv(kOutVar);
+  ASSERT_NE(path, nullptr) << kOutVar << " is not set";
+  const auto bytes = plugin_bytes(concatenated(data_sets()));
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+TEST(Q2KIdentity, SameBytesAsTheFirstVersionAtEverySimdLevel) {
+  const auto sets = data_sets();
+  ASSERT_GT(sets[2].x.size(), 1000000u) << "zoo weights";
+  const auto all = concatenated(sets);
+  const auto ref = reference(all);
+  EXPECT_EQ(first_difference(sets, plugin_bytes(all), ref), "") << "this process's level";
+  TempDir dir;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();  // not the shell's
+  for (const auto& level : available_levels()) {
+    const auto out = (dir.path() / ("q2k-" + level)).string();
+    const auto r = run_command("GRAFT_CPU_SIMD=" + level + " " + kOutVar + "=" + out +
+                               " " + self + " --gtest_also_run_disabled_tests "
+                               "--gtest_filter=Q2KIdentity.DISABLED_WriteBytesAtThisLevel");
+    ASSERT_EQ(r.exit_code, 0) << level << ": " << r.output;
+    std::ifstream in(out, std::ios::binary);
+    const std::vector<std::uint8_t> ours{std::istreambuf_iterator<char>(in), {}};
+    EXPECT_EQ(first_difference(sets, ours, ref), "") << level;
+  }
+}
 
 }  // namespace
