@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
@@ -20,7 +22,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: graft synth --arch llama|qwen3 --out FILE [--preset NAME] [--n-embd N --n-layer N --n-head N\n"
     "       --n-head-kv N --n-ff N --n-vocab N --head-dim N --ctx N] [--tied] [--type T] [--embd-type T]\n"
-    "       [--output-type T] [--tensor-type REGEX=T]... [--fallback-type T] [--seed S]";
+    "       [--output-type T] [--tensor-type REGEX=T]... [--fallback-type T] [--seed S] [-t N]";
 
 struct ShapeFlag {
   const char* name;
@@ -100,6 +102,7 @@ int cmd_synth(const Args& args) {
       "type of the tensors whose name matches REGEX (repeatable; the first match wins)");
   add("fallback-type", po::value<std::string>()->value_name("T"), "type for tensors whose rows are not whole blocks of theirs");
   add("seed", po::value<std::int64_t>()->value_name("S"), "weight seed (default 0)");
+  add("threads,t", po::value<int>()->value_name("N"), "generation and quantization threads (default: all cores); the file does not depend on N");
   add("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing(), "search DIR for weight-format plugins first (repeatable)");
   add("dry-run", po::bool_switch(), "print the shapes and parameter count, write nothing");
 
@@ -146,6 +149,13 @@ int cmd_synth(const Args& args) {
     if (seed < 0) return fail(Status(Errc::invalid_argument, fmt::format("--seed {} is out of range: must be >= 0", seed)));
     cfg.seed = static_cast<std::uint64_t>(seed);
   }
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  if (vm->count("threads")) {
+    const int t = (*vm)["threads"].as<int>();
+    if (t < 1 || t > 1024)
+      return fail(Status(Errc::invalid_argument, fmt::format("--threads {} is out of range: must be in 1..1024", t)));
+    threads = static_cast<unsigned>(t);
+  }
   if (Status s = synth::validate(cfg); !s.ok()) return fail(s);
   const bool dry_run = (*vm)["dry-run"].as<bool>();
   if (!dry_run && !vm->count("out")) return fail(Status(Errc::invalid_argument, "--out FILE is required"));
@@ -174,7 +184,7 @@ int cmd_synth(const Args& args) {
     total += *(*types)->catalog->table().row_bytes(*(*types)->type_of(cfg, t), t.ne[0]) * rows;
   }
   Progress progress(total);
-  auto summary = synth::write_model(cfg, **types, out, std::ref(progress));
+  auto summary = synth::write_model(cfg, **types, out, threads, std::ref(progress));
   if (!summary) {
     std::fprintf(stderr, "graft synth: %s\n", summary.status().message().c_str());
     return 1;

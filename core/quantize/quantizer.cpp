@@ -5,19 +5,16 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <thread>
+#include <vector>
 
 #include "quantize/file_type.hpp"
+#include "quantize/row_chunks.hpp"
 #include "synth/streaming_writer.hpp"
 
 namespace graft::quantize {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "GGUF data is little-endian; f32 is copied as in memory");
-
-// Elements converted per thread per step: a few MiB of f32 scratch each, enough to hide the
-// thread start-up.
-constexpr std::uint64_t kElementsPerThread = 1u << 20;
 
 std::uint64_t row_count(const gguf::TensorInfo& t) { return t.elements() / t.ne[0]; }
 
@@ -65,34 +62,21 @@ Status write_tensor(synth::StreamingWriter& out, const PlannedTensor& p, const T
   if ((in.type != type_id::f32 && !reader) || (p.type != type_id::f32 && !writer))
     return Status(Errc::internal, fmt::format("{}: no converter for {} -> {}", in.name, catalog.name(in.type),
                                               catalog.name(p.type)));
-  const std::uint64_t rows_per_thread = std::max<std::uint64_t>(1, kElementsPerThread / in.ne[0]);
-  const std::uint64_t chunk_rows = std::min(rows, rows_per_thread * threads);
-  std::vector<std::uint8_t> buf(static_cast<std::size_t>(chunk_rows * out_row));
-  std::vector<std::vector<float>> scratch(threads);
-  std::vector<Status> status(threads);
-  for (std::uint64_t r = 0; r < rows; r += chunk_rows) {
-    const std::uint64_t n_rows = std::min(chunk_rows, rows - r);
-    const std::uint64_t per = (n_rows + threads - 1) / threads;
-    auto work = [&](unsigned k) {
-      const std::uint64_t lo = std::min(n_rows, k * per), hi = std::min(n_rows, lo + per);
-      if (lo == hi) return;
-      status[k] = convert_rows(in, reader, p.type, writer, in.data + (r + lo) * in_row, buf.data() + lo * out_row, hi - lo,
-                               scratch[k]);
-    };
-    if (threads == 1 || n_rows < 2) {
-      work(0);
-    } else {
-      std::vector<std::jthread> pool;
-      for (unsigned k = 1; k < threads; ++k) pool.emplace_back(work, k);
-      work(0);
-    }
-    for (auto& s : status) {
-      if (!s.ok()) return Status(s.code(), fmt::format("{}: {}", in.name, s.message()));
-    }
-    GRAFT_TRY(out.append({buf.data(), static_cast<std::size_t>(n_rows * out_row)}));
-    report(n_rows * out_row);
-  }
-  return {};
+  std::vector<std::vector<float>> scratch(std::max(1u, threads));
+  bool write_failed = false;
+  Status s = convert_in_chunks(
+      rows, in.ne[0], out_row, threads,
+      [&](unsigned k, std::uint64_t row, std::uint64_t n, std::uint8_t* dst) {
+        return convert_rows(in, reader, p.type, writer, in.data + row * in_row, dst, n, scratch[k]);
+      },
+      [&](std::span<const std::uint8_t> bytes) {
+        Status st = out.append(bytes);
+        write_failed = !st.ok();
+        if (!write_failed) report(bytes.size());
+        return st;
+      });
+  if (s.ok() || write_failed) return s;  // the writer's errors name the file already
+  return Status(s.code(), fmt::format("{}: {}", in.name, s.message()));
 }
 
 }  // namespace

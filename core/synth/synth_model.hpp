@@ -1,5 +1,5 @@
 // Writes a complete synthetic model GGUF: architecture metadata, the synthetic tokenizer and every
-// tensor, streamed one row chunk at a time so even the 8B presets need only a few MiB of memory.
+// tensor, streamed one row chunk at a time so even the 8B presets need only a few MiB per thread.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +26,9 @@ struct SynthSummary {
 // general.*, <arch>.* and tokenizer.ggml.* keys.
 Status add_metadata(gguf::Writer& w, const SynthConfig& cfg, bool quantized);
 
-// cfg must pass validate() and check_geometry(); same arguments give a byte-identical file.
+// cfg must pass validate() and check_geometry(); same arguments give a byte-identical file, whatever
+// `threads` (generation and quantization of each chunk of rows is shared by max(1, threads)).
 Expected<SynthSummary> write_model(const SynthConfig& cfg, const SynthTypes& types, const std::filesystem::path& path,
-                                   const ProgressFn& progress = {});
+                                   unsigned threads = 1, const ProgressFn& progress = {});
 
 }  // namespace graft::synth

@@ -1,5 +1,9 @@
-// `graft synth` through the real binary: exit codes and one-line errors.
+// `graft synth` through the real binary: exit codes, one-line errors, thread-independent output.
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "gguf/gguf_file.hpp"
 #include "test_util.hpp"
@@ -72,6 +76,42 @@ TEST(SynthCli, UsageErrorsExitTwoWithOneLine) {
   EXPECT_EQ(r.output,
             "graft synth: command line: unrecognised option '--n-layers'; did you mean '--n-layer'? (try 'graft synth "
             "--help')\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// token_embd is 4M elements: with -t 1 four chunks of 4096 rows, with -t 3 one of 12288 rows in
+// three parts and a last chunk of 4096 rows in parts of 1366, 1366 and 1364.
+TEST(SynthCli, ThreadCountDoesNotChangeTheFile) {
+  TempDir dir;
+  for (const std::string type : {"q2_k", "q4_k"}) {
+    std::vector<char> first;
+    for (const std::string t : {"1", "3"}) {
+      const auto out = (dir.path() / (type + "-t" + t + ".gguf")).string();
+      auto r = synth("--arch qwen3 --n-embd 256 --n-head 4 --n-head-kv 2 --n-ff 512 --n-vocab 16384 --n-layer 1 --tied "
+                     "--seed 7 --type " + type + " -t " + t + " --out " + out);
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      const auto bytes = file_bytes(out);
+      ASSERT_GT(bytes.size(), 16384u * 256 / 4) << out;
+      if (first.empty()) {
+        first = bytes;
+      } else {
+        EXPECT_TRUE(bytes == first) << type << ": -t " << t << " wrote other bytes than -t 1";
+      }
+    }
+  }
+}
+
+TEST(SynthCli, ThreadsOutOfRange) {
+  TempDir dir;
+  const auto out = (dir.path() / "x.gguf").string();
+  auto r = synth("--arch llama -t 0 --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: --threads 0 is out of range: must be in 1..1024\n");
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 

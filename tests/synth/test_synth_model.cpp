@@ -34,13 +34,13 @@ struct Written {
   std::shared_ptr<const gguf::File> file;
 };
 
-Written write(const SynthConfig& cfg, const std::filesystem::path& path) {
+Written write(const SynthConfig& cfg, const std::filesystem::path& path, unsigned threads = 1) {
   Written w;
   auto types = resolve_types(cfg, {FAKE_PLUGIN_DIR});
   EXPECT_TRUE(types) << types.status().message();
   if (!types) return w;
   w.types = std::move(*types);
-  auto summary = write_model(cfg, *w.types, path);
+  auto summary = write_model(cfg, *w.types, path, threads);
   EXPECT_TRUE(summary) << summary.status().message();
   if (!summary) return w;
   EXPECT_EQ(summary->parameters, parameter_count(cfg));
@@ -187,6 +187,20 @@ TEST(SynthModel, ByteIdenticalForTheSameArgumentsDifferentForAnotherSeed) {
   const auto c = read_all(dir.path() / "c.gguf");
   ASSERT_EQ(a.size(), c.size());
   EXPECT_NE(a, c);
+}
+
+// 20000 x 64 embeddings are 1.28M elements: two chunks on one thread, one in four parts on four;
+// the other tensors are a single chunk split unevenly (or one row on one thread).
+TEST(SynthModel, ByteIdenticalWhateverTheThreadCount) {
+  TempDir dir;
+  auto cfg = tiny("llama");
+  cfg.n_vocab = 20000;
+  for (const std::string type : {"f32", "test8"}) {
+    cfg.type = type;
+    ASSERT_TRUE(write(cfg, dir.path() / "t1.gguf", 1).file);
+    ASSERT_TRUE(write(cfg, dir.path() / "t4.gguf", 4).file);
+    EXPECT_EQ(read_all(dir.path() / "t1.gguf"), read_all(dir.path() / "t4.gguf")) << type;
+  }
 }
 
 TEST(SynthModel, TensorValuesDependOnlyOnSeedNameAndIndex) {

@@ -10,13 +10,17 @@
 //     dequantized values (codes = nearest level), evaluated exactly as dequantize computes them.
 // Measured against a per-block grid-search optimum in tests/quant/q2_k_test.cpp (docs/formats.md).
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "block_format.hpp"
 #include "half.hpp"
 #include "q2_k_block.hpp"
 #include "q2_k_gemm.hpp"
+#include "simd_level.hpp"
+#include "x86_simd.hpp"
 
 namespace graft::quant {
 
@@ -24,18 +28,59 @@ namespace {
 
 constexpr int kSub = 16;  // sub-block length
 
+// The quantizer's functions are inlined into one entry point per x86 level (target attributes,
+// see x86_simd.hpp), so the lane width W is 4 (SSE2), 8 (AVX2) or 16 (AVX-512); each lane does the
+// same IEEE operations at every width (no fused multiply-adds: -ffp-contract=off).
+#define Q2K_INLINE [[gnu::always_inline]] inline
+
+// Made ~5x faster without changing a byte (tests/quant/q2_k_identity_test.cpp keeps the first
+// version as the reference): rounding to a code is done by comparisons, not nearbyint (a libm call
+// on baseline x86-64); step 3 compares with per-scale thresholds instead of dividing per element
+// and evaluates W candidates at once, one per lane; step 1 computes a sub-block's 16 codes in one
+// vector and skips a trial step whose codes repeat the step before. Every f32 and f64 operation
+// whose result is compared or stored is the one the first version did, in the same order.
+
+// The code nearbyint would give for t in 0..3 (half to even, default rounding mode): 0 on
+// (0, 0.5], 1 on (0.5, 1.5), 2 on [1.5, 2.5], 3 on (2.5, 3); t >= 3 gives 3, t <= 0 and NaN 0.
+inline int code3(float t) { return (t > 0.5f) + (t >= 1.5f) + (t > 2.5f); }
+
 // Nearest integer in 0..nmax (half to even); NaN gives 0, so non-finite input stays defined.
+// t - i is exact (i <= t < 2i, or i = 0), so the half test is exact.
 inline int clamp_code(float t, int nmax) {
   if (!(t > 0.0f)) return 0;
   if (t >= static_cast<float>(nmax)) return nmax;
-  return static_cast<int>(std::nearbyint(t));
+  int i = static_cast<int>(t);
+  const float f = t - static_cast<float>(i);
+  if (f > 0.5f || (f == 0.5f && (i & 1))) ++i;
+  return i;
 }
 
 // The code of x for one sub-block's dequantization dl * q - ml.
-inline int code_for(float x, float dl, float ml) { return dl > 0.0f ? clamp_code((x + ml) / dl, 3) : 0; }
+inline int code_for(float x, float dl, float ml) { return dl > 0.0f ? code3((x + ml) / dl) : 0; }
+
+// One specialisation per width: GCC drops a vector_size that depends on a template parameter.
+template <int W>
+struct Vectors;
+template <>
+struct Vectors<4> {
+  using F = float __attribute__((vector_size(16)));
+  using I = std::int32_t __attribute__((vector_size(16)));
+};
+template <>
+struct Vectors<8> {
+  using F = float __attribute__((vector_size(32)));
+  using I = std::int32_t __attribute__((vector_size(32)));
+};
+template <>
+struct Vectors<16> {
+  using F = float __attribute__((vector_size(64)));
+  using I = std::int32_t __attribute__((vector_size(64)));
+};
 
 // Step 1: least-squares (scale a >= 0, offset b <= 0) with codes from a sweep of trial steps.
-void fit_sub_block(const float* x, float& scale, float& neg_min) {
+Q2K_INLINE void fit_sub_block(const float* x, float& scale, float& neg_min) {
+  using F = Vectors<16>::F;  // one sub-block: 1 AVX-512, 2 AVX2 or 4 SSE registers
+  using I = Vectors<16>::I;
   float lo = x[0], hi = x[0];
   for (int i = 1; i < kSub; ++i) {
     lo = std::min(lo, x[i]);
@@ -45,19 +90,41 @@ void fit_sub_block(const float* x, float& scale, float& neg_min) {
   scale = 0.0f;
   neg_min = -lo;
   if (!(hi > lo)) return;
+  double sx = 0;
+  for (int i = 0; i < kSub; ++i) sx += x[i];
+  F xv;
+  std::memcpy(&xv, x, sizeof xv);
+  const F xl = xv - lo;  // x - lo, as every trial step computes it
   float best = INFINITY;
+  I prev = {};
+  bool have_prev = false;
   for (int step = -1; step <= 15; ++step) {
     // step -1 is the plain range fit; 0..15 sweep the trial step around it as ggml does.
     const float iscale = step < 0 ? 3.0f / (hi - lo) : (3.0f - 0.5f + 0.1f * static_cast<float>(step)) / (hi - lo);
+    const F t = iscale * xl;
+    const I lv = -((t > 0.5f) + (t >= 1.5f) + (t > 2.5f));  // code3 per lane (a true compare is -1)
+    // The same codes as the step just before give the same err, scale and offset, and leave the
+    // state as that step left it (re-taking its own result changes nothing). Only the step just
+    // before: best is kept in f32, so an earlier step's double err could compare differently.
+    const I diff = lv ^ prev;
+    std::uint64_t w[sizeof diff / 8];
+    std::memcpy(w, &diff, sizeof diff);
+    std::uint64_t any = 0;
+    for (const std::uint64_t v : w) any |= v;
+    if (have_prev && any == 0) continue;
+    have_prev = true;
+    prev = lv;
     int l[kSub];
-    double sl = 0, sl2 = 0, sx = 0, sxl = 0;
+    std::memcpy(l, &lv, sizeof l);
+    // sl and sl2 are small integers, exact in any order; sxl is summed in element order.
+    int isl = 0, isl2 = 0;
+    double sxl = 0;
     for (int i = 0; i < kSub; ++i) {
-      l[i] = clamp_code(iscale * (x[i] - lo), 3);
-      sl += l[i];
-      sl2 += l[i] * l[i];
-      sx += x[i];
+      isl += l[i];
+      isl2 += l[i] * l[i];
       sxl += static_cast<double>(x[i]) * l[i];
     }
+    const double sl = isl, sl2 = isl2;
     if (!(sl2 > 0)) continue;
     // One distinct code (det = 0) leaves only the b = 0 fit.
     const double det = kSub * sl2 - sl * sl;
@@ -67,9 +134,10 @@ void fit_sub_block(const float* x, float& scale, float& neg_min) {
       a = sxl / sl2;
     }
     if (a < 0) continue;
+    const double level[4] = {a * 0 + b, a * 1 + b, a * 2 + b, a * 3 + b};  // a * l + b for each code
     double err = 0;
     for (int i = 0; i < kSub; ++i) {
-      const double e = a * l[i] + b - x[i];
+      const double e = level[l[i]] - x[i];
       err += e * e;
     }
     if (err < best) {
@@ -80,28 +148,100 @@ void fit_sub_block(const float* x, float& scale, float& neg_min) {
   }
 }
 
+// Step 3 decides code3(fl((x + ml) / dl)) without dividing. With q the exact quotient, s = x + ml
+// and dl > 0 finite, in round-to-nearest-even (no FTZ/DAZ):
+//   fl(q) >  0.5 <=> q >  0.5 + 2^-25  (the midpoint above 0.5 ties to 0.5, the even one)
+//   fl(q) >= 1.5 <=> q >= 1.5 - 2^-24  (the midpoint below 1.5 ties to 1.5)
+//   fl(q) >  2.5 <=> q >  2.5 + 2^-23  (the midpoint above 2.5 ties to 2.5)
+// so each test is s against bound * dl, a product of 25 and 24 significant bits that is exact in
+// double, and, s being a float, against the first float past that bound.
+struct Thresholds {
+  float t1, t2, t3;  // code = (s >= t1) + (s >= t2) + (s >= t3)
+};
+
+// f, or the next float up when `up` (f >= 0 finite).
+inline float up_if(float f, bool up) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) + up); }
+
+inline Thresholds thresholds(float dl) {
+  if (!(dl > 0.0f && dl < INFINITY)) return {NAN, NAN, NAN};  // code 0 (inf: s / inf is 0 or NaN)
+  const double b1 = (0.5 + 0x1p-25) * dl, b2 = (1.5 - 0x1p-24) * dl, b3 = (2.5 + 0x1p-23) * dl;
+  // The float nearest b, or the next one up when that is below b (without a branch: which one it
+  // is depends on the data).
+  auto above = [](double b) {  // the smallest float > b (b > 0)
+    const auto f = static_cast<float>(b);
+    return up_if(f, !(static_cast<double>(f) > b));
+  };
+  auto at_least = [](double b) {  // the smallest float >= b
+    const auto f = static_cast<float>(b);
+    return up_if(f, !(static_cast<double>(f) >= b));
+  };
+  return {above(b1), at_least(b2), above(b3)};
+}
+
 // Step 3 for one sub-block: the best 4-bit (sc, m) within +-2 of the fit, and its squared error.
-float choose_codes(const float* x, float d, float dmin, float a, float neg_min, std::uint8_t& packed) {
+// Candidates are taken in the order sc-major, m-minor and the first strict minimum wins; each
+// lane sums its 16 squared errors in element order, as the scalar loop did.
+template <int W>
+Q2K_INLINE float choose_codes(const float* x, float d, float dmin, float a, float neg_min, std::uint8_t& packed) {
+  using F = typename Vectors<W>::F;
+  using I = typename Vectors<W>::I;
   const int sc0 = d > 0.0f ? clamp_code(a / d, 15) : 0;
   const int m0 = dmin > 0.0f ? clamp_code(neg_min / dmin, 15) : 0;
-  float best = INFINITY;
-  for (int sc = std::max(0, sc0 - 2); sc <= std::min(15, sc0 + 2); ++sc)
+  constexpr int kGroups = (25 + W - 1) / W, kMax = W * kGroups;  // 25 candidates in whole lane groups
+  alignas(64) float dl[kMax] = {}, ml[kMax] = {}, t1[kMax], t2[kMax], t3[kMax], err[kMax];
+  std::uint8_t pk[kMax];
+  int n = 0;
+  for (int sc = std::max(0, sc0 - 2); sc <= std::min(15, sc0 + 2); ++sc) {
+    const float dls = d * static_cast<float>(sc);
+    const Thresholds t = thresholds(dls);
     for (int m = std::max(0, m0 - 2); m <= std::min(15, m0 + 2); ++m) {
-      const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
-      float err = 0.0f;
-      for (int i = 0; i < kSub; ++i) {
-        const float e = dl * static_cast<float>(code_for(x[i], dl, ml)) - ml - x[i];
-        err += e * e;
-      }
-      if (err < best) {
-        best = err;
-        packed = static_cast<std::uint8_t>(sc | (m << 4));
-      }
+      dl[n] = dls;
+      ml[n] = dmin * static_cast<float>(m);
+      t1[n] = t.t1;
+      t2[n] = t.t2;
+      t3[n] = t.t3;
+      pk[n++] = static_cast<std::uint8_t>(sc | (m << 4));
     }
+  }
+  for (int c = n; c < kMax; ++c) ml[c] = t1[c] = t2[c] = t3[c] = NAN;  // spare lanes: err NaN, never taken
+  const int groups = (n + W - 1) / W;
+  F e2[kGroups] = {};
+  const I one = (I)(F{} + 1.0f);  // 1.0f in every lane
+  for (int i = 0; i < kSub; ++i)
+    for (int g = 0; g < groups; ++g) {
+      F vdl, vml, v1, v2, v3;  // memcpy, not a function returning a vector: no ABI change across targets
+      std::memcpy(&vdl, dl + W * g, sizeof vdl);
+      std::memcpy(&vml, ml + W * g, sizeof vml);
+      std::memcpy(&v1, t1 + W * g, sizeof v1);
+      std::memcpy(&v2, t2 + W * g, sizeof v2);
+      std::memcpy(&v3, t3 + W * g, sizeof v3);
+      const F s = x[i] + vml;
+      const I q1 = s >= v1, q2 = s >= v2, q3 = s >= v3;
+      const F q = (F)(q1 & one) + (F)(q2 & one) + (F)(q3 & one);  // vector casts keep the bits
+      const F e = vdl * q - vml - x[i];
+      e2[g] += e * e;
+    }
+  for (int g = groups; g < kGroups; ++g) e2[g] = F{} + NAN;
+  std::memcpy(err, e2, sizeof e2);
+  // The first strict minimum below infinity, NaN never taken: the minimum first (min is exact, so
+  // any order gives it: lanes, then halves), then its first position.
+  F lane_min = F{} + INFINITY;
+  for (int g = 0; g < groups; ++g) lane_min = e2[g] < lane_min ? e2[g] : lane_min;
+  float m[W];
+  std::memcpy(m, &lane_min, sizeof m);
+  for (int h = W / 2; h >= 1; h /= 2)
+    for (int k = 0; k < h; ++k) m[k] = m[k + h] < m[k] ? m[k + h] : m[k];
+  const float best = m[0];
+  if (best < INFINITY) {
+    int c = 0;
+    while (!(err[c] == best)) ++c;
+    packed = pk[c];
+  }
   return best;
 }
 
-void quantize_block(const float* x, BlockQ2K& out) {
+template <int W>
+Q2K_INLINE void quantize_block(const float* x, BlockQ2K& out) {
   float a[16], nm[16];
   float max_a = 0.0f, max_m = 0.0f;
   for (int j = 0; j < 16; ++j) {
@@ -119,7 +259,8 @@ void quantize_block(const float* x, BlockQ2K& out) {
       cand.dmin = fp32_to_fp16(max_m * fm / 15.0f);
       const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
       float err = 0.0f;
-      for (int j = 0; j < 16 && err < best; ++j) err += choose_codes(x + kSub * j, d, dmin, a[j], nm[j], cand.scales[j]);
+      for (int j = 0; j < 16 && err < best; ++j)
+        err += choose_codes<W>(x + kSub * j, d, dmin, a[j], nm[j], cand.scales[j]);
       if (!(err < best)) continue;
       best = err;
       for (int j = 0; j < 16; ++j) {
@@ -134,9 +275,35 @@ void quantize_block(const float* x, BlockQ2K& out) {
   if (best == INFINITY) std::memset(&out, 0, sizeof out);  // non-finite input
 }
 
+template <int W>
+Q2K_INLINE void quantize_blocks(const float* x, BlockQ2K* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) quantize_block<W>(x + i * kQ2KBlockElems, y[i]);
+}
+
+void quantize_blocks_sse2(const float* x, BlockQ2K* y, std::int64_t n) { quantize_blocks<4>(x, y, n); }
+#ifdef GRAFT_QUANT_X86
+GRAFT_TARGET_AVX2 void quantize_blocks_avx2(const float* x, BlockQ2K* y, std::int64_t n) { quantize_blocks<8>(x, y, n); }
+GRAFT_TARGET_AVX512 void quantize_blocks_avx512(const float* x, BlockQ2K* y, std::int64_t n) {
+  quantize_blocks<16>(x, y, n);
+}
+#endif
+
+using QuantizeBlocksFn = void (*)(const float*, BlockQ2K*, std::int64_t);
+
+// The level the formats run ($GRAFT_CPU_SIMD, else the best the CPU has); creating the format has
+// already refused a level the CPU lacks, so the scalar answer below is never taken silently.
+QuantizeBlocksFn quantize_blocks_for_cpu() {
+  const auto level = resolve_simd_level(Config{});
+#ifdef GRAFT_QUANT_X86
+  if (level && *level == SimdLevel::avx512) return &quantize_blocks_avx512;
+  if (level && *level == SimdLevel::avx2) return &quantize_blocks_avx2;
+#endif
+  return &quantize_blocks_sse2;
+}
+
 void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
-  auto* y = static_cast<BlockQ2K*>(dst);
-  for (std::int64_t i = 0; i < k / kQ2KBlockElems; ++i) quantize_block(x + i * kQ2KBlockElems, y[i]);
+  static const QuantizeBlocksFn fn = quantize_blocks_for_cpu();
+  fn(x, static_cast<BlockQ2K*>(dst), k / kQ2KBlockElems);
 }
 
 // ggml's dequantize_row_q2_K: dl = d * sc and ml = dmin * m in f32, then dl * q - ml.
