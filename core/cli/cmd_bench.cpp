@@ -132,6 +132,7 @@ int cmd_bench(const Args& args) {
                         {"bytes_per_decode_step", bytes_per_step},
                         {"decode_bytes_per_second", achieved},
                         {"read_bandwidth_bytes_per_second", bw.bytes_per_second},
+                        {"read_bandwidth_loads", bw.loads},
                         {"decode_fraction_of_bandwidth", fraction},
                         {"prefill_over_decode", mean(prefill) / mean(decode)}};
     std::puts(o.dump(2).c_str());
@@ -143,8 +144,9 @@ int cmd_bench(const Args& args) {
   std::printf("prefill:    %.1f +/- %.1f tok/s (%lld tokens, %lld reps)\n", mean(prefill), stddev(prefill),
               static_cast<long long>(P), static_cast<long long>(reps));
   std::printf("decode:     %.2f +/- %.2f tok/s (%lld tokens)\n", mean(decode), stddev(decode), static_cast<long long>(G));
-  std::printf("bandwidth:  decode reads %.2f GB/s = %.1f%% of the measured %.2f GB/s (%u threads, %s buffer)\n",
-              achieved / 1e9, 100 * fraction, bw.bytes_per_second / 1e9, threads, human_bytes(bw.buffer_bytes).c_str());
+  std::printf("bandwidth:  decode reads %.2f GB/s = %.1f%% of the measured %.2f GB/s (%u threads, %s buffer, %s loads)\n",
+              achieved / 1e9, 100 * fraction, bw.bytes_per_second / 1e9, threads, human_bytes(bw.buffer_bytes).c_str(),
+              bw.loads);
   std::printf("ratio:      prefill / decode = %.2f\n", mean(prefill) / mean(decode));
   return 0;
 }
