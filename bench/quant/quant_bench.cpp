@@ -20,6 +20,7 @@
 
 #include <time.h>
 
+#include "bench/read_bandwidth.hpp"
 #include "graft/graft.hpp"
 #include "plugin_host/host_services.hpp"
 #include "plugin_host/plugin_library.hpp"
@@ -107,37 +108,6 @@ Timing best_of(long reps, unsigned threads, F&& fn) {
   return best;
 }
 
-// Read bandwidth over `bytes` split across the backend's threads: the better of a plain summing
-// loop and the same loop with software prefetch (which, like the kernels, keeps more misses in
-// flight than the hardware prefetcher alone), so the ratio is against the best plain code.
-Timing read_bandwidth(Backend& backend, std::size_t bytes, long reps) {
-  auto buf = backend.allocate(bytes, MemoryKind::host);
-  if (!buf) std::exit(1);
-  auto* words = static_cast<std::uint64_t*>((*buf)->data());
-  const std::size_t n = bytes / 8;
-  backend.parallel_for(n, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) words[i] = i * 0x9E3779B97F4A7C15ull;
-  });
-  std::vector<std::uint64_t> sinks(4096);
-  Timing best;
-  for (int prefetch = 0; prefetch < 2; ++prefetch) {
-    const Timing t = best_of(reps, backend.n_threads(), [&] {
-      backend.parallel_for(n, [&](std::size_t b, std::size_t e) {
-        std::uint64_t s[8] = {};
-        std::size_t i = b;
-        for (; i + 8 <= e; i += 8) {
-          if (prefetch) __builtin_prefetch(words + i + 256);  // 2 KiB ahead
-          for (int j = 0; j < 8; ++j) s[j] += words[i + j];
-        }
-        for (; i < e; ++i) s[0] += words[i];
-        sinks[b % sinks.size()] = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
-      });
-    });
-    best.wall = std::min(best.wall, t.wall);
-    best.cpu = std::min(best.cpu, t.cpu);
-  }
-  return best;
-}
 
 struct Matrices {
   std::vector<std::unique_ptr<Buffer>> buffers;
@@ -280,14 +250,15 @@ int main(int argc, char** argv) {
         const unsigned nt = b.n_threads();
         const Timing dec = best_of(o.reps, nt, [&] { pass(1); });
         // Measured right after the matvecs so both see the same machine load.
-        const Timing read = read_bandwidth(b, std::size_t{1} << 30, 3);
+        // (graft bench's probe: the widest loads the CPU has; a plain loop undercounts it.)
+        const BandwidthResult read = measure_read_bandwidth(nt, std::size_t{1} << 30, 3);
         const double bytes = static_cast<double>(mx.bytes_each * count);
         Timing pf;
         if (o.prefill > 0) pf = best_of(std::max(1L, o.reps / 2), nt, [&] { pass(o.prefill); });
         const double np = static_cast<double>(o.prefill);
         // par: CPU time over wall time x threads in the matvec runs; below ~0.9 the machine did not
         // give every thread a core and the figures understate the kernels.
-        const double gbs = bytes / dec.wall / 1e9, rd = static_cast<double>(std::size_t{1} << 30) / read.wall / 1e9;
+        const double gbs = bytes / dec.wall / 1e9, rd = read.bytes_per_second / 1e9;
         const double dec_tps = 1.0 / dec.wall, pf_tps = o.prefill > 0 ? np / pf.wall : 0.0;
         std::printf("%-6s %5ld %3ld %11.2f %10.2f %6.2f %12.1f %14.1f %8.2f %5.2f\n", name.c_str(), k, threads, gbs, rd,
                     gbs / rd, dec_tps, pf_tps, o.prefill > 0 ? pf_tps / dec_tps : 0.0, dec.cpu / dec.wall);
