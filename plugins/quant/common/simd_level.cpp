@@ -4,6 +4,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -39,13 +41,16 @@ Features detect() {
              avx512vl = b & (1u << 31), vnni = c & (1u << 11);
   f.avx2 = ymm_state && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512bw && avx512vl && vnni;
-  const bool amx_tile = d & (1u << 24), amx_int8 = d & (1u << 25);
-  if (f.avx512 && amx_tile && amx_int8) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  // The AMX kernels also use AVX512-DQ and -BITALG (every AMX CPU so far has both).
+  const bool amx_tile = d & (1u << 24), amx_int8 = d & (1u << 25), dq = b & (1u << 17), bitalg = c & (1u << 12);
+  if (f.avx512 && dq && bitalg && amx_tile && amx_int8) {
     // Linux hands out the 8 KiB tile state only on request (once per process, all threads).
     constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
     const bool granted = syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
     f.amx = granted && (xgetbv0() & 0x60000) == 0x60000;  // XTILECFG + XTILEDATA enabled
   }
+#endif  // other systems: no amx level (their way of granting the tile state is not implemented)
   return f;
 }
 #else

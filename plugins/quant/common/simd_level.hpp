@@ -20,8 +20,8 @@ inline constexpr const char* kSimdEnvVar = "GRAFT_CPU_SIMD";
 
 const char* simd_level_name(SimdLevel level) noexcept;
 // avx2: AVX2 + FMA + F16C. avx512: that plus AVX-512 F/BW/VL/VNNI (OS-enabled state checked).
-// amx: avx512 plus AMX-TILE/AMX-INT8, with the tile state granted to this process by the kernel
-// (Linux arch_prctl(ARCH_REQ_XCOMP_PERM), requested on the first query).
+// amx: avx512 plus AVX512-DQ/BITALG and AMX-TILE/AMX-INT8, with the tile state granted to this
+// process by the kernel (Linux arch_prctl(ARCH_REQ_XCOMP_PERM), requested on the first query).
 bool cpu_supports(SimdLevel level) noexcept;
 SimdLevel best_simd_level() noexcept;
 // "auto", "scalar", "avx2", "avx512" or "amx"; a level the CPU lacks is an error, never a silent downgrade.
