@@ -150,9 +150,10 @@ TEST(BonsaiMatmul, PartialPassesAndOddRowCounts) {
 }
 
 TEST(BonsaiMatmul, AmxTileEdges) {
-  // The amx level's batch kernel works on 16 x 16 tiles from 8 columns up: full and partial column
-  // tiles, partial row tiles (37 rows; thread splits of 2 and 3), and rows of fewer than 16
-  // sub-blocks (k = 384), whose unused lanes stay zero. On CPUs without AMX the avx512 kernel runs.
+  // The amx level's batch kernel works on 16 x 16 tiles (for 16, 26-32, 39-48 and 52+ columns; the
+  // other widths here take the avx512 kernel at this level): full and partial column tiles, partial row
+  // tiles (37 rows; thread splits of 2 and 3), and rows of fewer than 16 sub-blocks (k = 384),
+  // whose unused lanes stay zero.
   const auto levels = available_levels();
   if (std::find(levels.begin(), levels.end(), "amx") == levels.end()) GTEST_SKIP() << "no AMX on this CPU";
   for (const std::string name : {"q1_0", "q2_0"}) {

@@ -11,7 +11,8 @@ void q1_0_gemm_scalar(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::
 void q1_0_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
 // Runs the AVX2 kernel on CPUs without AVX512-VBMI (identical results).
 void q1_0_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
-// AMX tiles for batches of 8 or more columns, the AVX-512 kernel below that (identical results).
+// AMX tiles for batches of 16 or more columns that fill their 16-column tiles well (amx_pays), the
+// AVX-512 kernel otherwise (identical results).
 void q1_0_gemm_amx(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
 
 }  // namespace graft::quant

@@ -57,7 +57,7 @@ struct Q1Amx {
 }  // namespace
 
 void q1_0_gemm_amx(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  if (c1 - c0 < kAmxMinColumns) return q1_0_gemm_avx512(a, r0, r1, c0, c1);
+  if (!amx_pays(c1 - c0)) return q1_0_gemm_avx512(a, r0, r1, c0, c1);
   bonsai_amx_gemm<Q1Amx>(a, r0, r1, c0, c1);
 }
 
