@@ -12,13 +12,13 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <time.h>
 
 #include "attention.hpp"
+#include "bench_options.hpp"
 #include "f16.hpp"
 #include "graft/graft.hpp"
 #include "plugin_host/host_services.hpp"
@@ -30,6 +30,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr const char* kUsage =
+    "attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|f32] [--reps 300] "
+    "[--levels scalar,avx2,avx512] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]";
+
 struct Options {
   std::vector<long> ctx{256, 1024};
   std::vector<long> nq{1};
@@ -38,34 +42,25 @@ struct Options {
   std::vector<std::string> levels{"scalar", "avx2", "avx512"};
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-  return out;
-}
-
 bool parse(int argc, char** argv, Options& o) {
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string key = argv[i], value = argv[i + 1];
-    auto longs = [&] {
-      std::vector<long> v;
-      for (const auto& s : split(value)) v.push_back(std::stol(s));
-      return v;
-    };
-    if (key == "--ctx") o.ctx = longs();
-    else if (key == "--nq") o.nq = longs();
-    else if (key == "--threads") o.threads = std::stol(value);
-    else if (key == "--reps") o.reps = std::stol(value);
-    else if (key == "--type") o.type = value;
-    else if (key == "--levels") o.levels = split(value);
-    else if (key == "--layers") o.layers = std::stol(value);
-    else if (key == "--kv-heads") o.kv_heads = std::stol(value);
-    else if (key == "--heads") o.heads = std::stol(value);
-    else if (key == "--dim") o.dim = std::stol(value);
-    else return false;
-  }
-  return argc % 2 == 1 && (o.type == "f16" || o.type == "f32");
+  namespace po = boost::program_options;
+  using bench::list_into;
+  po::options_description d("attn_bench options");
+  d.add_options()
+      ("ctx", list_into(o.ctx), "context lengths, e.g. 256,1024")
+      ("nq", list_into(o.nq), "queries per step, e.g. 1,4")
+      ("threads", po::value(&o.threads), "threads")
+      ("reps", po::value(&o.reps), "repetitions")
+      ("type", po::value(&o.type), "cache type: f16 or f32")
+      ("levels", list_into(o.levels), "SIMD levels, e.g. scalar,avx2,avx512")
+      ("layers", po::value(&o.layers), "layers")
+      ("kv-heads", po::value(&o.kv_heads), "KV heads")
+      ("heads", po::value(&o.heads), "query heads")
+      ("dim", po::value(&o.dim), "head size");
+  if (!bench::parse_options(argc, argv, kUsage, d)) return false;
+  if (o.type == "f16" || o.type == "f32") return true;
+  std::fprintf(stderr, "--type must be f16 or f32\nusage: %s\n", kUsage);
+  return false;
 }
 
 // CPU seconds of the whole process: unlike wall time it does not count the time the machine's
@@ -85,11 +80,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   Options o;
-  if (!parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|f32] [--reps 300] "
-                         "[--levels scalar,avx2,avx512] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]\n");
-    return 2;
-  }
+  if (!parse(argc, argv, o)) return 2;
   std::vector<kv::AttnSimd> levels;
   for (const auto& name : o.levels) {
     auto level = kv::parse_attn_simd(name);

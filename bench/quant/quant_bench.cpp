@@ -14,13 +14,13 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <time.h>
 
 #include "bench/read_bandwidth.hpp"
+#include "bench_options.hpp"
 #include "graft/graft.hpp"
 #include "plugin_host/host_services.hpp"
 #include "plugin_host/plugin_library.hpp"
@@ -30,6 +30,10 @@ using namespace graft;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr const char* kUsage =
+    "quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] [--mib 512] [--reps 5] "
+    "[--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0]";
 
 struct Options {
   std::vector<long> threads{1, 2};
@@ -44,34 +48,25 @@ struct Options {
   bool quantize = false;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-  return out;
-}
-
 bool parse(int argc, char** argv, Options& o) {
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string key = argv[i], value = argv[i + 1];
-    auto longs = [&] {
-      std::vector<long> v;
-      for (const auto& s : split(value)) v.push_back(std::stol(s));
-      return v;
-    };
-    if (key == "--threads") o.threads = longs();
-    else if (key == "--formats") o.formats = split(value);
-    else if (key == "--k") o.ks = longs();
-    else if (key == "--mib") o.mib = std::stol(value);
-    else if (key == "--reps") o.reps = std::stol(value);
-    else if (key == "--prefill") o.prefill = std::stol(value);
-    else if (key == "--simd") o.simd = value;
-    else if (key == "--m") o.m = std::stol(value);
-    else if (key == "--plugin-dir") o.plugin_dir = value;
-    else if (key == "--quantize") o.quantize = value != "0";
-    else return false;
-  }
-  return argc % 2 == 1;
+  namespace po = boost::program_options;
+  using bench::list_into;
+  long quantize = 0;
+  po::options_description d("quant_bench options");
+  d.add_options()
+      ("threads", list_into(o.threads), "thread counts, e.g. 1,2")
+      ("formats", list_into(o.formats), "weight formats, e.g. q8_0,q4_0")
+      ("k", list_into(o.ks), "row lengths, e.g. 1024,2048,4096")
+      ("mib", po::value(&o.mib), "weight MiB per pass")
+      ("reps", po::value(&o.reps), "passes (best of)")
+      ("prefill", po::value(&o.prefill), "activation rows for the prefill figure (0: skip)")
+      ("simd", po::value(&o.simd), "kernel level")
+      ("m", po::value(&o.m), "rows per matrix")
+      ("plugin-dir", po::value(&o.plugin_dir), "plugin folder")
+      ("quantize", po::value(&quantize), "1: time each format's quantizer instead");
+  if (!bench::parse_options(argc, argv, kUsage, d)) return false;
+  o.quantize = quantize != 0;
+  return true;
 }
 
 std::shared_ptr<PluginLibrary> load(const std::string& dir, const std::string& file) {
@@ -202,12 +197,7 @@ int quantize_speed(const Options& o, DefaultHostServices& host) {
 
 int main(int argc, char** argv) {
   Options o;
-  if (!parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] "
-                         "[--mib 512] [--reps 5] [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] "
-                         "[--quantize 0]\n");
-    return 2;
-  }
+  if (!parse(argc, argv, o)) return 2;
   DefaultHostServices host;
   if (o.quantize) return quantize_speed(o, host);
   auto cpu_lib = load(o.plugin_dir, "libgraft_backend_cpu.so");
