@@ -15,9 +15,6 @@ namespace graft::quant {
 
 enum class DenseType { f32, f16, bf16 };
 
-// The kernel for a weight type at a SIMD level.
-GemmFn dense_gemm(SimdLevel level, DenseType type) noexcept;
-
 GemmFn dense_gemm_scalar(DenseType type) noexcept;
 GemmFn dense_gemm_avx2(DenseType type) noexcept;
 GemmFn dense_gemm_avx512(DenseType type) noexcept;

@@ -37,7 +37,8 @@ void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset
 void quantize_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
                           std::int32_t offset, bool pairs, Q8Activations& out) {
 #ifdef __x86_64__
-  const auto row_fn = level == SimdLevel::scalar ? &quantize_activation_row : &quantize_activation_row_avx2;
+  const auto row_fn = for_level(level, &quantize_activation_row, &quantize_activation_row_avx2,
+                                &quantize_activation_row_avx2);
 #else
   (void)level;
   const auto row_fn = &quantize_activation_row;

@@ -56,10 +56,8 @@ void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) 
 void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
                               bool pairs, Q8KActivations& out) {
 #ifdef __x86_64__
-  const auto row_fn = level >= SimdLevel::avx512 ? &quantize_q8k_row_avx512
-                      : level == SimdLevel::avx2 ? &quantize_q8k_row_avx2
-                                                 : &quantize_q8k_row;
-  const auto lane_sums_fn = level >= SimdLevel::avx512 ? &q8k_lane_sums_avx512 : &q8k_lane_sums;
+  const auto row_fn = for_level(level, &quantize_q8k_row, &quantize_q8k_row_avx2, &quantize_q8k_row_avx512);
+  const auto lane_sums_fn = for_level(level, &q8k_lane_sums, &q8k_lane_sums, &q8k_lane_sums_avx512);
 #else
   (void)level;
   const auto row_fn = &quantize_q8k_row;

@@ -34,4 +34,17 @@ SimdLevel kernel_level(const Kernels& gemm, SimdLevel level) noexcept {
   return level == SimdLevel::amx && !gemm[static_cast<int>(SimdLevel::amx)] ? SimdLevel::avx512 : level;
 }
 
+// Of a routine's portable, AVX2 and AVX-512 forms, the one for `level` (amx: the AVX-512 one; the
+// tile kernels are FormatSpec::gemm entries of their own).
+template <class Fn>
+Fn for_level(SimdLevel level, Fn portable, Fn avx2, Fn avx512) noexcept {
+  switch (level) {
+    case SimdLevel::scalar: return portable;
+    case SimdLevel::avx2: return avx2;
+    case SimdLevel::avx512:
+    case SimdLevel::amx: return avx512;
+  }
+  return portable;
+}
+
 }  // namespace graft::quant

@@ -295,8 +295,7 @@ using QuantizeBlocksFn = void (*)(const float*, BlockQ2K*, std::int64_t);
 QuantizeBlocksFn quantize_blocks_for_cpu() {
   const auto level = resolve_simd_level(Config{});
 #ifdef GRAFT_QUANT_X86
-  if (level && *level >= SimdLevel::avx512) return &quantize_blocks_avx512;  // amx: the avx512 code
-  if (level && *level == SimdLevel::avx2) return &quantize_blocks_avx2;
+  if (level) return for_level(*level, &quantize_blocks_sse2, &quantize_blocks_avx2, &quantize_blocks_avx512);
 #endif
   return &quantize_blocks_sse2;
 }
