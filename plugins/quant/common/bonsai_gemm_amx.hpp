@@ -103,9 +103,15 @@ struct BonsaiAmxGemm {
         s.items.push_back(static_cast<std::int32_t>(g * 32 + (L % kParts) * 2 + (g + kStep >= nsub)));
     }
     const auto n_items = static_cast<std::int64_t>(s.items.size());  // kParts * k / 32: even, >= 4
-    if ((c1 - c0) % 16) {
-      s.pad.resize(static_cast<std::size_t>(16 * k));
-      s.pad_scales.resize(static_cast<std::size_t>(16 * nsub));
+    // A partial last column tile reads a zero-padded copy, made once here for all row tiles.
+    const std::int64_t last = c0 + (c1 - c0) / 16 * 16;
+    if (last < c1) {
+      s.pad.assign(static_cast<std::size_t>(16 * k), 0);
+      s.pad_scales.assign(static_cast<std::size_t>(16 * nsub), 0.0f);
+      for (std::int64_t m = 0; m < c1 - last; ++m) {
+        std::memcpy(s.pad.data() + m * k, xq.block_qs(last + m, 0), static_cast<std::size_t>(k));
+        std::memcpy(s.pad_scales.data() + m * nsub, xq.scales(last + m), static_cast<std::size_t>(nsub) * 4);
+      }
     }
     // Plain pointers from here on: the scratch is thread_local, and every tile store's memory
     // clobber would otherwise send each access back through __tls_get_addr (a call, which also
@@ -115,9 +121,8 @@ struct BonsaiAmxGemm {
     float* const lanes = s.lanes.data();
     const std::int32_t* const items = s.items.data();
     std::int32_t* const cbuf[2] = {s.c.data(), s.c.data() + 256};
-    std::int8_t* const pad = s.pad.data();
-    float* const pad_scales = s.pad_scales.data();
-    std::fill_n(lanes, 16 * 16 * 16, 0.0f);  // lanes with no sub-block stay zero
+    const std::int8_t* const pad = s.pad.data();
+    const float* const pad_scales = s.pad_scales.data();
 
     AmxTileConfig cfg;
     for (int t = 0; t < 2; ++t) {
@@ -134,18 +139,10 @@ struct BonsaiAmxGemm {
                      nblk, codes, dw_all);
       for (std::int64_t first = c0; first < c1; first += 16) {
         const std::int64_t valid = std::min<std::int64_t>(16, c1 - first);
-        const std::int8_t* xa = xq.block_qs(first, 0);
-        const float* dx = xq.scales(first);
-        std::int64_t dx_stride = xq.nb;
-        if (valid < 16) {
-          std::memset(pad, 0, static_cast<std::size_t>(16 * k));
-          std::fill_n(pad_scales, 16 * nsub, 0.0f);
-          for (std::int64_t m = 0; m < valid; ++m) {
-            std::memcpy(pad + m * k, xq.block_qs(first + m, 0), static_cast<std::size_t>(k));
-            std::memcpy(pad_scales + m * nsub, xq.scales(first + m), static_cast<std::size_t>(nsub) * 4);
-          }
-          xa = pad, dx = pad_scales, dx_stride = nsub;
-        }
+        const bool partial = first == last;
+        const std::int8_t* xa = partial ? pad : xq.block_qs(first, 0);
+        const float* dx = partial ? pad_scales : xq.scales(first);
+        const std::int64_t dx_stride = partial ? nsub : xq.nb;
         asm volatile("" ::: "memory");  // the tile loads' asm does not tell the compiler it reads memory
         auto a_at = [&](std::int32_t item) { return xa + 32 * (item >> 5); };
         auto b_at = [&](std::int32_t item) { return codes + ((item >> 5) * kParts + (item >> 1 & 1)) * 512; };
