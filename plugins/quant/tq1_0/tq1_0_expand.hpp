@@ -19,6 +19,7 @@ namespace graft::quant {
 namespace {
 
 struct TQ1Expand {
+  static constexpr std::int64_t kBlockBytes = 54, kScaleOffset = 52;  // the fp16 scale's place
   // a * 9 mod 256 per byte: (a << 3) within each byte, plus a.
   GRAFT_TQ1_TARGET static __m256i times9(__m256i a) {
     return _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(a, 3), _mm256_set1_epi8(static_cast<char>(0xF8))), a);

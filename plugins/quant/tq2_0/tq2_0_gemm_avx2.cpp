@@ -1,67 +1,34 @@
-// AVX2 TQ2_0 kernel: codes (0..2) times Q8_K quants with _mm256_maddubs_epi16, pairs widened to 8
-// int32 lanes by _mm256_madd_epi16, and the lanes start from -(bsum[2l] + bsum[2l+1]) (one more
-// madd per column and block), which turns sum(c * x) into sum((c - 1) * x) lane by lane as ggml's.
+// AVX2 TQ2_0 kernel: each row's block expanded once to codes (0..2: 2-bit fields, field s of the
+// 32 bytes at 32h holds elements 128h + 32s ..), then per column _mm256_maddubs_epi16 against the
+// Q8_K quants, pairs widened to 8 int32 lanes by _mm256_madd_epi16, and the lanes start from
+// -(bsum[2l] + bsum[2l+1]), which turns sum(c * x) into sum((c - 1) * x) lane by lane as ggml's
+// (ternary_gemm_x86.hpp).
 #include "tq2_0_gemm.hpp"
 
 #ifdef __x86_64__
-#include "x86_simd.hpp"
+#define GRAFT_TERNARY_TARGET GRAFT_TARGET_AVX2
+#include "ternary_gemm_x86.hpp"
 
 namespace graft::quant {
 
 namespace {
 
-struct TQ2Avx2 {
-  template <int R, int C>
-  GRAFT_TARGET_AVX2 static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
-    const std::int64_t nb = a.k / 256;
-    const std::uint8_t* w[R];
-    _Pragma("GCC unroll 8")
-    for (int i = 0; i < R; ++i) w[i] = a.w + (r + i) * a.w_stride;
-    __m256 acc[R][C];
-    _Pragma("GCC unroll 8")
-    for (int i = 0; i < R; ++i)
-      _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) acc[i][j] = _mm256_setzero_ps();
-    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1), neg = _mm256_set1_epi16(-1);
-    for (std::int64_t b = 0; b < nb; ++b) {
-      _Pragma("GCC unroll 8")
-      for (int i = 0; i < R; ++i) {
-        const std::uint8_t* blk = w[i] + b * 66;
-        _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_stride), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_stride + 65), _MM_HINT_T0);
-        const float dw = a.fp16[blk[64] | (blk[65] << 8)];
-        _Pragma("GCC unroll 8")
-        for (int j = 0; j < C; ++j) {
-          const std::int8_t* xq = a.xk->block_qs(c + j, b);
-          const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-          __m256i p16 = _mm256_setzero_si256();
-          _Pragma("GCC unroll 2")
-          for (int h = 0; h < 2; ++h) {
-            const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * h));
-            _Pragma("GCC unroll 4")
-            for (int s = 0; s < 4; ++s) {
-              const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * s), m3);
-              const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 128 * h + 32 * s));
-              p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(q, x));  // |sum| <= 8 * 508: no overflow
-            }
-          }
-          const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(p16, ones), _mm256_madd_epi16(bs, neg));
-          const __m256 d = _mm256_set1_ps(a.xk->scale(c + j, b) * dw);
-          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[i][j]);
-        }
-      }
+struct TQ2Codes {
+  static constexpr std::int64_t kBlockBytes = 66, kScaleOffset = 64;
+  GRAFT_TARGET_AVX2 static void codes(const std::uint8_t* blk, __m256i q[8]) {
+    _Pragma("GCC unroll 2")
+    for (int h = 0; h < 2; ++h) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * h));
+      _Pragma("GCC unroll 4")
+      for (int s = 0; s < 4; ++s) q[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * s), _mm256_set1_epi8(3));
     }
-    _Pragma("GCC unroll 8")
-    for (int i = 0; i < R; ++i)
-      _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(acc[i][j]);
   }
 };
 
 }  // namespace
 
 void tq2_0_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<TQ2Avx2, 4, 2>(a, r0, r1, c0, c1);
+  walk_tiles<TernaryX86Gemm<TQ2Codes, TernaryMaddubsSums>, 4, 2>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
