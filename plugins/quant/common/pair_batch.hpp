@@ -12,8 +12,30 @@
 #include <cstdint>
 
 #include "gemm.hpp"
+#include "x86_simd.hpp"
 
 namespace graft::quant {
+
+// Expansion step z (elements 64z .. 64z+63, 16 per sub-block): each element's byte of the
+// sub-block scales held as bytes 0..15 of every 128-bit lane of sc4.
+GRAFT_TARGET_AVX512 inline __m512i pair_step_scales(__m512i sc4, int z) {
+  const long long s = 0x0101010101010101ll * (4 * z);
+  const long long one = 0x0101010101010101ll;
+  return _mm512_shuffle_epi8(sc4, _mm512_setr_epi64(s, s, s + one, s + one, s + 2 * one, s + 2 * one, s + 3 * one,
+                                                    s + 3 * one));
+}
+
+// One expanded block (4 x 64 weight bytes) against a column pair's 256 quants each: both columns'
+// dpbusd sums from the start values s0, s1, as [column 2p's 8 lanes | column 2p + 1's], each the
+// low and high 256 bits added (exact integers).
+GRAFT_TARGET_AVX512 inline __m512i pair_lane_sums(const __m512i wq[4], const std::int8_t* pb, __m512i s0, __m512i s1) {
+  _Pragma("GCC unroll 4")
+  for (int z = 0; z < 4; ++z) {
+    s0 = _mm512_dpbusd_epi32(s0, wq[z], _mm512_load_si512(pb + 64 * z));
+    s1 = _mm512_dpbusd_epi32(s1, wq[z], _mm512_load_si512(pb + 256 + 64 * z));
+  }
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+}
 
 template <class K, class S, int R, int C>
 inline void pair_batch_columns(const GemmArgs& a, const std::uint8_t* ex, std::int64_t r, std::int64_t c,

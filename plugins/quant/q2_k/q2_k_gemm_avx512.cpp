@@ -103,10 +103,7 @@ GRAFT_TARGET_AVX512 void expand_block(const std::uint8_t* blk, const float* fp16
     const __m512i codes = _mm512_and_si512(
         _mm512_srlv_epi64(bits, z % 2 ? _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6) : _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2)),
         _mm512_set1_epi8(3));
-    const __m512i sb = _mm512_shuffle_epi8(sc4, _mm512_setr_epi64(
-        0x0101010101010101ll * (4 * z), 0x0101010101010101ll * (4 * z), 0x0101010101010101ll * (4 * z + 1),
-        0x0101010101010101ll * (4 * z + 1), 0x0101010101010101ll * (4 * z + 2), 0x0101010101010101ll * (4 * z + 2),
-        0x0101010101010101ll * (4 * z + 3), 0x0101010101010101ll * (4 * z + 3)));
+    const __m512i sb = pair_step_scales(sc4, z);
     // code * scale as sb * (code & 1) + 2 sb * (code >> 1): no byte multiply on x86.
     const __m512i one = _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(codes, _mm512_set1_epi8(1)), sb);
     _mm512_store_si512(out + 64 * z, _mm512_mask_add_epi8(one, _mm512_test_epi8_mask(codes, _mm512_set1_epi8(2)), one,
@@ -146,14 +143,7 @@ struct Q2KAvx512Batch {
         _Pragma("GCC unroll 8")
         for (int p = 0; p < P; ++p) {
           const std::int8_t* pb = xp + p * kPB;
-          __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-          _Pragma("GCC unroll 4")
-          for (int z = 0; z < 4; ++z) {
-            s0 = _mm512_dpbusd_epi32(s0, wq[z], _mm512_load_si512(pb + 64 * z));
-            s1 = _mm512_dpbusd_epi32(s1, wq[z], _mm512_load_si512(pb + 256 + 64 * z));
-          }
-          // [s0 low + s0 high | s1 low + s1 high]: each column's 8 lanes.
-          const __m512i sum = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+          const __m512i sum = pair_lane_sums(wq, pb, _mm512_setzero_si512(), _mm512_setzero_si512());
           const __m512i msum = _mm512_madd_epi16(mins2, _mm512_load_si512(pb + 512));
           const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
           // -d_x * dmin equals d_x * -dmin exactly (rounding is sign-symmetric).

@@ -119,10 +119,7 @@ GRAFT_TARGET_AVX512 void expand_q3k_block(const BlockQ3K* blk, const float* fp16
     const __m512i hsh = _mm512_setr_epi64(2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
     const __m512i high = _mm512_and_si512(_mm512_slli_epi64(_mm512_srlv_epi64(hm, hsh), 2), _mm512_set1_epi8(4));
     const __m512i code = _mm512_sub_epi8(_mm512_or_si512(low, high), _mm512_set1_epi8(4));  // -4..3
-    const __m512i sb = _mm512_shuffle_epi8(sc4, _mm512_setr_epi64(
-        0x0101010101010101ll * (4 * z), 0x0101010101010101ll * (4 * z), 0x0101010101010101ll * (4 * z + 1),
-        0x0101010101010101ll * (4 * z + 1), 0x0101010101010101ll * (4 * z + 2), 0x0101010101010101ll * (4 * z + 2),
-        0x0101010101010101ll * (4 * z + 3), 0x0101010101010101ll * (4 * z + 3)));
+    const __m512i sb = pair_step_scales(sc4, z);
     const __m512i bias = _mm512_set1_epi16(124);
     for (int h = 0; h < 2; ++h) {
       const __m256i c = h ? _mm512_extracti64x4_epi64(code, 1) : _mm512_castsi512_si256(code);
@@ -160,14 +157,7 @@ struct Q3KAvx512Batch {
         _Pragma("GCC unroll 8")
         for (int p = 0; p < P; ++p) {
           const std::int8_t* pb = xp + p * kPB;
-          __m512i s0 = _mm512_load_si512(pb + 640), s1 = _mm512_load_si512(pb + 704);
-          _Pragma("GCC unroll 4")
-          for (int z = 0; z < 4; ++z) {
-            s0 = _mm512_dpbusd_epi32(s0, wq[z], _mm512_load_si512(pb + 64 * z));
-            s1 = _mm512_dpbusd_epi32(s1, wq[z], _mm512_load_si512(pb + 256 + 64 * z));
-          }
-          // [s0 low + s0 high | s1 low + s1 high]: each column's 8 lanes.
-          const __m512i sum = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+          const __m512i sum = pair_lane_sums(wq, pb, _mm512_load_si512(pb + 640), _mm512_load_si512(pb + 704));
           const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
           acc[i][p] = _mm512_fmadd_ps(_mm512_mul_ps(dxv, dw), _mm512_cvtepi32_ps(sum), acc[i][p]);
         }
