@@ -147,4 +147,12 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
   return w;
 }
 
+std::vector<MatrixWeight*> ModelWeights::matmul_weights() {
+  std::vector<MatrixWeight*> out;
+  for (auto& L : layers)
+    for (MatrixWeight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) out.push_back(m);
+  out.push_back(&output);
+  return out;
+}
+
 }  // namespace graft

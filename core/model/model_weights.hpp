@@ -22,6 +22,9 @@ struct MatrixWeight {
   TensorView view;
   FormatKernels* kernels = nullptr;
   std::uint64_t bytes = 0;
+  // The kernels' own layout of view, made at load where they have one (FormatKernels::prepare);
+  // shared because a tied output matrix is the token embedding again.
+  std::shared_ptr<const PreparedWeights> prepared;
 };
 
 // A vector (norm weight) as f32, converted at load time if the file stores another type.
@@ -42,6 +45,11 @@ struct ModelWeights {
   VectorWeight output_norm;
   std::vector<LayerWeights> layers;
   std::uint64_t total_bytes = 0;  // weight bytes the forward pass reads
+  std::uint64_t prepared_bytes = 0;  // memory of the kernels' own copies (MatrixWeight::prepared)
+
+  // The matrices the forward pass multiplies by: the layers' and the output (not token_embd, of
+  // which it only reads rows, so a tied output is prepared once).
+  std::vector<MatrixWeight*> matmul_weights();
 
   // Binds every tensor of the main layers (MTP blocks are left to drafters). Errors name the
   // tensor: missing, wrong shape, or a type no loaded weight-format plugin handles on `backend`.

@@ -27,6 +27,15 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
   t->params_ = *params;
   t->weights_ = std::move(*weights);
   t->max_batch_ = max_batch;
+  // Kernels that read their own layout get it now, once (the file's bytes stay mapped for the
+  // rest: norms, token rows, and matrices whose kernels read them as they are).
+  for (MatrixWeight* m : t->weights_.matmul_weights()) {
+    std::unique_ptr<PreparedWeights> prepared;
+    if (Status st = m->kernels->prepare(backend, m->view, prepared); !st.ok())
+      return Status(st.code(), fmt::format("{}: {}", m->name, st.message()));
+    if (prepared) t->weights_.prepared_bytes += prepared->bytes();
+    m->prepared = std::move(prepared);
+  }
 
   const auto& p = t->params_;
   const std::uint64_t B = max_batch, q_dim = std::uint64_t(p.n_head) * p.head_dim,
@@ -61,7 +70,7 @@ KvGeometry Transformer::kv_geometry(std::uint32_t capacity) const {
 
 Status Transformer::matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) {
   const auto k = w.view.ne[0], m = w.view.ne[1];
-  return w.kernels->matmul(*backend_, w.view, f32_view(x, k, n), f32_view(y, m, n));
+  return w.kernels->matmul(*backend_, w.view, w.prepared.get(), f32_view(x, k, n), f32_view(y, m, n));
 }
 
 Status Transformer::layer(std::uint32_t il, std::uint32_t n, const std::int32_t* positions, const ForwardBatch& batch,

@@ -14,7 +14,7 @@ test -f "$work/build/libgraft_drafter_phrase.so"
 # GRAFT_PLUGIN_PATH.
 out=$(GRAFT_PLUGIN_PATH="$work/build" "$work/prefix/bin/graft" plugins -v)
 echo "$out"
-grep -q "^drafter  phrase         1.0.0    1    $work/build/libgraft_drafter_phrase.so" <<<"$out"
+grep -q "^drafter  phrase         1.0.0    2    $work/build/libgraft_drafter_phrase.so" <<<"$out"
 grep -q "^backend  cpu .*$work/prefix/lib/graft/plugins/libgraft_backend_cpu.so" <<<"$out"
 grep -q "key phrases .*(required)" <<<"$out"
 echo "out-of-tree plugin OK"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -115,15 +116,33 @@ inline std::vector<float> dequantize(WeightFormat& f, const std::vector<std::uin
   return out;
 }
 
-// y[n, m] = x[n, k] * w^T through the format's CPU kernels.
+// y[n, m] = x[n, k] * w^T through the format's CPU kernels: on the file's layout, and where the
+// kernels have a layout of their own (FormatKernels::prepare) on that too, which must give the same
+// bits (so every kernel test covers both paths).
 inline std::vector<float> matmul(WeightFormat& f, Backend& b, const std::vector<std::uint8_t>& q, std::int64_t k,
                                  std::int64_t m, const float* x, std::int64_t n) {
   std::vector<float> y(static_cast<std::size_t>(m * n), -12345.0f);
   FormatKernels* kern = f.kernels("cpu");
   EXPECT_NE(kern, nullptr);
-  const Status st = kern->matmul(b, weight_view(q.data(), traits(f), k, m), f32_view(const_cast<float*>(x), k, n),
-                                 f32_view(y.data(), m, n));
+  if (!kern) return y;
+  const TensorView w = weight_view(q.data(), traits(f), k, m);
+  const Status st = kern->matmul(b, w, f32_view(const_cast<float*>(x), k, n), f32_view(y.data(), m, n));
   EXPECT_TRUE(st.ok()) << st.message();
+  std::unique_ptr<PreparedWeights> prepared;
+  const Status pst = kern->prepare(b, w, prepared);
+  EXPECT_TRUE(pst.ok()) << pst.message();
+  if (prepared) {
+    std::vector<float> yp(y.size(), -54321.0f);
+    const Status mst = kern->matmul(b, w, prepared.get(), f32_view(const_cast<float*>(x), k, n), f32_view(yp.data(), m, n));
+    EXPECT_TRUE(mst.ok()) << mst.message();
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < y.size(); ++i)
+      if (std::memcmp(&y[i], &yp[i], sizeof(float)) != 0 && ++differ <= 3)
+        ADD_FAILURE() << prepared->layout() << ": y[" << i / static_cast<std::size_t>(m) << "]["
+                      << i % static_cast<std::size_t>(m) << "] = " << yp[i] << ", file layout " << y[i];
+    EXPECT_EQ(differ, 0u) << "prepared (" << prepared->layout() << ") and file layouts differ, k=" << k << " m=" << m
+                          << " n=" << n;
+  }
   return y;
 }
 

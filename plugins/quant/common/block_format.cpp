@@ -13,14 +13,22 @@ class CpuKernels final : public FormatKernels {
  public:
   CpuKernels(const FormatSpec& spec, SimdLevel level) : spec_(spec), level_(level) {}
 
-  Status matmul(Backend& backend, const TensorView& w, const TensorView& x, const TensorView& y) override {
+  Status matmul(Backend& backend, const TensorView& w, const PreparedWeights* prepared, const TensorView& x,
+                const TensorView& y) override {
+    const auto* packed = dynamic_cast<const PackedWeights*>(prepared);
+    if (prepared && !packed)
+      return Status(Errc::invalid_argument,
+                    std::string(spec_.traits.name) + " matmul: the prepared weights were made by another plugin");
     return guard([&] {
       // The cached scratch serves one call at a time; a concurrent call gets its own.
       std::unique_lock lock(scratch_mu_, std::try_to_lock);
-      if (lock.owns_lock()) return cpu_matmul(spec_, level_, scratch_, backend, w, x, y);
+      if (lock.owns_lock()) return cpu_matmul(spec_, level_, scratch_, backend, w, packed, x, y);
       MatmulScratch local;
-      return cpu_matmul(spec_, level_, local, backend, w, x, y);
+      return cpu_matmul(spec_, level_, local, backend, w, packed, x, y);
     });
+  }
+  Status prepare(Backend& backend, const TensorView& w, std::unique_ptr<PreparedWeights>& out) override {
+    return guard([&] { return cpu_prepare(spec_, level_, backend, w, out); });
   }
   Status get_rows(Backend& backend, const TensorView& table, const std::int32_t* ids, std::size_t n,
                   const TensorView& y) override {
@@ -34,7 +42,7 @@ class CpuKernels final : public FormatKernels {
     try {
       return body();
     } catch (const std::bad_alloc&) {
-      return Status(Errc::out_of_memory, std::string(spec_.traits.name) + ": out of memory for activation scratch");
+      return Status(Errc::out_of_memory, std::string(spec_.traits.name) + ": out of memory for activation scratch or prepared weights");
     } catch (const std::exception& e) {
       return Status(Errc::internal, std::string(spec_.traits.name) + ": " + e.what());
     }

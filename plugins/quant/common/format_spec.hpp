@@ -18,6 +18,21 @@ enum class ActivationForm {
   q8_k,       // x quantized to Q8_K blocks of 256 (K-quants and TQ1_0/TQ2_0, as ggml)
 };
 
+// A layout of the weights that the kernels of some levels read instead of the file's, made once at
+// load (FormatKernels::prepare): rows interleaved in groups, say, so one load serves many rows.
+struct PackedLayout {
+  const char* name;
+  std::int64_t row_group;  // rows per group: threads split the rows on its multiples
+  bool (*used_at)(SimdLevel level) noexcept;  // whether the kernels of this level (on this CPU) read it
+  std::uint64_t (*bytes)(std::int64_t k, std::int64_t m) noexcept;
+  // Writes groups [g0, g1) of the m rows at w (row stride `stride`) into the packed matrix out.
+  void (*pack)(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
+               std::int64_t g1, std::uint8_t* out) noexcept;
+  // The kernels on it, where used_at: GemmArgs::w is the packed matrix, w_stride the file's row
+  // bytes (group r / row_group starts at w + r * w_stride), r0 a multiple of row_group.
+  GemmFn gemm[kSimdLevels];
+};
+
 struct FormatSpec {
   TypeTraits traits;
   // One row of k elements (k a multiple of traits.block_elems).
@@ -31,6 +46,7 @@ struct FormatSpec {
   // Whether the AVX-512 batch kernels read the column-pair copy of the activations
   // (Q8Activations / Q8KActivations pairs); the driver builds it only for formats that do.
   bool avx512_pairs;
+  const PackedLayout* packed = nullptr;  // none: every level reads the file's layout
 };
 
 }  // namespace graft::quant

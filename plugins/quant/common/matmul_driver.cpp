@@ -82,13 +82,42 @@ Status check_f32_rows(const FormatSpec& spec, const char* op, const char* name, 
 
 }  // namespace
 
-Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratch, Backend& backend,
-                  const TensorView& w, const TensorView& x, const TensorView& y) {
+Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w,
+                   std::unique_ptr<PreparedWeights>& out) {
+  out.reset();
   level = kernel_level(spec.gemm, level);
-  const GemmFn gemm = spec.gemm[static_cast<int>(level)];
+  std::size_t w_stride = 0;
+  GRAFT_TRY(check_weights(spec, "prepare", "weight", w, w_stride));
+  if (!spec.packed || !spec.packed->used_at(level)) return Status::success();
+  const std::int64_t k = w.ne[0], m = w.ne[1];
+  auto packed = std::make_unique<PackedWeights>(spec, level, k, m);
+  const auto groups = static_cast<std::size_t>((m + spec.packed->row_group - 1) / spec.packed->row_group);
+  const auto* src = static_cast<const std::uint8_t*>(w.data);
+  std::uint8_t* dst = packed->data();
+  backend.parallel_for(groups, [&](std::size_t g0, std::size_t g1) {
+    spec.packed->pack(src, w_stride, k, m, static_cast<std::int64_t>(g0), static_cast<std::int64_t>(g1), dst);
+  });
+  out = std::move(packed);
+  return Status::success();
+}
+
+Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratch, Backend& backend,
+                  const TensorView& w, const PackedWeights* packed, const TensorView& x, const TensorView& y) {
+  level = kernel_level(spec.gemm, level);
+  GemmFn gemm = spec.gemm[static_cast<int>(level)];
   std::size_t w_stride = 0;
   GRAFT_TRY(check_weights(spec, "matmul", "weight", w, w_stride));
   const std::int64_t k = w.ne[0], m = w.ne[1];
+  std::int64_t rows_per_unit = kRowsPerUnit;
+  if (packed) {
+    if (&packed->spec() != &spec || packed->level() != level)
+      return fail(spec, "matmul", "the prepared weights were made for other kernels");
+    if (packed->k() != k || packed->m() != m)
+      return fail(spec, "matmul", "the prepared weights are [" + std::to_string(packed->k()) + ", " +
+                                      std::to_string(packed->m()) + "], the weight " + shape(w));
+    gemm = spec.packed->gemm[static_cast<int>(level)];
+    rows_per_unit = spec.packed->row_group;
+  }
   GRAFT_TRY(check_f32_rows(spec, "matmul", "x", x, k, 0, false));
   const std::int64_t n = x.rows();
   GRAFT_TRY(check_f32_rows(spec, "matmul", "y", y, m, n, true));
@@ -99,7 +128,7 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
     return fail(spec, "matmul", "y overlaps x");
 
   GemmArgs args;
-  args.w = static_cast<const std::uint8_t*>(w.data);
+  args.w = packed ? packed->data() : static_cast<const std::uint8_t*>(w.data);
   args.w_stride = w_stride;
   args.k = k;
   args.y = y.as<float>();
@@ -137,10 +166,10 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   // Each thread owns whole row tiles; within them it walks the activations in chunks that stay in
   // L2, so a weight row is read from memory once per chunk rather than once per activation row.
   const std::int64_t chunk = std::max<std::int64_t>(4, kActivationBudgetBytes / std::max<std::int64_t>(1, act_row_bytes) / 4 * 4);
-  const auto units = static_cast<std::size_t>((m + kRowsPerUnit - 1) / kRowsPerUnit);
+  const auto units = static_cast<std::size_t>((m + rows_per_unit - 1) / rows_per_unit);
   auto rows = [&](std::size_t begin, std::size_t end) {
-    const std::int64_t r0 = static_cast<std::int64_t>(begin) * kRowsPerUnit;
-    const std::int64_t r1 = std::min(m, static_cast<std::int64_t>(end) * kRowsPerUnit);
+    const std::int64_t r0 = static_cast<std::int64_t>(begin) * rows_per_unit;
+    const std::int64_t r1 = std::min(m, static_cast<std::int64_t>(end) * rows_per_unit);
     for (std::int64_t c0 = 0; c0 < n; c0 += chunk) gemm(args, r0, r1, c0, std::min(n, c0 + chunk));
   };
   // Where the rows run never changes a result (see gemm.hpp), only how fast.

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <cstdint>
-
+#include <memory>
 #include <vector>
 
 #include "format_spec.hpp"
@@ -20,8 +20,35 @@ struct MatmulScratch {
   std::vector<float> rounded;
 };
 
+// A weight matrix in spec.packed's layout, made for one level's kernels.
+class PackedWeights final : public PreparedWeights {
+ public:
+  PackedWeights(const FormatSpec& spec, SimdLevel level, std::int64_t k, std::int64_t m)
+      : spec_(spec), level_(level), k_(k), m_(m), data_(spec.packed->bytes(k, m)) {}
+  std::uint64_t bytes() const noexcept override { return data_.size(); }
+  const char* layout() const noexcept override { return spec_.packed->name; }
+
+  const FormatSpec& spec() const { return spec_; }
+  SimdLevel level() const { return level_; }
+  std::int64_t k() const { return k_; }
+  std::int64_t m() const { return m_; }
+  const std::uint8_t* data() const { return data_.data(); }
+  std::uint8_t* data() { return data_.data(); }
+
+ private:
+  const FormatSpec& spec_;
+  SimdLevel level_;
+  std::int64_t k_, m_;
+  AlignedVector<std::uint8_t> data_;
+};
+
+// packed: null, or made by cpu_prepare for this spec and level from a matrix of w's shape.
 Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratch, Backend& backend,
-                  const TensorView& w, const TensorView& x, const TensorView& y);
+                  const TensorView& w, const PackedWeights* packed, const TensorView& x, const TensorView& y);
+
+// out = the packed form of w where the kernels of `level` read one, else null.
+Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w,
+                   std::unique_ptr<PreparedWeights>& out);
 
 Status cpu_get_rows(const FormatSpec& spec, Backend& backend, const TensorView& table, const std::int32_t* ids,
                     std::size_t n, const TensorView& y);

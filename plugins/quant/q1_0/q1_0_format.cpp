@@ -9,6 +9,7 @@
 #include "bonsai_blocks.hpp"
 #include "half.hpp"
 #include "q1_0_gemm.hpp"
+#include "q1_0_packed.hpp"
 
 namespace graft::quant {
 
@@ -34,6 +35,19 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   }
 }
 
+const PackedLayout kPacked{
+    "q1_0_rows16",
+    kQ1GroupRows,
+    &q1_0_packed_used_at,
+    &q1_0_packed_bytes,
+    &q1_0_pack_groups,
+#ifdef __x86_64__
+    {nullptr, nullptr, &q1_0_packed_gemm_avx512, &q1_0_packed_gemm_amx},
+#else
+    {nullptr, nullptr, nullptr, nullptr},
+#endif
+};
+
 const FormatSpec kSpec{
     {type_id::q1_0, "q1_0", kQK1_0, sizeof(BlockQ1_0)},
     &quantize_row,
@@ -46,6 +60,7 @@ const FormatSpec kSpec{
     {&q1_0_gemm_scalar, nullptr, nullptr},
 #endif
     false,  // no kernel reads the column pairs
+    &kPacked,
 };
 
 PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {

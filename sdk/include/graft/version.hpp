@@ -4,10 +4,10 @@
 // instead of misbehaving at run time.
 #pragma once
 
-#define GRAFT_ABI_VERSION 1
-#define GRAFT_ABI_NAMESPACE abi_v1
+#define GRAFT_ABI_VERSION 2
+#define GRAFT_ABI_NAMESPACE abi_v2
 
-#define GRAFT_SDK_VERSION_STRING "0.1.0"
+#define GRAFT_SDK_VERSION_STRING "0.2.0"
 
 namespace graft {
 inline constexpr unsigned kAbiVersion = GRAFT_ABI_VERSION;

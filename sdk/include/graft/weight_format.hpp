@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -22,13 +23,32 @@ struct TypeTraits {
   std::uint32_t block_bytes; // bytes per block
 };
 
+// A weight matrix rearranged once, at load, into the layout a backend's kernels read fastest (e.g.
+// 16 rows interleaved, so one vector load brings the same block of 16 rows). Made by
+// FormatKernels::prepare; only the kernels that made it can read it. Its memory is the plugin's and
+// is freed by its destructor, so it must not outlive the plugin.
+class PreparedWeights {
+ public:
+  virtual ~PreparedWeights() = default;
+  virtual std::uint64_t bytes() const noexcept = 0;  // memory it holds
+  virtual const char* layout() const noexcept = 0;   // a name for logs and `graft bench`
+};
+
 // One backend's kernels for a format. The format plugin owns it.
 class FormatKernels {
  public:
   virtual ~FormatKernels() = default;
   // y[n, m] = x[n, k] * w[m, k]^T, w quantized rows along k, x and y f32. n == 1 is the decode
-  // (matrix-vector) case, n > 1 prefill and speculative verification.
-  virtual Status matmul(Backend& backend, const TensorView& w, const TensorView& x, const TensorView& y) = 0;
+  // (matrix-vector) case, n > 1 prefill and speculative verification. `prepared` is null or what
+  // prepare() made of this w; results are bit-identical either way.
+  virtual Status matmul(Backend& backend, const TensorView& w, const PreparedWeights* prepared, const TensorView& x,
+                        const TensorView& y) = 0;
+  Status matmul(Backend& backend, const TensorView& w, const TensorView& x, const TensorView& y) {
+    return matmul(backend, w, nullptr, x, y);
+  }
+  // The kernels' own layout of w, or out = null where they read the file's layout as it is (this
+  // format or this CPU has no faster one). w's memory need not outlive the result.
+  virtual Status prepare(Backend& backend, const TensorView& w, std::unique_ptr<PreparedWeights>& out) = 0;
   // Embedding lookup from a quantized table into f32 rows.
   virtual Status get_rows(Backend& backend, const TensorView& table, const std::int32_t* ids,
                           std::size_t n, const TensorView& y) = 0;

@@ -1,0 +1,168 @@
+// Q1_0 on the packed layout (q1_0_packed.hpp) with table lookups, AVX-512 VBMI. Same bits as every
+// other Q1_0 kernel (bonsai_gemm.hpp: lane g % 16 of an output takes fma(float(P_g), d_w * d_x[g]),
+// P_g the exact sum of +-x over sub-block g, then the fixed 16-lane tree).
+//
+// Per activation column and sub-block of 32 quants, a table of the 16 signed sums
+// v = sum_b (+-x[4t + b]) for each nibble group t = 0..7 (4 elements), as int16 split into a low-
+// byte and a high-byte table of 128 entries each (v = lo + 256 * hi exactly). The 16 rows' 32 sign
+// bits of that sub-block are one 64-byte load in the packed layout (row i: dword i); byte j of a
+// row's dword holds nibble groups 2j (low nibble) and 2j + 1 (high). OR-ing the group number into
+// bits 4..6 of each nibble makes it an index into the 128-entry tables, so one vpermt2b looks up 64
+// (row, group) sums, and vpdpbusd adds each row's 4 of them into its dword: P for 16 rows in 4
+// lookups and 3 dot products, where unpacking the bits for vpdpbusd costs 3 operations per 4
+// elements of 16 rows (bonsai_gemm_avx512.hpp). The f32 steps then run with the 16 rows across the
+// vector and the 16 lanes of the definition in 16 registers, so the final tree is 15 additions for
+// 16 outputs.
+//
+// Batches run the same per column, columns inside blocks of ~256 KiB of rows so the rows stay in
+// L2; the AMX kernel takes the batches it pays for (q1_0_gemm_amx.cpp).
+#include "q1_0_packed.hpp"
+
+#ifdef __x86_64__
+#include <algorithm>
+#include <cstring>
+
+#include "bonsai_blocks.hpp"
+#include "bonsai_gemm_avx512.hpp"
+#include "q8_activations.hpp"
+
+namespace graft::quant {
+
+namespace {
+
+constexpr std::size_t kTableBytes = 256;  // per column and sub-block: 128 low bytes, 128 high bytes
+constexpr std::int64_t kGroupBlockBytes = kQ1GroupRows * static_cast<std::int64_t>(sizeof(BlockQ1_0));  // 288
+
+// Controls for building the tables: word j of vector q is the entry (group t = 2q + j / 16,
+// pattern n = j % 16).
+struct TableCtrl {
+  alignas(64) std::uint8_t xa[4][64];   // vpermb: bytes 2j, 2j+1 <- x[4t], x[4t + 1]
+  alignas(64) std::uint8_t xb[4][64];   //                        <- x[4t + 2], x[4t + 3]
+  alignas(64) std::uint8_t pa[64];      // 2 * (bits 0, 1 of n): the unsigned side of vpmaddubsw
+  alignas(64) std::uint8_t pb[64];      // 2 * (bits 2, 3 of n)
+  alignas(64) std::uint16_t sum[4][32]; // vpermw: word j <- low word of dword t (the group's sum)
+  alignas(64) std::uint8_t lo[64];      // vpermt2b: the low / high bytes of 64 words
+  alignas(64) std::uint8_t hi[64];
+};
+constexpr TableCtrl make_table_ctrl() {
+  TableCtrl c{};
+  for (int q = 0; q < 4; ++q)
+    for (int j = 0; j < 32; ++j) {
+      const int t = 2 * q + j / 16;
+      c.xa[q][2 * j] = static_cast<std::uint8_t>(4 * t), c.xa[q][2 * j + 1] = static_cast<std::uint8_t>(4 * t + 1);
+      c.xb[q][2 * j] = static_cast<std::uint8_t>(4 * t + 2), c.xb[q][2 * j + 1] = static_cast<std::uint8_t>(4 * t + 3);
+      c.sum[q][j] = static_cast<std::uint16_t>(2 * t);
+    }
+  for (int j = 0; j < 32; ++j) {
+    const int n = j % 16;
+    c.pa[2 * j] = static_cast<std::uint8_t>(2 * (n & 1)), c.pa[2 * j + 1] = static_cast<std::uint8_t>(n & 2);
+    c.pb[2 * j] = static_cast<std::uint8_t>((n >> 1) & 2), c.pb[2 * j + 1] = static_cast<std::uint8_t>((n >> 2) & 2);
+  }
+  for (int i = 0; i < 64; ++i) c.lo[i] = static_cast<std::uint8_t>(2 * i), c.hi[i] = static_cast<std::uint8_t>(2 * i + 1);
+  return c;
+}
+constexpr TableCtrl kTableCtrl = make_table_ctrl();
+
+// The tables of one activation column: sub-block g at tab + 256 g (entry 16 t + n; high bytes +128).
+// v = 2 * (sum of the x whose bit is set) - (sum of the group's x), |v| <= 508.
+GRAFT_TARGET_AVX512_VBMI void build_tables(const std::int8_t* x, std::int64_t nsub, std::uint8_t* tab) {
+  const TableCtrl& c = kTableCtrl;
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (std::int64_t g = 0; g < nsub; ++g) {
+    const __m512i xv = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * g)));
+    const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xv);  // dword t: the group's sum
+    __m512i v[4];
+    for (int q = 0; q < 4; ++q) {
+      const __m512i a = _mm512_permutexvar_epi8(_mm512_load_si512(c.xa[q]), xv);
+      const __m512i b = _mm512_permutexvar_epi8(_mm512_load_si512(c.xb[q]), xv);
+      v[q] = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_load_si512(c.pa), a),
+                              _mm512_maddubs_epi16(_mm512_load_si512(c.pb), b));
+      v[q] = _mm512_sub_epi16(v[q], _mm512_permutexvar_epi16(_mm512_load_si512(c.sum[q]), sums));
+    }
+    std::uint8_t* t = tab + static_cast<std::size_t>(g) * kTableBytes;
+    const __m512i lo = _mm512_load_si512(c.lo), hi = _mm512_load_si512(c.hi);
+    _mm512_store_si512(t, _mm512_permutex2var_epi8(v[0], lo, v[1]));
+    _mm512_store_si512(t + 64, _mm512_permutex2var_epi8(v[2], lo, v[3]));
+    _mm512_store_si512(t + 128, _mm512_permutex2var_epi8(v[0], hi, v[1]));
+    _mm512_store_si512(t + 192, _mm512_permutex2var_epi8(v[2], hi, v[3]));
+  }
+}
+
+// One group of 16 rows against one column: the 16 outputs at y (the first `rows` stored).
+template <bool kPrefetch>
+GRAFT_TARGET_AVX512_VBMI void group_column(const std::uint8_t* grp, std::int64_t nb, const std::uint8_t* tab,
+                                           const float* dx, float* y, __mmask16 rows) {
+  const __m512i low = _mm512_set1_epi8(0x0F), ones = _mm512_set1_epi8(1);
+  // Group numbers in bits 4..6: byte j of a dword holds groups 2j (low nibble) and 2j + 1 (high).
+  const __m512i slot_lo = _mm512_set1_epi32(0x60402000), slot_hi = _mm512_set1_epi32(0x70503010);
+  __m512 acc[16];
+  for (auto& v : acc) v = _mm512_setzero_ps();
+  for (std::int64_t b0 = 0; b0 < nb; b0 += 4) {
+#pragma GCC unroll 4
+    for (int bb = 0; bb < 4; ++bb) {
+      const std::int64_t b = b0 + bb;
+      if (b >= nb) break;
+      const std::uint8_t* blk = grp + b * kGroupBlockBytes;
+      if constexpr (kPrefetch) {
+        // 2 KiB ahead in the one stream the packed matrix is: enough misses in flight for one core.
+        for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(blk + 2048 + 64 * l), _MM_HINT_T0);
+      }
+      const __m512 dw = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+#pragma GCC unroll 4
+      for (int s = 0; s < 4; ++s) {
+        const std::int64_t g = 4 * b + s;
+        const std::uint8_t* t = tab + static_cast<std::size_t>(g) * kTableBytes;
+        const __m512i w = _mm512_loadu_si512(blk + 32 + 64 * s);
+        const __m512i ia = _mm512_ternarylogic_epi32(w, low, slot_lo, 0xEA);  // (w & low) | slot
+        const __m512i ib = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w, 4), low, slot_hi, 0xEA);
+        const __m512i t0 = _mm512_load_si512(t), t1 = _mm512_load_si512(t + 64);
+        const __m512i h0 = _mm512_load_si512(t + 128), h1 = _mm512_load_si512(t + 192);
+        const __m512i la = _mm512_permutex2var_epi8(t0, ia, t1), lb = _mm512_permutex2var_epi8(t0, ib, t1);
+        const __m512i ha = _mm512_permutex2var_epi8(h0, ia, h1), hb = _mm512_permutex2var_epi8(h0, ib, h1);
+        // Low bytes unsigned (0..255), high bytes signed (-2..1, so their sum fits a byte).
+        const __m512i p_lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), la, ones), lb, ones);
+        const __m512i p_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_add_epi8(ha, hb));
+        const __m512i p = _mm512_add_epi32(p_lo, _mm512_slli_epi32(p_hi, 8));
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx[g]));
+        acc[4 * bb + s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), scale, acc[4 * bb + s]);
+      }
+    }
+  }
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) acc[l] = _mm512_add_ps(acc[l], acc[l + w]);
+  _mm512_mask_storeu_ps(y, rows, acc[0]);
+}
+
+}  // namespace
+
+void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  const Q8Activations& xq = *a.xq;
+  const std::int64_t nsub = a.k / 32, nb = a.k / kQK1_0;
+  thread_local AlignedVector<std::uint8_t> tables;
+  const std::size_t col_bytes = static_cast<std::size_t>(nsub) * kTableBytes;
+  if (tables.size() < col_bytes * static_cast<std::size_t>(c1 - c0)) tables.resize(col_bytes * static_cast<std::size_t>(c1 - c0));
+  for (std::int64_t c = c0; c < c1; ++c)
+    build_tables(xq.block_qs(c, 0), nsub, tables.data() + static_cast<std::size_t>(c - c0) * col_bytes);
+  const auto group_bytes = static_cast<std::int64_t>(kQ1GroupRows * a.w_stride);
+  auto rows_of = [&](std::int64_t r) { return static_cast<__mmask16>((1u << std::min<std::int64_t>(16, r1 - r)) - 1); };
+  if (c1 - c0 == 1) {
+    for (std::int64_t r = r0; r < r1; r += kQ1GroupRows)
+      group_column<true>(a.w + r * static_cast<std::int64_t>(a.w_stride), nb, tables.data(), xq.scales(c0),
+                         a.y + c0 * static_cast<std::int64_t>(a.y_stride) + r, rows_of(r));
+    return;
+  }
+  // Batches: every column over a block of rows small enough to stay in L2 while the columns pass.
+  const std::int64_t block = std::max<std::int64_t>(1, (std::int64_t{256} << 10) / group_bytes) * kQ1GroupRows;
+  for (std::int64_t rb = r0; rb < r1; rb += block) {
+    const std::int64_t re = std::min(r1, rb + block);
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::uint8_t* tab = tables.data() + static_cast<std::size_t>(c - c0) * col_bytes;
+      for (std::int64_t r = rb; r < re; r += kQ1GroupRows)
+        group_column<false>(a.w + r * static_cast<std::int64_t>(a.w_stride), nb, tab, xq.scales(c),
+                            a.y + c * static_cast<std::int64_t>(a.y_stride) + r, rows_of(r));
+    }
+  }
+}
+
+}  // namespace graft::quant
+#endif

@@ -1,0 +1,92 @@
+// FormatKernels::prepare: which formats and levels make a layout of their own, its size, and the
+// exact errors when prepared weights do not belong to the weights or kernels they are passed with.
+// (That prepared and file layouts give the same bits is checked by every kernel test: the shared
+// matmul helper runs both.)
+#include "quant_test_util.hpp"
+
+using namespace quant_test;
+
+namespace {
+
+bool has_vbmi() {
+#ifdef __x86_64__
+  return __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+TEST(PreparedWeights, Q1_0PacksRowsInSixteensWhereTheLookupKernelsRun) {
+  const std::int64_t k = 384, m = 37;  // 3 blocks per row, 3 groups, the last with 5 rows
+  for (const auto& level : available_levels()) {
+    SCOPED_TRACE(level);
+    auto f = format("q1_0", level);
+    const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * m), 0.05f, 5), k, m);
+    std::unique_ptr<PreparedWeights> p;
+    ASSERT_TRUE(f->kernels("cpu")->prepare(*cpu(2), weight_view(q.data(), traits(*f), k, m), p).ok());
+    const bool expected = (level == "avx512" || level == "amx") && has_vbmi();
+    ASSERT_EQ(p != nullptr, expected);
+    if (!p) continue;
+    EXPECT_STREQ(p->layout(), "q1_0_rows16");
+    EXPECT_EQ(p->bytes(), 3u * 16 * 3 * 18);  // whole groups of the file's bytes
+  }
+}
+
+TEST(PreparedWeights, FormatsWithoutALayoutOfTheirOwnPrepareNothing) {
+  for (const std::string name : {"q8_0", "q4_0", "q2_0", "q4_k", "q2_k"}) {
+    SCOPED_TRACE(name);
+    auto f = format(name);
+    const std::int64_t k = 256, m = 8;
+    const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * m), 0.05f, 6), k, m);
+    std::unique_ptr<PreparedWeights> p;
+    ASSERT_TRUE(f->kernels("cpu")->prepare(*cpu(1), weight_view(q.data(), traits(*f), k, m), p).ok());
+    EXPECT_EQ(p, nullptr);
+  }
+}
+
+TEST(PreparedWeights, MismatchedPreparedWeightsAreRefusedWithExactMessages) {
+  if (!has_vbmi()) GTEST_SKIP() << "no AVX512-VBMI: Q1_0 prepares nothing on this CPU";
+  auto f = format("q1_0", "avx512");
+  auto& b = *cpu(2);
+  FormatKernels& kern = *f->kernels("cpu");
+  const std::int64_t k = 256, m = 32;
+  const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * m), 0.05f, 7), k, m);
+  const TensorView w = weight_view(q.data(), traits(*f), k, m);
+  std::unique_ptr<PreparedWeights> p;
+  ASSERT_TRUE(kern.prepare(b, w, p).ok());
+  ASSERT_NE(p, nullptr);
+  std::vector<float> x(static_cast<std::size_t>(k * 2), 0.5f), y(static_cast<std::size_t>(m * 2));
+  EXPECT_TRUE(kern.matmul(b, w, p.get(), f32_view(x.data(), k, 2), f32_view(y.data(), m, 2)).ok());
+
+  // Prepared from another matrix shape.
+  const TensorView fewer = weight_view(q.data(), traits(*f), k, 16);
+  EXPECT_EQ(kern.matmul(b, fewer, p.get(), f32_view(x.data(), k, 2), f32_view(y.data(), 16, 2)).message(),
+            "q1_0 matmul: the prepared weights are [256, 32], the weight [256, 16]");
+  // Prepared by the same format's kernels at another level.
+  auto amx = try_format("q1_0", "amx");
+  if (amx) {
+    std::unique_ptr<PreparedWeights> pa;
+    ASSERT_TRUE((*amx)->kernels("cpu")->prepare(b, w, pa).ok());
+    EXPECT_EQ(kern.matmul(b, w, pa.get(), f32_view(x.data(), k, 2), f32_view(y.data(), m, 2)).message(),
+              "q1_0 matmul: the prepared weights were made for other kernels");
+  }
+  // Passed to another format's kernels.
+  auto q2 = format("q2_0", "avx512");
+  const std::int64_t k2 = 256;
+  const auto q2w = quantize(*q2, gaussian(static_cast<std::size_t>(k2 * m), 0.05f, 8), k2, m);
+  const Status st = q2->kernels("cpu")->matmul(b, weight_view(q2w.data(), traits(*q2), k2, m), p.get(),
+                                               f32_view(x.data(), k, 2), f32_view(y.data(), m, 2));
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(st.message() == "q2_0 matmul: the prepared weights were made by another plugin" ||
+              st.message() == "q2_0 matmul: the prepared weights were made for other kernels")
+      << st.message();
+  // A weight view the format refuses is refused by prepare too.
+  TensorView odd = w;
+  odd.ne[0] = 200;
+  std::unique_ptr<PreparedWeights> none;
+  EXPECT_EQ(kern.prepare(b, odd, none).message(),
+            "q1_0 prepare: weight row length 200 is not a multiple of the block size 128");
+  EXPECT_EQ(none, nullptr);
+}
