@@ -3,7 +3,9 @@
 // memory. The ratio of the two is the figure of merit on a shared, noisy machine.
 //
 //   quant_bench [--threads 1,2] [--formats q8_0,q4_0,q1_0,q2_0] [--k 1024,2048,4096] [--mib 512] [--reps 5]
-//               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0]
+//               [--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0] [--prepare 1]
+// --prepare 0 runs the kernels on the file's layout even where they have one of their own
+// (FormatKernels::prepare, which the model always uses): --prepare 0,1 measures both side by side.
 // With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
 // speed instead of memory streaming. --quantize 1 instead times each format's quantizer (one
 // thread, 4096 x 256 pseudo-random weights, best of --reps).
@@ -33,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
     "quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] [--mib 512] [--reps 5] "
-    "[--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0]";
+    "[--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0] [--prepare 1]";
 
 struct Options {
   std::vector<long> threads{1, 2};
@@ -46,6 +48,7 @@ struct Options {
   std::string simd = "auto";
   std::string plugin_dir = GRAFT_PLUGIN_DIR;
   bool quantize = false;
+  std::vector<long> prepare{1};
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -63,7 +66,8 @@ bool parse(int argc, char** argv, Options& o) {
       ("simd", po::value(&o.simd), "kernel level")
       ("m", po::value(&o.m), "rows per matrix")
       ("plugin-dir", po::value(&o.plugin_dir), "plugin folder")
-      ("quantize", po::value(&quantize), "1: time each format's quantizer instead");
+      ("quantize", po::value(&quantize), "1: time each format's quantizer instead")
+      ("prepare", list_into(o.prepare), "1: the kernels' own weight layout where they have one, 0: the file's; 0,1: both");
   if (!bench::parse_options(argc, argv, kUsage, d)) return false;
   o.quantize = quantize != 0;
   return true;
@@ -202,8 +206,8 @@ int main(int argc, char** argv) {
   if (o.quantize) return quantize_speed(o, host);
   auto cpu_lib = load(o.plugin_dir, "libgraft_backend_cpu.so");
   std::printf("weights per pass: %ld MiB (matrices of k x %ld); best of %ld passes\n", o.mib, o.m, o.reps);
-  std::printf("%-6s %5s %3s %11s %10s %6s %12s %14s %8s %5s\n", "format", "k", "thr", "matvec GB/s", "read GB/s",
-              "ratio", "decode tok/s", "prefill tok/s", "pf/dec", "par");
+  std::printf("%-6s %5s %3s %11s %10s %6s %12s %14s %8s %5s  %s\n", "format", "k", "thr", "matvec GB/s", "read GB/s",
+              "ratio", "decode tok/s", "prefill tok/s", "pf/dec", "par", "layout");
   for (long threads : o.threads) {
     Config bcfg;
     bcfg.set("threads", static_cast<std::int64_t>(threads));
@@ -220,16 +224,25 @@ int main(int argc, char** argv) {
         return 1;
       }
       FormatKernels* kern = (*fmt)->kernels("cpu");
-      for (long k : o.ks) {
+      for (long k : o.ks)
+        for (long prep : o.prepare) {
         const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20,
                                           scale_offsets(name));
         const std::size_t count = mx.buffers.size();
         std::vector<float> x(static_cast<std::size_t>(k * std::max(1L, o.prefill)), 0.25f);
         for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
         std::vector<float> y(static_cast<std::size_t>(mx.m * std::max(1L, o.prefill)));
+        // The kernels' own layout where they have one, as the model loads it.
+        std::vector<std::unique_ptr<PreparedWeights>> prepared(count);
+        for (std::size_t i = 0; i < count && prep; ++i)
+          if (const Status st = kern->prepare(b, view(mx, i), prepared[i]); !st.ok()) {
+            std::fprintf(stderr, "error: %s\n", st.message().c_str());
+            return 1;
+          }
         auto pass = [&](std::int64_t n) {
           for (std::size_t i = 0; i < count; ++i) {
-            const Status st = kern->matmul(b, view(mx, i), f32_view(x.data(), k, n), f32_view(y.data(), mx.m, n));
+            const Status st =
+                kern->matmul(b, view(mx, i), prepared[i].get(), f32_view(x.data(), k, n), f32_view(y.data(), mx.m, n));
             if (!st.ok()) {
               std::fprintf(stderr, "error: %s\n", st.message().c_str());
               std::exit(1);
@@ -250,8 +263,9 @@ int main(int argc, char** argv) {
         // give every thread a core and the figures understate the kernels.
         const double gbs = bytes / dec.wall / 1e9, rd = read.bytes_per_second / 1e9;
         const double dec_tps = 1.0 / dec.wall, pf_tps = o.prefill > 0 ? np / pf.wall : 0.0;
-        std::printf("%-6s %5ld %3ld %11.2f %10.2f %6.2f %12.1f %14.1f %8.2f %5.2f\n", name.c_str(), k, threads, gbs, rd,
-                    gbs / rd, dec_tps, pf_tps, o.prefill > 0 ? pf_tps / dec_tps : 0.0, dec.cpu / dec.wall);
+        std::printf("%-6s %5ld %3ld %11.2f %10.2f %6.2f %12.1f %14.1f %8.2f %5.2f  %s\n", name.c_str(), k, threads, gbs, rd,
+                    gbs / rd, dec_tps, pf_tps, o.prefill > 0 ? pf_tps / dec_tps : 0.0, dec.cpu / dec.wall,
+                    prepared[0] ? prepared[0]->layout() : "file");
         std::fflush(stdout);
       }
     }

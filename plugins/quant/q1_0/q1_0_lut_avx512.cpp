@@ -14,13 +14,19 @@
 // vector and the 16 lanes of the definition in 16 registers, so the final tree is 15 additions for
 // 16 outputs.
 //
-// Batches run the same per column, columns inside blocks of ~256 KiB of rows so the rows stay in
-// L2; the AMX kernel takes the batches it pays for (q1_0_gemm_amx.cpp).
+// Batches share the weight work across columns instead: per sub-block, 8 multishift + and steps
+// make each row's 32 sign bits into bytes u = code + 1 (0 or 2), 4 per dword, and each column
+// adds its 4 broadcast activation quants per step with one vpdpbusd, from a start of -sum(x), so
+// the 16 rows' P come out in the 16 dwords (the lookups would cost a table per column). The
+// definition's lanes are walked one at a time (sub-blocks L, L + 16, ...), so a tile's 4 column
+// accumulators stay in registers. Rows go in blocks of ~256 KiB, swept once per column tile, so
+// they stay in L2; the AMX kernel takes the batches it pays for (q1_0_gemm_amx.cpp).
 #include "q1_0_packed.hpp"
 
 #ifdef __x86_64__
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "bonsai_blocks.hpp"
 #include "bonsai_gemm_avx512.hpp"
@@ -133,34 +139,107 @@ GRAFT_TARGET_AVX512_VBMI void group_column(const std::uint8_t* grp, std::int64_t
   _mm512_mask_storeu_ps(y, rows, acc[0]);
 }
 
+// vpmultishiftqb controls, step q: byte n of a qword (rows 2i and 2i + 1) gets bit
+// 32 * (n / 4) + 4q + n % 4 at bit 1 (u = 2 * bit), as in the file-layout kernel.
+struct ExpandCtrl {
+  alignas(64) std::uint8_t step[8][64];
+};
+constexpr ExpandCtrl make_expand_ctrl() {
+  ExpandCtrl c{};
+  for (int q = 0; q < 8; ++q)
+    for (int n = 0; n < 64; ++n)
+      c.step[q][n] = static_cast<std::uint8_t>((32 * ((n % 8) / 4) + 4 * q + n % 4 + 63) & 63);
+  return c;
+}
+constexpr ExpandCtrl kExpandCtrl = make_expand_ctrl();
+
+// One group of 16 rows against C columns from c; neg_sums[j * nsub + g] = -sum of column c + j's
+// quants in sub-block g; lanes: scratch for C x 16 x 16 floats.
+template <int C>
+GRAFT_TARGET_AVX512_VBMI void group_columns(const std::uint8_t* grp, std::int64_t nsub, const Q8Activations& xq,
+                                            std::int64_t c, const std::int32_t* neg_sums, float* lanes, float* y,
+                                            std::int64_t y_stride, __mmask16 rows) {
+  const __m512i two = _mm512_set1_epi8(2);
+  const std::int8_t* x[C];
+  const float* dx[C];
+  for (int j = 0; j < C; ++j) x[j] = xq.block_qs(c + j, 0), dx[j] = xq.scales(c + j);
+  const int used = static_cast<int>(std::min<std::int64_t>(16, nsub));
+  for (int L = 0; L < used; ++L) {
+    __m512 acc[C];
+    for (auto& v : acc) v = _mm512_setzero_ps();
+    for (std::int64_t g = L; g < nsub; g += 16) {
+      const std::uint8_t* blk = grp + (g / 4) * kGroupBlockBytes;
+      const __m512 dw = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+      const __m512i w = _mm512_loadu_si512(blk + 32 + 64 * (g % 4));
+      __m512i u[8];
+      for (int q = 0; q < 8; ++q)
+        u[q] = _mm512_and_si512(_mm512_multishift_epi64_epi8(_mm512_load_si512(kExpandCtrl.step[q]), w), two);
+      for (int j = 0; j < C; ++j) {
+        // Two chains of 4 (vpdpbusd's latency, not its throughput, would bound one chain of 8).
+        __m512i p0 = _mm512_set1_epi32(neg_sums[j * nsub + g]), p1 = _mm512_setzero_si512();
+        for (int q = 0; q < 8; q += 2) {
+          std::int32_t quad[2];
+          std::memcpy(quad, x[j] + 32 * g + 4 * q, 8);
+          p0 = _mm512_dpbusd_epi32(p0, u[q], _mm512_set1_epi32(quad[0]));
+          p1 = _mm512_dpbusd_epi32(p1, u[q + 1], _mm512_set1_epi32(quad[1]));
+        }
+        const __m512i p = _mm512_add_epi32(p0, p1);
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(dx[j][g])), acc[j]);
+      }
+    }
+    for (int j = 0; j < C; ++j) _mm512_store_ps(lanes + (16 * j + L) * 16, acc[j]);
+  }
+  for (int j = 0; j < C; ++j) {
+    __m512 v[16];
+    for (int l = 0; l < 16; ++l) v[l] = l < used ? _mm512_load_ps(lanes + (16 * j + l) * 16) : _mm512_setzero_ps();
+    for (int w = 8; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l) v[l] = _mm512_add_ps(v[l], v[l + w]);
+    _mm512_mask_storeu_ps(y + (c + j) * y_stride, rows, v[0]);
+  }
+}
+
 }  // namespace
 
 void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   const Q8Activations& xq = *a.xq;
   const std::int64_t nsub = a.k / 32, nb = a.k / kQK1_0;
-  thread_local AlignedVector<std::uint8_t> tables;
-  const std::size_t col_bytes = static_cast<std::size_t>(nsub) * kTableBytes;
-  if (tables.size() < col_bytes * static_cast<std::size_t>(c1 - c0)) tables.resize(col_bytes * static_cast<std::size_t>(c1 - c0));
-  for (std::int64_t c = c0; c < c1; ++c)
-    build_tables(xq.block_qs(c, 0), nsub, tables.data() + static_cast<std::size_t>(c - c0) * col_bytes);
-  const auto group_bytes = static_cast<std::int64_t>(kQ1GroupRows * a.w_stride);
   auto rows_of = [&](std::int64_t r) { return static_cast<__mmask16>((1u << std::min<std::int64_t>(16, r1 - r)) - 1); };
   if (c1 - c0 == 1) {
+    thread_local AlignedVector<std::uint8_t> tables;
+    const std::size_t bytes = static_cast<std::size_t>(nsub) * kTableBytes;
+    if (tables.size() < bytes) tables.resize(bytes);
+    build_tables(xq.block_qs(c0, 0), nsub, tables.data());
     for (std::int64_t r = r0; r < r1; r += kQ1GroupRows)
       group_column<true>(a.w + r * static_cast<std::int64_t>(a.w_stride), nb, tables.data(), xq.scales(c0),
                          a.y + c0 * static_cast<std::int64_t>(a.y_stride) + r, rows_of(r));
     return;
   }
-  // Batches: every column over a block of rows small enough to stay in L2 while the columns pass.
+  // Batches: -sum(x) per column and sub-block (the activations' lane offsets are -sums of 4).
+  thread_local AlignedVector<std::int32_t> neg_sums;
+  thread_local AlignedVector<float> lanes(4 * 16 * 16);
+  neg_sums.resize(static_cast<std::size_t>((c1 - c0) * nsub));
+  for (std::int64_t c = c0; c < c1; ++c)
+    for (std::int64_t g = 0; g < nsub; ++g) {
+      const std::int32_t* o = xq.offsets(c, g);
+      neg_sums[static_cast<std::size_t>((c - c0) * nsub + g)] = o[0] + o[1] + o[2] + o[3] + o[4] + o[5] + o[6] + o[7];
+    }
+  const auto group_bytes = static_cast<std::int64_t>(kQ1GroupRows * a.w_stride);
   const std::int64_t block = std::max<std::int64_t>(1, (std::int64_t{256} << 10) / group_bytes) * kQ1GroupRows;
+  const auto ys = static_cast<std::int64_t>(a.y_stride);
   for (std::int64_t rb = r0; rb < r1; rb += block) {
     const std::int64_t re = std::min(r1, rb + block);
-    for (std::int64_t c = c0; c < c1; ++c) {
-      const std::uint8_t* tab = tables.data() + static_cast<std::size_t>(c - c0) * col_bytes;
+    std::int64_t c = c0;
+    auto sweep = [&](auto cols) {
+      constexpr int C = decltype(cols)::value;
       for (std::int64_t r = rb; r < re; r += kQ1GroupRows)
-        group_column<false>(a.w + r * static_cast<std::int64_t>(a.w_stride), nb, tab, xq.scales(c),
-                            a.y + c * static_cast<std::int64_t>(a.y_stride) + r, rows_of(r));
-    }
+        group_columns<C>(a.w + r * static_cast<std::int64_t>(a.w_stride), nsub, xq, c,
+                         neg_sums.data() + (c - c0) * nsub, lanes.data(), a.y + r, ys, rows_of(r));
+      c += C;
+    };
+    while (c + 4 <= c1) sweep(std::integral_constant<int, 4>{});
+    if (c1 - c == 3) sweep(std::integral_constant<int, 3>{});
+    if (c1 - c == 2) sweep(std::integral_constant<int, 2>{});
+    if (c1 - c == 1) sweep(std::integral_constant<int, 1>{});
   }
 }
 
