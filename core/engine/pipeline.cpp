@@ -42,7 +42,8 @@ Pipeline::~Pipeline() = default;
 
 MemoryReport Pipeline::memory() const {
   const KvMemory kvm = kv_->memory();
-  return {model_->weights().total_bytes, kvm.device_bytes + kvm.host_bytes, model_->scratch_bytes()};
+  return {model_->weights().total_bytes, kvm.device_bytes + kvm.host_bytes, model_->scratch_bytes(),
+          model_->weights().prepared_bytes};
 }
 
 Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std::uint32_t max_batch,

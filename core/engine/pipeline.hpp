@@ -23,6 +23,7 @@ struct MemoryReport {
   std::uint64_t weights = 0;  // mapped model bytes the forward pass reads
   std::uint64_t kv = 0;       // KV store (device + host)
   std::uint64_t scratch = 0;  // activations
+  std::uint64_t prepared = 0; // weight copies in the kernels' own layouts (FormatKernels::prepare)
 };
 
 // Progress of a long step: fraction done in [0, 1].

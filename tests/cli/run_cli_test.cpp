@@ -56,6 +56,9 @@ TEST_F(cli_run, JsonGreedyIsDeterministicAndCountsTokens) {
   EXPECT_EQ(ja["stats"]["generated_tokens"], 12);
   EXPECT_EQ(ja["stats"]["prompt_tokens"], 4);
   EXPECT_GT(ja["stats"]["memory_bytes"]["weights"].get<double>(), 0);
+  // Only Q1_0 prepares a layout of its own; the test model has none of it.
+  ASSERT_TRUE(ja["stats"]["memory_bytes"].contains("prepared_weights")) << ja.dump();
+  EXPECT_EQ(ja["stats"]["memory_bytes"]["prepared_weights"].get<double>(), 0);
 }
 
 TEST_F(cli_run, StatsGoToStderrAndTextToStdout) {
@@ -64,6 +67,7 @@ TEST_F(cli_run, StatsGoToStderrAndTextToStdout) {
   EXPECT_NE(r.output.find("prompt "), std::string::npos);
   EXPECT_NE(r.output.find(" tok/s | generated 4 tokens"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("memory: weights "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" (kernel layouts 0.0 KiB), kv "), std::string::npos) << r.output;
 }
 
 TEST_F(cli_run, StopStringEndsTheOutputBeforeIt) {
