@@ -63,16 +63,15 @@ struct Q1Amx {
 // The same from the packed layout: w is the group's start; its missing rows are zeros already.
 struct Q1AmxPacked {
   static constexpr int kSubPerBlock = 4, kLanesPerSub = 1;
-  static constexpr std::int64_t kGroupBlockBytes = kQ1GroupRows * 18;
 
   GRAFT_TARGET_AMX static void unpack_tile(const std::uint8_t* w, std::int64_t, std::int64_t rows,
                                            std::int64_t blocks, std::int8_t* codes, float* dw) {
     const __mmask16 m = static_cast<__mmask16>((1u << rows) - 1);
     for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::uint8_t* blk = w + b * kGroupBlockBytes;
+      const std::uint8_t* blk = w + b * kQ1GroupBlockBytes;
       _mm512_store_ps(dw + 16 * b, _mm512_maskz_cvtph_ps(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk))));
       for (int sb = 0; sb < kSubPerBlock; ++sb)
-        expand_signs(_mm512_loadu_si512(blk + 32 + 64 * sb), codes + (b * kSubPerBlock + sb) * 512);
+        expand_signs(_mm512_loadu_si512(blk + kQ1GroupSignsAt + 64 * sb), codes + (b * kSubPerBlock + sb) * 512);
     }
   }
 };

@@ -21,6 +21,7 @@
 // definition's lanes are walked one at a time (sub-blocks L, L + 16, ...), so a tile's 4 column
 // accumulators stay in registers. Rows go in blocks of ~256 KiB, swept once per column tile, so
 // they stay in L2; the AMX kernel takes the batches it pays for (q1_0_gemm_amx.cpp).
+#include "q1_0_gemm.hpp"
 #include "q1_0_packed.hpp"
 
 #ifdef __x86_64__
@@ -37,7 +38,6 @@ namespace graft::quant {
 namespace {
 
 constexpr std::size_t kTableBytes = 256;  // per column and sub-block: 128 low bytes, 128 high bytes
-constexpr std::int64_t kGroupBlockBytes = kQ1GroupRows * static_cast<std::int64_t>(sizeof(BlockQ1_0));  // 288
 
 // Controls for building the tables: word j of vector q is the entry (group t = 2q + j / 16,
 // pattern n = j % 16).
@@ -108,7 +108,7 @@ GRAFT_TARGET_AVX512_VBMI void group_column(const std::uint8_t* grp, std::int64_t
     for (int bb = 0; bb < 4; ++bb) {
       const std::int64_t b = b0 + bb;
       if (b >= nb) break;
-      const std::uint8_t* blk = grp + b * kGroupBlockBytes;
+      const std::uint8_t* blk = grp + b * kQ1GroupBlockBytes;
       if constexpr (kPrefetch) {
         // 2 KiB ahead in the one stream the packed matrix is: enough misses in flight for one core.
         for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(blk + 2048 + 64 * l), _MM_HINT_T0);
@@ -118,7 +118,7 @@ GRAFT_TARGET_AVX512_VBMI void group_column(const std::uint8_t* grp, std::int64_t
       for (int s = 0; s < 4; ++s) {
         const std::int64_t g = 4 * b + s;
         const std::uint8_t* t = tab + static_cast<std::size_t>(g) * kTableBytes;
-        const __m512i w = _mm512_loadu_si512(blk + 32 + 64 * s);
+        const __m512i w = _mm512_loadu_si512(blk + kQ1GroupSignsAt + 64 * s);
         const __m512i ia = _mm512_ternarylogic_epi32(w, low, slot_lo, 0xEA);  // (w & low) | slot
         const __m512i ib = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w, 4), low, slot_hi, 0xEA);
         const __m512i t0 = _mm512_load_si512(t), t1 = _mm512_load_si512(t + 64);
@@ -139,8 +139,7 @@ GRAFT_TARGET_AVX512_VBMI void group_column(const std::uint8_t* grp, std::int64_t
   _mm512_mask_storeu_ps(y, rows, acc[0]);
 }
 
-// vpmultishiftqb controls, step q: byte n of a qword (rows 2i and 2i + 1) gets bit
-// 32 * (n / 4) + 4q + n % 4 at bit 1 (u = 2 * bit), as in the file-layout kernel.
+// vpmultishiftqb controls per step; a qword holds rows 2i and 2i + 1 here.
 struct ExpandCtrl {
   alignas(64) std::uint8_t step[8][64];
 };
@@ -148,7 +147,7 @@ constexpr ExpandCtrl make_expand_ctrl() {
   ExpandCtrl c{};
   for (int q = 0; q < 8; ++q)
     for (int n = 0; n < 64; ++n)
-      c.step[q][n] = static_cast<std::uint8_t>((32 * ((n % 8) / 4) + 4 * q + n % 4 + 63) & 63);
+      c.step[q][n] = q1_sign_step_ctrl(q, n % 8);
   return c;
 }
 constexpr ExpandCtrl kExpandCtrl = make_expand_ctrl();
@@ -168,9 +167,9 @@ GRAFT_TARGET_AVX512_VBMI void group_columns(const std::uint8_t* grp, std::int64_
     __m512 acc[C];
     for (auto& v : acc) v = _mm512_setzero_ps();
     for (std::int64_t g = L; g < nsub; g += 16) {
-      const std::uint8_t* blk = grp + (g / 4) * kGroupBlockBytes;
+      const std::uint8_t* blk = grp + (g / 4) * kQ1GroupBlockBytes;
       const __m512 dw = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-      const __m512i w = _mm512_loadu_si512(blk + 32 + 64 * (g % 4));
+      const __m512i w = _mm512_loadu_si512(blk + kQ1GroupSignsAt + 64 * (g % 4));
       __m512i u[8];
       for (int q = 0; q < 8; ++q)
         u[q] = _mm512_and_si512(_mm512_multishift_epi64_epi8(_mm512_load_si512(kExpandCtrl.step[q]), w), two);
@@ -199,6 +198,12 @@ GRAFT_TARGET_AVX512_VBMI void group_columns(const std::uint8_t* grp, std::int64_
 }
 
 }  // namespace
+
+bool q1_0_packed_used_at(SimdLevel level) noexcept {
+  // The kernels need AVX512-VBMI (vpermt2b, vpmultishiftqb); without it the avx512 level runs the
+  // AVX2 kernel on the file's layout.
+  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && bonsai_has_vbmi();
+}
 
 void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   const Q8Activations& xq = *a.xq;
@@ -243,5 +248,9 @@ void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1
   }
 }
 
+}  // namespace graft::quant
+#else
+namespace graft::quant {
+bool q1_0_packed_used_at(SimdLevel) noexcept { return false; }
 }  // namespace graft::quant
 #endif

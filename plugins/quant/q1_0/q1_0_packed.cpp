@@ -7,16 +7,7 @@
 
 namespace graft::quant {
 
-#ifdef __x86_64__
-bool q1_0_packed_used_at(SimdLevel level) noexcept {
-  // The table lookups need vpermt2b (AVX512-VBMI); without it the avx512 kernel runs AVX2 code on
-  // the file's layout.
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
-  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && vbmi;
-}
-#else
-bool q1_0_packed_used_at(SimdLevel) noexcept { return false; }
-#endif
+static_assert(kQ1GroupBlockBytes == kQ1GroupRows * static_cast<std::int64_t>(sizeof(BlockQ1_0)));
 
 std::uint64_t q1_0_packed_bytes(std::int64_t k, std::int64_t m) noexcept {
   const auto groups = static_cast<std::uint64_t>((m + kQ1GroupRows - 1) / kQ1GroupRows);
@@ -27,7 +18,7 @@ void q1_0_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
                       std::int64_t g1, std::uint8_t* out) noexcept {
   const std::int64_t nb = k / kQK1_0;
   constexpr std::size_t kBlockBytes = sizeof(BlockQ1_0);
-  const std::size_t group_bytes = kQ1GroupRows * static_cast<std::size_t>(nb) * kBlockBytes;
+  const auto group_bytes = static_cast<std::size_t>(nb * kQ1GroupBlockBytes);
   for (std::int64_t g = g0; g < g1; ++g) {
     std::uint8_t* dst = out + static_cast<std::size_t>(g) * group_bytes;
     std::memset(dst, 0, group_bytes);
@@ -36,9 +27,9 @@ void q1_0_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
       const std::uint8_t* row = w + static_cast<std::size_t>(g * kQ1GroupRows + i) * stride;
       for (std::int64_t b = 0; b < nb; ++b) {
         const std::uint8_t* blk = row + b * static_cast<std::int64_t>(kBlockBytes);
-        std::uint8_t* o = dst + b * kQ1GroupRows * static_cast<std::int64_t>(kBlockBytes);
+        std::uint8_t* o = dst + b * kQ1GroupBlockBytes;
         std::memcpy(o + 2 * i, blk, 2);
-        for (int s = 0; s < 4; ++s) std::memcpy(o + 32 + 64 * s + 4 * i, blk + 2 + 4 * s, 4);
+        for (int s = 0; s < 4; ++s) std::memcpy(o + kQ1GroupSignsAt + 64 * s + 4 * i, blk + 2 + 4 * s, 4);
       }
     }
   }
