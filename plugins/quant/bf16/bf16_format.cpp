@@ -31,18 +31,10 @@ const FormatSpec kSpec{
     false,  // no kernel reads the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "bf16", GRAFT_SDK_VERSION_STRING,
-    "BF16 weights (ggml id 30); CPU kernels on bf16-rounded activations, f32 accumulation",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("bf16",
+    "BF16 weights (ggml id 30); CPU kernels on bf16-rounded activations, f32 accumulation",
+    &block_format_factory<kSpec>)

@@ -21,17 +21,10 @@ const FormatSpec kSpec{
     false,  // no kernel reads the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "f32", GRAFT_SDK_VERSION_STRING,
-    "F32 weights (ggml id 0); CPU kernels in f32", kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("f32",
+    "F32 weights (ggml id 0); CPU kernels in f32",
+    &block_format_factory<kSpec>)

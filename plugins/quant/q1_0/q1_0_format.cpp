@@ -63,18 +63,10 @@ const FormatSpec kSpec{
     &kPacked,
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q1_0", GRAFT_SDK_VERSION_STRING,
-    "Q1_0 weights (ggml id 41, Bonsai 1-bit): sign bits, fp16 scale per 128; CPU kernels on Q8_0 activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("q1_0",
+    "Q1_0 weights (ggml id 41, Bonsai 1-bit): sign bits, fp16 scale per 128; CPU kernels on Q8_0 activations",
+    &block_format_factory<kSpec>)

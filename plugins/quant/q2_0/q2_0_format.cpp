@@ -122,15 +122,11 @@ PluginObject* create(const HostServices& host, const Config& config, Status& err
   });
 }
 
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q2_0", GRAFT_SDK_VERSION_STRING,
-    "Q2_0 weights (ggml id 42, Bonsai 2-bit, group 64): codes -1..2, fp16 scale per 64; CPU kernels on Q8_0 "
-    "activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("q2_0",
+    "Q2_0 weights (ggml id 42, Bonsai 2-bit, group 64): codes -1..2, fp16 scale per 64; CPU kernels on Q8_0 "
+    "activations",
+    &create)

@@ -333,19 +333,11 @@ const FormatSpec kSpec{
     true,  // AVX-512 batches read the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q2_k", GRAFT_SDK_VERSION_STRING,
-    "Q2_K weights (ggml id 10): 2-bit quants, 4-bit scales and mins per 16, fp16 super-scales per 256; "
-    "CPU kernels on Q8_K activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("q2_k",
+    "Q2_K weights (ggml id 10): 2-bit quants, 4-bit scales and mins per 16, fp16 super-scales per 256; "
+    "CPU kernels on Q8_K activations",
+    &block_format_factory<kSpec>)

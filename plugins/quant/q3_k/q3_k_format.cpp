@@ -278,19 +278,11 @@ const FormatSpec kSpec{
     true,  // AVX-512 batches read the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q3_k", GRAFT_SDK_VERSION_STRING,
-    "Q3_K weights (ggml id 11): 3-bit quants, 6-bit scales per 16, fp16 super-scale per 256; "
-    "CPU kernels on Q8_K activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("q3_k",
+    "Q3_K weights (ggml id 11): 3-bit quants, 6-bit scales per 16, fp16 super-scale per 256; "
+    "CPU kernels on Q8_K activations",
+    &block_format_factory<kSpec>)

@@ -61,19 +61,11 @@ const FormatSpec kSpec{
     false,  // no kernel reads the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q5_k", GRAFT_SDK_VERSION_STRING,
-    "Q5_K weights (ggml id 13): 5-bit codes, 6-bit scales and mins per 32, fp16 per 256; CPU kernels on Q8_K "
-    "activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("q5_k",
+    "Q5_K weights (ggml id 13): 5-bit codes, 6-bit scales and mins per 32, fp16 per 256; CPU kernels on Q8_K "
+    "activations",
+    &block_format_factory<kSpec>)

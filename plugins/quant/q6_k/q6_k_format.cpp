@@ -42,18 +42,10 @@ const FormatSpec kSpec{
     false,  // no kernel reads the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q6_k", GRAFT_SDK_VERSION_STRING,
-    "Q6_K weights (ggml id 14): 6-bit codes, int8 scales per 16, fp16 per 256; CPU kernels on Q8_K activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("q6_k",
+    "Q6_K weights (ggml id 14): 6-bit codes, int8 scales per 16, fp16 per 256; CPU kernels on Q8_K activations",
+    &block_format_factory<kSpec>)

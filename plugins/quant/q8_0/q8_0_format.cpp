@@ -48,18 +48,10 @@ const FormatSpec kSpec{
     true,  // AVX-512 batches read the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "q8_0", GRAFT_SDK_VERSION_STRING,
-    "Q8_0 weights (ggml id 8): 8-bit quants, fp16 scale per 32; CPU kernels on Q8_0 activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("q8_0",
+    "Q8_0 weights (ggml id 8): 8-bit quants, fp16 scale per 32; CPU kernels on Q8_0 activations",
+    &block_format_factory<kSpec>)

@@ -79,19 +79,11 @@ const FormatSpec kSpec{
     false,  // no kernel reads the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "tq1_0", GRAFT_SDK_VERSION_STRING,
-    "TQ1_0 weights (ggml id 34): ternary, base-3 packed (1.69 bits), fp16 scale per 256; CPU kernels on Q8_K "
-    "activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("tq1_0",
+    "TQ1_0 weights (ggml id 34): ternary, base-3 packed (1.69 bits), fp16 scale per 256; CPU kernels on Q8_K "
+    "activations",
+    &block_format_factory<kSpec>)

@@ -65,18 +65,10 @@ const FormatSpec kSpec{
     false,  // no kernel reads the column pairs
 };
 
-PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
-  return create_block_format(kSpec, host, config, error);
-}
-
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::weight_format, "tq2_0", GRAFT_SDK_VERSION_STRING,
-    "TQ2_0 weights (ggml id 35): ternary, 2 bits each, fp16 scale per 256; CPU kernels on Q8_K activations",
-    kFormatConfigKeys, kFormatConfigKeyCount, &create,
-};
-
 }  // namespace
 
 }  // namespace graft::quant
 
-GRAFT_PLUGIN(graft::quant::kDescriptor)
+GRAFT_QUANT_FORMAT_PLUGIN("tq2_0",
+    "TQ2_0 weights (ggml id 35): ternary, 2 bits each, fp16 scale per 256; CPU kernels on Q8_K activations",
+    &block_format_factory<kSpec>)
