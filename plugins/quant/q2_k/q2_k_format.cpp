@@ -19,7 +19,7 @@
 #include "half.hpp"
 #include "q2_k_block.hpp"
 #include "q2_k_gemm.hpp"
-#include "simd_level.hpp"
+#include "level_quantizer.hpp"
 #include "x86_simd.hpp"
 
 namespace graft::quant {
@@ -275,35 +275,12 @@ Q2K_INLINE void quantize_block(const float* x, BlockQ2K& out) {
   if (best == INFINITY) std::memset(&out, 0, sizeof out);  // non-finite input
 }
 
-template <int W>
-Q2K_INLINE void quantize_blocks(const float* x, BlockQ2K* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) quantize_block<W>(x + i * kQ2KBlockElems, y[i]);
-}
-
-void quantize_blocks_sse2(const float* x, BlockQ2K* y, std::int64_t n) { quantize_blocks<4>(x, y, n); }
-#ifdef GRAFT_QUANT_X86
-GRAFT_TARGET_AVX2 void quantize_blocks_avx2(const float* x, BlockQ2K* y, std::int64_t n) { quantize_blocks<8>(x, y, n); }
-GRAFT_TARGET_AVX512 void quantize_blocks_avx512(const float* x, BlockQ2K* y, std::int64_t n) {
-  quantize_blocks<16>(x, y, n);
-}
-#endif
-
-using QuantizeBlocksFn = void (*)(const float*, BlockQ2K*, std::int64_t);
-
-// The level the formats run ($GRAFT_CPU_SIMD, else the best the CPU has); creating the format has
-// already refused a level the CPU lacks, so the scalar answer below is never taken silently.
-QuantizeBlocksFn quantize_blocks_for_cpu() {
-  const auto level = resolve_simd_level(Config{});
-#ifdef GRAFT_QUANT_X86
-  if (level) return for_level(*level, &quantize_blocks_sse2, &quantize_blocks_avx2, &quantize_blocks_avx512);
-#endif
-  return &quantize_blocks_sse2;
-}
-
-void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
-  static const QuantizeBlocksFn fn = quantize_blocks_for_cpu();
-  fn(x, static_cast<BlockQ2K*>(dst), k / kQ2KBlockElems);
-}
+struct Q2KQuantizer {
+  using Block = BlockQ2K;
+  static constexpr std::int64_t kElems = kQ2KBlockElems;
+  template <int W>
+  Q2K_INLINE static void block(const float* x, Block& out) { quantize_block<W>(x, out); }
+};
 
 // ggml's dequantize_row_q2_K: dl = d * sc and ml = dmin * m in f32, then dl * q - ml.
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
@@ -321,7 +298,7 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
 
 const FormatSpec kSpec{
     {type_id::q2_k, "q2_k", 256, 84},
-    &quantize_row,
+    &LevelQuantizer<Q2KQuantizer>::quantize_row,
     &dequantize_row,
     ActivationForm::q8_k,
     0,

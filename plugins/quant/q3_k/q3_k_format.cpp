@@ -19,7 +19,7 @@
 #include "half.hpp"
 #include "q3_k_block.hpp"
 #include "q3_k_gemm.hpp"
-#include "simd_level.hpp"
+#include "level_quantizer.hpp"
 #include "x86_simd.hpp"
 
 namespace graft::quant {
@@ -220,36 +220,13 @@ Q3K_INLINE void quantize_block(const float* x, BlockQ3K& out) {
   pack(x, fp16_to_fp32(best_d), best_sc, best_d, out);
 }
 
-template <int W>
-Q3K_INLINE void quantize_blocks(const float* x, BlockQ3K* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) quantize_block<W>(x + i * kQ3KBlockElems, y[i]);
-}
-
-// Step 3's five scales fill 8 lanes at most: the AVX-512 entry point tries them on AVX2 widths.
-void quantize_blocks_baseline(const float* x, BlockQ3K* y, std::int64_t n) { quantize_blocks<4>(x, y, n); }
-#ifdef GRAFT_QUANT_X86
-GRAFT_TARGET_AVX2 void quantize_blocks_avx2(const float* x, BlockQ3K* y, std::int64_t n) { quantize_blocks<8>(x, y, n); }
-GRAFT_TARGET_AVX512 void quantize_blocks_avx512(const float* x, BlockQ3K* y, std::int64_t n) {
-  quantize_blocks<16>(x, y, n);
-}
-#endif
-
-using QuantizeBlocksFn = void (*)(const float*, BlockQ3K*, std::int64_t);
-
-// The level the formats run ($GRAFT_CPU_SIMD, else the best the CPU has); creating the format has
-// already refused a level the CPU lacks, so the baseline answer below is never taken silently.
-QuantizeBlocksFn quantize_blocks_for_cpu() {
-  const auto level = resolve_simd_level(Config{});
-#ifdef GRAFT_QUANT_X86
-  if (level) return for_level(*level, &quantize_blocks_baseline, &quantize_blocks_avx2, &quantize_blocks_avx512);
-#endif
-  return &quantize_blocks_baseline;
-}
-
-void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
-  static const QuantizeBlocksFn fn = quantize_blocks_for_cpu();
-  fn(x, static_cast<BlockQ3K*>(dst), k / kQ3KBlockElems);
-}
+// (Step 3's five scales fill 8 lanes at most: at 16 lanes they are tried on AVX2 widths.)
+struct Q3KQuantizer {
+  using Block = BlockQ3K;
+  static constexpr std::int64_t kElems = kQ3KBlockElems;
+  template <int W>
+  Q3K_INLINE static void block(const float* x, Block& out) { quantize_block<W>(x, out); }
+};
 
 // ggml's dequantize_row_q3_K: dl = d * (s - 32) in f32, then dl * q.
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
@@ -266,7 +243,7 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
 
 const FormatSpec kSpec{
     {type_id::q3_k, "q3_k", 256, 110},
-    &quantize_row,
+    &LevelQuantizer<Q3KQuantizer>::quantize_row,
     &dequantize_row,
     ActivationForm::q8_k,
     0,
