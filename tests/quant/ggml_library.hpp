@@ -5,12 +5,16 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "quant_test_util.hpp"
 
 namespace quant_test {
 
@@ -62,6 +66,34 @@ inline std::string load_ggml(Ggml& g) {
     return "";
   }
   return std::string("no libggml-cpu-*.so in ") + dir;
+}
+
+// Our matmul (every SIMD level) of the m rows of q (k elements each, format `name`, ggml type
+// ggml_type) with the n columns of x equals, bit for bit, ggml's vec_dot on its own Q8_K
+// activations (292 bytes per 256).
+inline void expect_matmul_is_ggml_vec_dot(const Ggml& g, const std::string& name, int ggml_type,
+                                          const std::vector<std::uint8_t>& q, std::int64_t k, std::int64_t m,
+                                          const std::vector<float>& x, std::int64_t n) {
+  constexpr int kQ8K = 15;
+  const GgmlTypeTraitsCpu* tc = g.cpu_traits(ggml_type);
+  ASSERT_EQ(tc->vec_dot_type, kQ8K);
+  const GgmlTypeTraitsCpu* q8 = g.cpu_traits(kQ8K);
+  const std::size_t rb = q.size() / static_cast<std::size_t>(m);
+  std::vector<std::uint8_t> xq(static_cast<std::size_t>(k / 256 * 292));
+  std::vector<float> want(static_cast<std::size_t>(m * n));
+  for (std::int64_t col = 0; col < n; ++col) {
+    q8->from_float(x.data() + col * k, xq.data(), k);
+    for (std::int64_t r = 0; r < m; ++r)
+      tc->vec_dot(static_cast<int>(k), &want[static_cast<std::size_t>(col * m + r)], 0, q.data() + r * rb, 0, xq.data(),
+                  0, 1);
+  }
+  for (const auto& level : available_levels()) {
+    const auto y = matmul(*format(name, level), *cpu(2), q, k, m, x.data(), n);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want[i]))
+          << level << " y[" << i / static_cast<std::size_t>(m) << "][" << i % static_cast<std::size_t>(m)
+          << "] = " << y[i] << ", ggml " << want[i];
+  }
 }
 
 }  // namespace quant_test

@@ -52,22 +52,8 @@ TEST(GgmlLibrary, DequantizeQuantizeAndDotAgreeWithGgml) {
     t->to_float(q.data(), yg.data(), k * m);
     const auto yo = dequantize(*f, q, k * m);
     EXPECT_EQ(std::memcmp(yg.data(), yo.data(), yo.size() * 4), 0);
-    // ggml's vec_dot on ggml's Q8_K activations (292 bytes per 256) against our matmul.
     const auto x = gaussian(static_cast<std::size_t>(k * n), 1.0f, 112);
-    const GgmlTypeTraitsCpu* q8 = g.cpu_traits(kQ8K);
-    std::vector<std::uint8_t> xq(static_cast<std::size_t>(k / 256 * 292));
-    std::vector<float> want(static_cast<std::size_t>(m * n));
-    for (std::int64_t col = 0; col < n; ++col) {
-      q8->from_float(x.data() + col * k, xq.data(), k);
-      for (std::int64_t r = 0; r < m; ++r)
-        tc->vec_dot(static_cast<int>(k), &want[static_cast<std::size_t>(col * m + r)], 0, q.data() + r * rb, 0, xq.data(), 0, 1);
-    }
-    for (const auto& level : available_levels()) {
-      const auto y = matmul(*format(c.name, level), *cpu(2), q, k, m, x.data(), n);
-      for (std::size_t i = 0; i < y.size(); ++i)
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want[i]))
-            << level << " y[" << i / m << "][" << i % m << "] = " << y[i] << ", ggml " << want[i];
-    }
+    expect_matmul_is_ggml_vec_dot(g, c.name, c.ggml_type, q, k, m, x, n);
   }
 }
 
