@@ -219,20 +219,5 @@ TEST(BonsaiDeterminism, ConcurrentCallersAgree) {
 }
 
 TEST(BonsaiGetRows, EqualsDequantizingTheSelectedRows) {
-  const std::int64_t k = 1024, rows = 50;
-  const std::int32_t ids[] = {0, 49, 7, 7, 23, 1, 48};
-  const std::size_t n = std::size(ids);
-  for (const std::string name : {"q1_0", "q2_0"}) {
-    auto f = format(name);
-    const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * rows), 1.0f, 91), k, rows);
-    const auto all = dequantize(*f, q, k * rows);
-    for (std::int64_t t : {1, 3}) {
-      std::vector<float> y(n * k, -1.0f);
-      const Status st = f->kernels("cpu")->get_rows(*cpu(t), weight_view(q.data(), traits(*f), k, rows), ids, n,
-                                                    f32_view(y.data(), k, static_cast<std::int64_t>(n)));
-      ASSERT_TRUE(st.ok()) << st.message();
-      for (std::size_t i = 0; i < n; ++i)
-        EXPECT_EQ(std::memcmp(y.data() + i * k, all.data() + ids[i] * k, k * sizeof(float)), 0) << name << " row " << i;
-    }
-  }
+  for (const std::string name : {"q1_0", "q2_0"}) expect_get_rows_dequantizes(name, 1024, 91);
 }

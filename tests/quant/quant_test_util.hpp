@@ -146,4 +146,27 @@ inline std::vector<float> matmul(WeightFormat& f, Backend& b, const std::vector<
   return y;
 }
 
+// get_rows of a 50-row table (Gaussian weights quantized with `seed`), repeated and unordered ids,
+// 1 and 3 threads: every row equals dequantizing it.
+inline void expect_get_rows_dequantizes(const std::string& name, std::int64_t k, std::uint32_t seed) {
+  const std::int64_t rows = 50;
+  const std::int32_t ids[] = {0, 49, 7, 7, 23, 1, 48};
+  const std::size_t n = std::size(ids);
+  auto f = format(name);
+  ASSERT_NE(f, nullptr) << name;
+  const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * rows), 1.0f, seed), k, rows);
+  const auto all = dequantize(*f, q, k * rows);
+  for (std::int64_t t : {1, 3}) {
+    std::vector<float> y(n * static_cast<std::size_t>(k), -1.0f);
+    const Status st = f->kernels("cpu")->get_rows(*cpu(t), weight_view(q.data(), traits(*f), k, rows), ids, n,
+                                                  f32_view(y.data(), k, static_cast<std::int64_t>(n)));
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_EQ(std::memcmp(y.data() + i * static_cast<std::size_t>(k), all.data() + ids[i] * k,
+                            static_cast<std::size_t>(k) * sizeof(float)),
+                0)
+          << name << " row " << i;
+  }
+}
+
 }  // namespace quant_test
