@@ -18,24 +18,34 @@ bool has_vbmi() {
 
 }  // namespace
 
-TEST(PreparedWeights, Q1_0PacksRowsInSixteensWhereTheLookupKernelsRun) {
-  const std::int64_t k = 384, m = 37;  // 3 blocks per row, 3 groups, the last with 5 rows
-  for (const auto& level : available_levels()) {
-    SCOPED_TRACE(level);
-    auto f = format("q1_0", level);
-    const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * m), 0.05f, 5), k, m);
-    std::unique_ptr<PreparedWeights> p;
-    ASSERT_TRUE(f->kernels("cpu")->prepare(*cpu(2), weight_view(q.data(), traits(*f), k, m), p).ok());
-    const bool expected = (level == "avx512" || level == "amx") && has_vbmi();
-    ASSERT_EQ(p != nullptr, expected);
-    if (!p) continue;
-    EXPECT_STREQ(p->layout(), "q1_0_rows16");
-    EXPECT_EQ(p->bytes(), 3u * 16 * 3 * 18);  // whole groups of the file's bytes
-  }
+TEST(PreparedWeights, Q1_0AndQ4_KPackRowGroupsWhereTheirKernelsRun) {
+  struct Case {
+    const char* format;
+    const char* layout;
+    std::int64_t k, m;
+    std::uint64_t bytes;  // whole groups of the file's bytes
+  };
+  const Case cases[] = {
+      {"q1_0", "q1_0_rows16", 384, 37, 3u * 16 * 3 * 18},  // 3 blocks per row, 3 groups, the last with 5 rows
+      {"q4_k", "q4_k_rows4", 512, 37, 10u * 4 * 2 * 144},  // 2 blocks per row, 10 groups, the last with 1 row
+  };
+  for (const Case& c : cases)
+    for (const auto& level : available_levels()) {
+      SCOPED_TRACE(std::string(c.format) + " " + level);
+      auto f = format(c.format, level);
+      const auto q = quantize(*f, gaussian(static_cast<std::size_t>(c.k * c.m), 0.05f, 5), c.k, c.m);
+      std::unique_ptr<PreparedWeights> p;
+      ASSERT_TRUE(f->kernels("cpu")->prepare(*cpu(2), weight_view(q.data(), traits(*f), c.k, c.m), p).ok());
+      const bool expected = (level == "avx512" || level == "amx") && has_vbmi();
+      ASSERT_EQ(p != nullptr, expected);
+      if (!p) continue;
+      EXPECT_STREQ(p->layout(), c.layout);
+      EXPECT_EQ(p->bytes(), c.bytes);
+    }
 }
 
 TEST(PreparedWeights, FormatsWithoutALayoutOfTheirOwnPrepareNothing) {
-  for (const std::string name : {"q8_0", "q4_0", "q2_0", "q4_k", "q2_k"}) {
+  for (const std::string name : {"q8_0", "q4_0", "q2_0", "q2_k"}) {
     SCOPED_TRACE(name);
     auto f = format(name);
     const std::int64_t k = 256, m = 8;

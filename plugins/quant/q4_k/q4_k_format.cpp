@@ -6,6 +6,7 @@
 #include "k4_quantizer.hpp"
 #include "k4_blocks.hpp"
 #include "q4_k_gemm.hpp"
+#include "q4_k_packed.hpp"
 
 namespace graft::quant {
 
@@ -42,6 +43,19 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   }
 }
 
+const PackedLayout kPacked{
+    "q4_k_rows4",
+    kQ4GroupRows,
+    &q4_k_packed_used_at,
+    &q4_k_packed_bytes,
+    &q4_k_pack_groups,
+#ifdef __x86_64__
+    {nullptr, nullptr, &q4_k_packed_gemm_avx512, &q4_k_packed_gemm_avx512},
+#else
+    {nullptr, nullptr, nullptr, nullptr},
+#endif
+};
+
 const FormatSpec kSpec{
     {type_id::q4_k, "q4_k", 256, 144},
     &quantize_row,
@@ -54,6 +68,7 @@ const FormatSpec kSpec{
     {&q4_k_gemm_scalar, nullptr, nullptr},
 #endif
     false,  // no kernel reads the column pairs
+    &kPacked,
 };
 
 }  // namespace

@@ -1,0 +1,189 @@
+// Q4_K on the packed layout (q4_k_packed.hpp), AVX-512 VNNI + VBMI. Same bits as every other Q4_K
+// kernel (q4_k_gemm.hpp: per block, S[l] = sum_j sc[j] * D_j[l] with D_j[l] the exact sum of the
+// 4 products of elements 4l..4l+3 of sub-block j, then the f32 steps of the definition).
+//
+// Per row and block, the 4 code vectors (low nibbles: elements 0..63 and 128..191; the high
+// nibbles, left in place as 16q: elements 64..127 and 192..255) go through vpdpbusd against the
+// matching 64 activation quants, giving D for 2 sub-blocks in the lanes l and 8 + l. A high-nibble
+// vector's lanes hold 16 D exactly, so shifting them left by 12 puts D in the upper word, and one
+// word blend pairs them with the low-nibble D of the same l; one vpdpwssd then applies both
+// sub-blocks' scales (words of the scale vector, picked by vpshufb from the row's unpacked scales).
+// The file-layout kernel needs a shift per 64 codes, a vpmaddubsw and a vpdpwssd per 64 codes and
+// scalar code for the scales of every row; here the 4 rows' scales and mins come out of one
+// vpermb + vpmultishiftqb and their fp16 factors out of one conversion per block.
+#include "q4_k_gemm.hpp"
+#include "q4_k_packed.hpp"
+
+#ifdef __x86_64__
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "q8k_activations.hpp"
+#include "x86_simd.hpp"
+
+#define GRAFT_Q4P_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+namespace graft::quant {
+
+namespace {
+
+struct Controls {
+  alignas(64) std::uint8_t spread[64];  // vpermb: qword t <- the 6 bytes holding fields 8t..8t+7
+  alignas(64) std::uint8_t shifts[64];  // vpmultishiftqb: byte u of a qword <- bits 6u..6u+7
+  alignas(64) std::uint8_t mins[64];    // vpermb (odd bytes zeroed): word j of lane i <- m[j] of row i
+  alignas(64) std::uint8_t sc[2][64];   // vpshufb of a row's 8 scales: the words of vpdpwssd's pairs
+};
+constexpr Controls make_controls() {
+  Controls c{};
+  for (int t = 0; t < 8; ++t)
+    for (int u = 0; u < 8; ++u) {
+      c.spread[8 * t + u] = static_cast<std::uint8_t>(6 * t + std::min(u, 5));
+      c.shifts[8 * t + u] = static_cast<std::uint8_t>(6 * u);
+    }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 8; ++j) c.mins[16 * i + 2 * j] = static_cast<std::uint8_t>(16 * i + 8 + j);
+  // Pair vector p (codes of half p): dwords 0..7 pair sub-blocks (4p, 4p + 2), dwords 8..15
+  // (4p + 1, 4p + 3); the low word scales the low-nibble D, the high word the high-nibble D.
+  for (int p = 0; p < 2; ++p)
+    for (int b = 0; b < 64; ++b) {
+      const int lane = b / 16, w = (b % 4) / 2, hi = b % 2;
+      c.sc[p][b] = hi ? 0x80 : static_cast<std::uint8_t>(4 * p + (lane >= 2 ? 1 : 0) + 2 * w);
+    }
+  return c;
+}
+constexpr Controls kCtrl = make_controls();
+constexpr int kCols = 2;
+constexpr std::int64_t kPrefetchBlocks = 8;  // 4.5 KiB; 9 KiB measured alike, 2.3 KiB worse
+
+struct RowCodes {
+  __m512i lo[2], hi[2];  // half h: low nibbles (q), high nibbles (16 q)
+  __m512i sc[2];
+};
+
+GRAFT_Q4P_TARGET inline __attribute__((always_inline)) void load_row(const std::uint8_t* blk, const std::uint8_t* fields,
+                                                                      int i, RowCodes& rc) {
+  const __m512i scales = _mm512_set1_epi64(static_cast<long long>([&] {
+    std::uint64_t v;
+    std::memcpy(&v, fields + 16 * i, 8);
+    return v;
+  }()));
+  rc.sc[0] = _mm512_shuffle_epi8(scales, _mm512_load_si512(kCtrl.sc[0]));
+  rc.sc[1] = _mm512_shuffle_epi8(scales, _mm512_load_si512(kCtrl.sc[1]));
+  const std::uint8_t* codes = blk + kQ4GroupCodesAt + 128 * i;
+  _Pragma("GCC unroll 16")
+  for (int h = 0; h < 2; ++h) {
+    const __m512i v = _mm512_loadu_si512(codes + 64 * h);
+    rc.lo[h] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
+    rc.hi[h] = _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(0xF0)));
+  }
+}
+
+// Lanes l and 8 + l: the row's S[l] in two parts (sub-blocks 0, 2, 4, 6 and 1, 3, 5, 7).
+GRAFT_Q4P_TARGET inline __attribute__((always_inline)) __m512i row_dot(const RowCodes& rc, const std::int8_t* x) {
+  __m512i s = _mm512_setzero_si512();
+  _Pragma("GCC unroll 16")
+  for (int h = 0; h < 2; ++h) {
+    const __m512i dlo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), rc.lo[h], _mm512_loadu_si512(x + 128 * h));
+    const __m512i dhi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), rc.hi[h], _mm512_loadu_si512(x + 128 * h + 64));
+    const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAAu, dlo, _mm512_slli_epi32(dhi, 12));
+    s = _mm512_dpwssd_epi32(s, pair, rc.sc[h]);
+  }
+  return s;
+}
+
+// Rows r .. r + 3 (one group; rows from r_end on are computed but not stored) x columns c .. c + C - 1.
+template <int C>
+GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, std::int64_t r, std::int64_t r_end, std::int64_t c) {
+  const std::int64_t nb = a.k / kQK_K;
+  const std::uint8_t* group = a.w + r * static_cast<std::int64_t>(a.w_stride);
+  __m512 acc[2][C];  // rows 2h (low half) and 2h + 1 (high half), lanes l
+  __m512 accm[C];    // row i in 128-bit lane i, lanes M[0..3]
+  _Pragma("GCC unroll 16")
+  for (int j = 0; j < C; ++j) acc[0][j] = acc[1][j] = accm[j] = _mm512_setzero_ps();
+  alignas(64) std::uint8_t fields[64];
+  const __m512i row_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512i pair_lo = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const std::uint8_t* blk = group + b * kQ4GroupBlockBytes;
+    // Every line of the group's block kPrefetchBlocks ahead, into L2 (T1): with two threads the
+    // kernel streamed at ~0.6 of the read bandwidth on the hardware prefetchers alone, ~0.7 with
+    // this into L1 (T0: its fill buffers are too few for the misses in flight), ~0.8-0.9 into L2.
+    _Pragma("GCC unroll 16")
+    for (int l = 0; l < kQ4GroupBlockBytes / 64; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBlocks * kQ4GroupBlockBytes) + 64 * l, _MM_HINT_T1);
+    const __m512 d = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk))));
+    const __m512 ndmin = _mm512_permutexvar_ps(
+        row_of_lane, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kQ4GroupNegDminAt)))));
+    const __m512i f = _mm512_and_si512(
+        _mm512_multishift_epi64_epi8(_mm512_load_si512(kCtrl.shifts),
+                                     _mm512_permutexvar_epi8(_mm512_load_si512(kCtrl.spread), _mm512_loadu_si512(blk + kQ4GroupFieldsAt))),
+        _mm512_set1_epi8(0x3F));
+    _mm512_store_si512(fields, f);
+    const __m512i mins = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, _mm512_load_si512(kCtrl.mins), f);
+
+    const std::int8_t* x[C];
+    const float* dx[C];  // broadcast at each use: 4 columns' worth of registers would spill
+    _Pragma("GCC unroll 16")
+    for (int j = 0; j < C; ++j) {
+      x[j] = a.xk->block_qs(c + j, b);
+      dx[j] = &a.xk->d[static_cast<std::size_t>((c + j) * nb + b)];
+    }
+    _Pragma("GCC unroll 16")
+    for (int h = 0; h < 2; ++h) {
+      __m512i s0[C];
+      RowCodes rc;
+      load_row(blk, fields, 2 * h, rc);
+      _Pragma("GCC unroll 16")
+      for (int j = 0; j < C; ++j) s0[j] = row_dot(rc, x[j]);
+      load_row(blk, fields, 2 * h + 1, rc);
+      const __m512 dw = _mm512_permutexvar_ps(_mm512_add_epi32(pair_lo, _mm512_set1_epi32(2 * h)), d);
+      _Pragma("GCC unroll 16")
+      for (int j = 0; j < C; ++j) {
+        const __m512i s1 = row_dot(rc, x[j]);
+        // [S of row 2h | S of row 2h + 1]: low halves plus high halves.
+        const __m512i folded = _mm512_add_epi32(_mm512_shuffle_i64x2(s0[j], s1, 0x44), _mm512_shuffle_i64x2(s0[j], s1, 0xEE));
+        acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(folded), _mm512_mul_ps(dw, _mm512_set1_ps(*dx[j])), acc[h][j]);
+      }
+    }
+    _Pragma("GCC unroll 16")
+    for (int j = 0; j < C; ++j) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+      const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      const __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
+      accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(ndmin, _mm512_set1_ps(*dx[j])), accm[j]);
+    }
+  }
+  const int rows = static_cast<int>(std::min<std::int64_t>(kQ4GroupRows, r_end - r));
+  _Pragma("GCC unroll 16")
+  for (int j = 0; j < C; ++j) {
+    float* y = a.y + (c + j) * static_cast<std::int64_t>(a.y_stride) + r;
+    const __m256 part[4] = {_mm512_castps512_ps256(acc[0][j]),
+                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0][j]), 1)),
+                            _mm512_castps512_ps256(acc[1][j]),
+                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[1][j]), 1))};
+    const __m128 mparts[4] = {_mm512_castps512_ps128(accm[j]), _mm512_extractf32x4_ps(accm[j], 1),
+                              _mm512_extractf32x4_ps(accm[j], 2), _mm512_extractf32x4_ps(accm[j], 3)};
+    for (int i = 0; i < rows; ++i) {
+      __m128 m = mparts[i];  // (accm[0] + accm[2]) + (accm[1] + accm[3]), as the definition
+      m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+      m = _mm_add_ss(m, _mm_movehdup_ps(m));
+      y[i] = x86::hsum8(part[i]) + _mm_cvtss_f32(m);
+    }
+  }
+}
+
+}  // namespace
+
+void q4_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  for (std::int64_t r = r0; r < r1; r += kQ4GroupRows) {
+    std::int64_t c = c0;
+    for (; c + kCols <= c1; c += kCols) group_tile<kCols>(a, r, r1, c);
+    if constexpr (kCols > 2)
+    if (c + 2 <= c1) group_tile<2>(a, r, r1, c), c += 2;
+    if (c < c1) group_tile<1>(a, r, r1, c);
+  }
+}
+
+}  // namespace graft::quant
+#endif
