@@ -59,9 +59,11 @@ void q4_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
             q[64 * j + 32 + l] = blk.qs[32 * j + l] >> 4;
           }
         std::uint8_t* codes = o + kQ4GroupCodesAt + 128 * i;
-        for (int h = 0; h < 2; ++h)
-          for (int t = 0; t < 64; ++t)
-            codes[64 * h + t] = static_cast<std::uint8_t>(q[128 * h + t] | (q[128 * h + 64 + t] << 4));
+        for (int p = 0; p < 2; ++p)
+          for (int n = 0; n < 16; ++n)
+            for (int e = 0; e < 4; ++e)
+              codes[64 * p + 4 * n + e] = static_cast<std::uint8_t>(q[q4_k_packed_first(p, 0, n) + e] |
+                                                                    (q[q4_k_packed_first(p, 1, n) + e] << 4));
       }
     }
   }

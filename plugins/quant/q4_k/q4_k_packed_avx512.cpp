@@ -2,15 +2,15 @@
 // kernel (q4_k_gemm.hpp: per block, S[l] = sum_j sc[j] * D_j[l] with D_j[l] the exact sum of the
 // 4 products of elements 4l..4l+3 of sub-block j, then the f32 steps of the definition).
 //
-// Per row and block, the 4 code vectors (low nibbles: elements 0..63 and 128..191; the high
-// nibbles, left in place as 16q: elements 64..127 and 192..255) go through vpdpbusd against the
-// matching 64 activation quants, giving D for 2 sub-blocks in the lanes l and 8 + l. A high-nibble
-// vector's lanes hold 16 D exactly, so shifting them left by 12 puts D in the upper word, and one
-// word blend pairs them with the low-nibble D of the same l; one vpdpwssd then applies both
-// sub-blocks' scales (words of the scale vector, picked by vpshufb from the row's unpacked scales).
-// The file-layout kernel needs a shift per 64 codes, a vpmaddubsw and a vpdpwssd per 64 codes and
-// scalar code for the scales of every row; here the 4 rows' scales and mins come out of one
-// vpermb + vpmultishiftqb and their fp16 factors out of one conversion per block.
+// The activations are put once per call in the order of the packed codes (4-element groups
+// moved, q4_k_packed_first). Then per row and block, each code vector's low and high nibbles go
+// through vpdpbusd against their 64 activations, giving D for 16 (j, l) groups each; vpackssdw
+// pairs them so that every dword holds the D of two sub-blocks with the same lane l (|D| <= 7680
+// fits a word), and one vpdpwssd applies both scales (words picked by vpshufb from the row's
+// unpacked scales) and adds into lane l or 8 + l. Per row and block that is 4 vpdpbusd, 2
+// vpackssdw and 2 vpdpwssd against the file-layout kernel's 4 shifts, 4 vpmaddubsw and 4 vpdpwssd
+// plus scalar code for the scales: here the 4 rows' scales and mins come out of one vpermb +
+// vpmultishiftqb and their fp16 factors out of one conversion per block.
 #include "q4_k_gemm.hpp"
 #include "q4_k_packed.hpp"
 
@@ -33,6 +33,7 @@ struct Controls {
   alignas(64) std::uint8_t shifts[64];  // vpmultishiftqb: byte u of a qword <- bits 6u..6u+7
   alignas(64) std::uint8_t mins[64];    // vpermb (odd bytes zeroed): word j of lane i <- m[j] of row i
   alignas(64) std::uint8_t sc[2][64];   // vpshufb of a row's 8 scales: the words of vpdpwssd's pairs
+  alignas(64) std::int32_t perm[2][16]; // vpermt2d: the A (low nibble) / B dwords of a code vector
 };
 constexpr Controls make_controls() {
   Controls c{};
@@ -43,21 +44,22 @@ constexpr Controls make_controls() {
     }
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 8; ++j) c.mins[16 * i + 2 * j] = static_cast<std::uint8_t>(16 * i + 8 + j);
-  // Pair vector p (codes of half p): dwords 0..7 pair sub-blocks (4p, 4p + 2), dwords 8..15
-  // (4p + 1, 4p + 3); the low word scales the low-nibble D, the high word the high-nibble D.
+  // After vpackssdw, dword q of code vector p pairs sub-blocks 4p + 2e (low word) and 4p + 2e + 1
+  // (high word), e = q / 8.
   for (int p = 0; p < 2; ++p)
     for (int b = 0; b < 64; ++b) {
-      const int lane = b / 16, w = (b % 4) / 2, hi = b % 2;
-      c.sc[p][b] = hi ? 0x80 : static_cast<std::uint8_t>(4 * p + (lane >= 2 ? 1 : 0) + 2 * w);
+      const int e = b / 32;
+      c.sc[p][b] = b % 2 ? 0x80 : static_cast<std::uint8_t>(4 * p + 2 * e + (b % 4) / 2);
     }
+  for (int h = 0; h < 2; ++h)
+    for (int n = 0; n < 16; ++n) c.perm[h][n] = q4_k_packed_first(0, h, n) / 4;  // vector p: the same, 128p on
   return c;
 }
 constexpr Controls kCtrl = make_controls();
-constexpr int kCols = 2;
 constexpr std::int64_t kPrefetchBlocks = 8;  // 4.5 KiB; 9 KiB measured alike, 2.3 KiB worse
 
 struct RowCodes {
-  __m512i lo[2], hi[2];  // half h: low nibbles (q), high nibbles (16 q)
+  __m512i lo[2], hi[2];  // code vector p: low nibbles, high nibbles
   __m512i sc[2];
 };
 
@@ -72,29 +74,31 @@ GRAFT_Q4P_TARGET inline __attribute__((always_inline)) void load_row(const std::
   rc.sc[1] = _mm512_shuffle_epi8(scales, _mm512_load_si512(kCtrl.sc[1]));
   const std::uint8_t* codes = blk + kQ4GroupCodesAt + 128 * i;
   _Pragma("GCC unroll 16")
-  for (int h = 0; h < 2; ++h) {
-    const __m512i v = _mm512_loadu_si512(codes + 64 * h);
-    rc.lo[h] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
-    rc.hi[h] = _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(0xF0)));
+  for (int p = 0; p < 2; ++p) {
+    const __m512i v = _mm512_loadu_si512(codes + 64 * p);
+    rc.lo[p] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
+    rc.hi[p] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
   }
 }
 
-// Lanes l and 8 + l: the row's S[l] in two parts (sub-blocks 0, 2, 4, 6 and 1, 3, 5, 7).
-GRAFT_Q4P_TARGET inline __attribute__((always_inline)) __m512i row_dot(const RowCodes& rc, const std::int8_t* x) {
+// Lanes l and 8 + l: the row's S[l] in two parts (sub-blocks 0, 1, 4, 5 and 2, 3, 6, 7); xp: the
+// block's activations in code order.
+GRAFT_Q4P_TARGET inline __attribute__((always_inline)) __m512i row_dot(const RowCodes& rc, const std::int8_t* xp) {
   __m512i s = _mm512_setzero_si512();
   _Pragma("GCC unroll 16")
-  for (int h = 0; h < 2; ++h) {
-    const __m512i dlo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), rc.lo[h], _mm512_loadu_si512(x + 128 * h));
-    const __m512i dhi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), rc.hi[h], _mm512_loadu_si512(x + 128 * h + 64));
-    const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAAu, dlo, _mm512_slli_epi32(dhi, 12));
-    s = _mm512_dpwssd_epi32(s, pair, rc.sc[h]);
+  for (int p = 0; p < 2; ++p) {
+    const __m512i da = _mm512_dpbusd_epi32(_mm512_setzero_si512(), rc.lo[p], _mm512_load_si512(xp + 128 * p));
+    const __m512i db = _mm512_dpbusd_epi32(_mm512_setzero_si512(), rc.hi[p], _mm512_load_si512(xp + 128 * p + 64));
+    s = _mm512_dpwssd_epi32(s, _mm512_packs_epi32(da, db), rc.sc[p]);
   }
   return s;
 }
 
-// Rows r .. r + 3 (one group; rows from r_end on are computed but not stored) x columns c .. c + C - 1.
+// Rows r .. r + 3 (one group; rows from r_end on are computed but not stored) x columns c .. c + C - 1;
+// xp: the activations in code order, column c first, 256 bytes per block.
 template <int C>
-GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, std::int64_t r, std::int64_t r_end, std::int64_t c) {
+GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::int64_t r, std::int64_t r_end,
+                                 std::int64_t c) {
   const std::int64_t nb = a.k / kQK_K;
   const std::uint8_t* group = a.w + r * static_cast<std::int64_t>(a.w_stride);
   __m512 acc[2][C];  // rows 2h (low half) and 2h + 1 (high half), lanes l
@@ -126,7 +130,7 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, std::int64_t r, std::int64_t
     const float* dx[C];  // broadcast at each use: 4 columns' worth of registers would spill
     _Pragma("GCC unroll 16")
     for (int j = 0; j < C; ++j) {
-      x[j] = a.xk->block_qs(c + j, b);
+      x[j] = xp + (j * nb + b) * kQK_K;
       dx[j] = &a.xk->d[static_cast<std::size_t>((c + j) * nb + b)];
     }
     _Pragma("GCC unroll 16")
@@ -173,15 +177,38 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, std::int64_t r, std::int64_t
   }
 }
 
+// The activations of columns [c0, c1) in code order: per block, the A and B groups of code vector
+// 0, then of vector 1 (4-byte groups, so two vpermt2d per 128 activations).
+GRAFT_Q4P_TARGET const std::int8_t* activations_in_code_order(const Q8KActivations& xk, std::int64_t c0, std::int64_t c1) {
+  thread_local AlignedVector<std::int8_t> buf;
+  const std::int64_t nb = xk.nb;
+  const auto bytes = static_cast<std::size_t>((c1 - c0) * nb * kQK_K);
+  if (buf.size() < bytes) buf.resize(bytes);
+  const __m512i pa = _mm512_load_si512(kCtrl.perm[0]), pb = _mm512_load_si512(kCtrl.perm[1]);
+  std::int8_t* out = buf.data();
+  for (std::int64_t c = c0; c < c1; ++c)
+    for (std::int64_t b = 0; b < nb; ++b, out += kQK_K) {
+      const std::int8_t* x = xk.block_qs(c, b);
+      for (int p = 0; p < 2; ++p) {
+        const __m512i lo = _mm512_loadu_si512(x + 128 * p), hi = _mm512_loadu_si512(x + 128 * p + 64);
+        _mm512_store_si512(out + 128 * p, _mm512_permutex2var_epi32(lo, pa, hi));
+        _mm512_store_si512(out + 128 * p + 64, _mm512_permutex2var_epi32(lo, pb, hi));
+      }
+    }
+  return buf.data();
+}
+
 }  // namespace
 
 void q4_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  const std::int8_t* xp = activations_in_code_order(*a.xk, c0, c1);
+  const std::int64_t column_bytes = a.xk->nb * kQK_K;
   for (std::int64_t r = r0; r < r1; r += kQ4GroupRows) {
     std::int64_t c = c0;
-    for (; c + kCols <= c1; c += kCols) group_tile<kCols>(a, r, r1, c);
-    if constexpr (kCols > 2)
-    if (c + 2 <= c1) group_tile<2>(a, r, r1, c), c += 2;
-    if (c < c1) group_tile<1>(a, r, r1, c);
+    // 4 columns share each row's decoded codes (more would spill the accumulators).
+    for (; c + 4 <= c1; c += 4) group_tile<4>(a, xp + (c - c0) * column_bytes, r, r1, c);
+    if (c + 2 <= c1) group_tile<2>(a, xp + (c - c0) * column_bytes, r, r1, c), c += 2;
+    if (c < c1) group_tile<1>(a, xp + (c - c0) * column_bytes, r, r1, c);
   }
 }
 
