@@ -127,15 +127,16 @@ int cmd_run(const Args& args) {
           {"prefill_tokens_per_second", stats.prefill_tps()},
           {"decode_tokens_per_second", stats.decode_tps()},
           {"memory_bytes",
-           {{"weights", mem.weights}, {"kv", mem.kv}, {"scratch", mem.scratch}, {"prepared_weights", mem.prepared}}}}}};
+           {{"weights", mem.weights}, {"kv", mem.kv}, {"scratch", mem.scratch}, {"prepared_weights", mem.prepared},
+            {"released_file_weights", mem.released}}}}}};
     std::puts(o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   std::fprintf(stderr,
                "\nload %.2f s | prompt %u tokens, %.1f tok/s | generated %u tokens, %.1f tok/s | stop: %s | seed %llu\n"
-               "memory: weights %s (kernel layouts %s), kv %s, scratch %s\n",
+               "memory: weights %s (kernel layouts %s, file pages released %s), kv %s, scratch %s\n",
                p.load_seconds(), stats.prompt_tokens, stats.prefill_tps(), stats.generated_tokens, stats.decode_tps(),
                finish_reason_name(stats.stop), static_cast<unsigned long long>(sampler.seed()),
-               human_bytes(mem.weights).c_str(), human_bytes(mem.prepared).c_str(), human_bytes(mem.kv).c_str(),
+               human_bytes(mem.weights).c_str(), human_bytes(mem.prepared).c_str(), human_bytes(mem.released).c_str(), human_bytes(mem.kv).c_str(),
                human_bytes(mem.scratch).c_str());
   return 0;
 }

@@ -5,6 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "plugin_host/profile_plugins.hpp"
 #include "profile/plugin_config_check.hpp"
 
@@ -13,25 +16,26 @@ namespace graft {
 namespace {
 
 // Touches every page of the weights once so the first tokens do not pay for page faults and
-// benchmarks measure compute, not disk; reports progress as it goes.
-void prefault(const gguf::File& file, const ProgressFn& progress) {
-  const auto& tensors = file.tensors();
-  if (tensors.empty()) return;
-  const std::uint8_t* begin = tensors.front().data;
-  const std::uint8_t* end = begin;
-  for (const auto& t : tensors) {
-    begin = std::min(begin, t.data);
-    end = std::max(end, t.data + t.bytes);
-  }
+// benchmarks measure compute, not disk; reports progress as it goes. Tensors in `skip` (whose
+// kernels read a copy of their own, their file pages released) are left alone.
+void prefault(const gguf::File& file, const std::vector<const std::uint8_t*>& skip, const ProgressFn& progress) {
+  std::vector<const gguf::TensorInfo*> tensors;
+  std::uint64_t total = 0;
+  for (const auto& t : file.tensors())
+    if (std::find(skip.begin(), skip.end(), t.data) == skip.end()) tensors.push_back(&t), total += t.bytes;
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t total = static_cast<std::size_t>(end - begin);
-  auto* aligned = reinterpret_cast<std::uint8_t*>(reinterpret_cast<std::uintptr_t>(begin) & ~(page - 1));
-  madvise(aligned, total + static_cast<std::size_t>(begin - aligned), MADV_WILLNEED);
   volatile std::uint8_t sink = 0;
-  const std::size_t step = std::max<std::size_t>(total / 50, page);
-  for (std::size_t off = 0; off < total; off += page) {
-    sink = sink + begin[off];
-    if (progress && off % step < page) progress("loading weights", double(off) / double(total));
+  const std::uint64_t step = std::max<std::uint64_t>(total / 50, page);
+  std::uint64_t done = 0, next_report = 0;
+  for (const gguf::TensorInfo* t : tensors) {
+    auto* aligned = reinterpret_cast<std::uint8_t*>(reinterpret_cast<std::uintptr_t>(t->data) & ~(page - 1));
+    madvise(aligned, t->bytes + static_cast<std::size_t>(t->data - aligned), MADV_WILLNEED);
+    for (std::uint64_t off = 0; off < t->bytes; off += page) sink = sink + t->data[off];
+    done += t->bytes;
+    if (progress && done >= next_report) {
+      progress("loading weights", total ? double(done) / double(total) : 1.0);
+      next_report = done + step;
+    }
   }
   if (progress) progress("loading weights", 1.0);
 }
@@ -43,7 +47,7 @@ Pipeline::~Pipeline() = default;
 MemoryReport Pipeline::memory() const {
   const KvMemory kvm = kv_->memory();
   return {model_->weights().total_bytes, kvm.device_bytes + kvm.host_bytes, model_->scratch_bytes(),
-          model_->weights().prepared_bytes};
+          model_->weights().prepared_bytes, model_->weights().released_bytes};
 }
 
 Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std::uint32_t max_batch,
@@ -105,7 +109,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
   if (!kv) return std::move(kv).status();
   p->kv_ = (*kv_lib)->adopt(std::move(*kv));
 
-  prefault(*p->file_, progress);
+  prefault(*p->file_, p->model_->weights().released, progress);
   p->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }

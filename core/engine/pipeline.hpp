@@ -24,6 +24,7 @@ struct MemoryReport {
   std::uint64_t kv = 0;       // KV store (device + host)
   std::uint64_t scratch = 0;  // activations
   std::uint64_t prepared = 0; // weight copies in the kernels' own layouts (FormatKernels::prepare)
+  std::uint64_t released = 0; // of `weights`, file pages dropped once those copies were made
 };
 
 // Progress of a long step: fraction done in [0, 1].

@@ -106,6 +106,12 @@ class File {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* tensor(std::string_view name) const;
 
+  // For a file opened from a path: drops this process's pages wholly inside [data, data + bytes)
+  // of the mapping (MADV_DONTNEED; the bytes stay valid, a later read faults them back in from the
+  // file). Used for tensors whose kernels keep a copy of their own. Returns the bytes released: 0
+  // for a parsed in-memory file or a range outside the mapping.
+  std::uint64_t release(const std::uint8_t* data, std::uint64_t bytes) const noexcept;
+
  private:
   File() = default;
   std::string name_;

@@ -46,6 +46,8 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::uint64_t total_bytes = 0;  // weight bytes the forward pass reads
   std::uint64_t prepared_bytes = 0;  // memory of the kernels' own copies (MatrixWeight::prepared)
+  std::uint64_t released_bytes = 0;  // of the file's pages of those matrices, released (gguf::File::release)
+  std::vector<const std::uint8_t*> released;  // the data of the tensors whose pages were released
 
   // The matrices the forward pass multiplies by: the layers' and the output (not token_embd, of
   // which it only reads rows, so a tied output is prepared once).

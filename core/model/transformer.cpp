@@ -28,12 +28,21 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
   t->weights_ = std::move(*weights);
   t->max_batch_ = max_batch;
   // Kernels that read their own layout get it now, once (the file's bytes stay mapped for the
-  // rest: norms, token rows, and matrices whose kernels read them as they are).
+  // rest: norms, token rows, and matrices whose kernels read them as they are). The file's pages of
+  // a prepared matrix are then released, so the weights are not held twice (a tied output keeps
+  // them: its rows are the token embeddings).
   for (MatrixWeight* m : t->weights_.matmul_weights()) {
     std::unique_ptr<PreparedWeights> prepared;
     if (Status st = m->kernels->prepare(backend, m->view, prepared); !st.ok())
       return Status(st.code(), fmt::format("{}: {}", m->name, st.message()));
-    if (prepared) t->weights_.prepared_bytes += prepared->bytes();
+    if (prepared) {
+      t->weights_.prepared_bytes += prepared->bytes();
+      const gguf::TensorInfo* info = t->file_->tensor(m->name);
+      if (info && m->view.data != t->weights_.token_embd.view.data) {
+        t->weights_.released_bytes += t->file_->release(info->data, info->bytes);
+        t->weights_.released.push_back(info->data);
+      }
+    }
     m->prepared = std::move(prepared);
   }
 

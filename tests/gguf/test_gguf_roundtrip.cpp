@@ -248,3 +248,37 @@ TEST(ggufRoundTrip, WriteErrors) {
   EXPECT_NE(s.message().find("cannot create temporary file"), std::string::npos) << s.message();
   fs::remove_all(temp_dir());
 }
+
+TEST(ggufRoundTrip, ReleasedPagesOfAMappedFileReadBackTheSame) {
+  fs::path dir = temp_dir();
+  fs::path p = dir / "release.gguf";
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t n = 5 * page;  // f32 elements: 20 pages of data
+  Writer w;
+  const Bytes data = pattern(n * 4, 9);
+  const std::uint64_t ne[] = {n};
+  ASSERT_TRUE(w.add_tensor("big", ne, graft::type_id::f32, data).ok());
+  ASSERT_TRUE(w.write(p).ok());
+  auto f = File::open(p);
+  ASSERT_TRUE(f.has_value()) << f.status().message();
+  const TensorInfo* t = (*f)->tensor("big");
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(std::equal(data.begin(), data.end(), t->data));  // faulted in
+  // Only whole pages inside the range go: 20 pages of data span 19 or 20 of them.
+  const std::uint64_t released = (*f)->release(t->data, t->bytes);
+  EXPECT_EQ(released % page, 0u);
+  EXPECT_GE(released, 19 * page);
+  EXPECT_LE(released, t->bytes);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), t->data));  // read again from the file
+  // Nothing to release outside the mapping, in less than a page, or in a parsed in-memory file.
+  const std::uint8_t outside[16] = {};
+  EXPECT_EQ((*f)->release(outside, sizeof outside), 0u);
+  EXPECT_EQ((*f)->release(t->data + 1, page - 2), 0u);
+  Bytes keep = w.to_bytes();
+  auto mem = File::parse(keep);
+  ASSERT_TRUE(mem.has_value());
+  const TensorInfo* tm = (*mem)->tensor("big");
+  EXPECT_EQ((*mem)->release(tm->data, tm->bytes), 0u);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), tm->data));
+  fs::remove_all(dir);
+}
