@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "k4_blocks.hpp"
+#include "k_pack_order.hpp"
 
 namespace graft::quant {
 
@@ -62,8 +63,8 @@ void q4_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
         for (int p = 0; p < 2; ++p)
           for (int n = 0; n < 16; ++n)
             for (int e = 0; e < 4; ++e)
-              codes[64 * p + 4 * n + e] = static_cast<std::uint8_t>(q[q4_k_packed_first(p, 0, n) + e] |
-                                                                    (q[q4_k_packed_first(p, 1, n) + e] << 4));
+              codes[64 * p + 4 * n + e] = static_cast<std::uint8_t>(q[k_pack_first(p, 0, n) + e] |
+                                                                    (q[k_pack_first(p, 1, n) + e] << 4));
       }
     }
   }

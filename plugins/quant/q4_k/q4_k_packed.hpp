@@ -9,10 +9,9 @@
 //   [16, 64)   the 64 6-bit fields of the 4 rows as one little-endian bit stream, field 16i + j at
 //              bit 6 (16i + j): j < 8 the scale sc[j] of row i, j >= 8 its min m[j - 8]
 //   [64, 576)  row i's codes at 64 + 128i, as two 64-byte vectors p = 0, 1: dword n of vector p
-//              holds 4 consecutive elements (q4_k_packed_first) in its low nibbles ("A") and 4
-//              others in its high nibbles ("B"), so that vpdpbusd of each against the activations
-//              in the same order, then vpackssdw, pairs the sums of two sub-blocks with the same
-//              definition lane l in each dword (the kernel's comment has the whole story)
+//              holds the group k_pack_first(p, 0, n) in its low nibbles and k_pack_first(p, 1, n)
+//              in its high nibbles (k_pack_order.hpp: vpdpbusd and vpackssdw then pair the sums
+//              of two sub-blocks with the same definition lane in each dword)
 // Groups follow each other, ceil(m / 4) of them; the rows past m in the last group are zero (their
 // outputs are never stored). The same bytes as the file's rows, rearranged.
 //
@@ -33,17 +32,6 @@ inline constexpr std::int64_t kQ4GroupBlockBytes = kQ4GroupRows * 144;
 inline constexpr std::int64_t kQ4GroupNegDminAt = 8;
 inline constexpr std::int64_t kQ4GroupFieldsAt = 16;
 inline constexpr std::int64_t kQ4GroupCodesAt = 64;
-
-// The first of the 4 elements (32 j + 4 l: sub-block j, lane l) whose codes are the low (high =
-// 0) or high (high = 1) nibbles of dword n (0..15) of code vector p (0, 1). After vpackssdw(A, B),
-// dword q holds the sums of sub-blocks 4p + 2 (q / 8) (low word) and 4p + 2 (q / 8) + 1 (high
-// word) for lane l = q % 8.
-constexpr int q4_k_packed_first(int p, int high, int n) {
-  const int lane = n / 4, pair = (n % 4) / 2, word = n % 2;
-  const int j = 4 * p + 2 * (lane / 2) + word;
-  const int l = (4 * lane + 2 * high + pair) % 8;
-  return 32 * j + 4 * l;
-}
 
 bool q4_k_packed_used_at(SimdLevel level) noexcept;
 std::uint64_t q4_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;

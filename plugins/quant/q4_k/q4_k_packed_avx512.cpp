@@ -2,8 +2,7 @@
 // kernel (q4_k_gemm.hpp: per block, S[l] = sum_j sc[j] * D_j[l] with D_j[l] the exact sum of the
 // 4 products of elements 4l..4l+3 of sub-block j, then the f32 steps of the definition).
 //
-// The activations are put once per call in the order of the packed codes (4-element groups
-// moved, q4_k_packed_first). Then per row and block, each code vector's low and high nibbles go
+// The activations are put once per call in the order of the packed codes (k_pack_order.hpp). Then per row and block, each code vector's low and high nibbles go
 // through vpdpbusd against their 64 activations, giving D for 16 (j, l) groups each; vpackssdw
 // pairs them so that every dword holds the D of two sub-blocks with the same lane l (|D| <= 7680
 // fits a word), and one vpdpwssd applies both scales (words picked by vpshufb from the row's
@@ -19,6 +18,7 @@
 #include <array>
 #include <cstring>
 
+#include "k_pack_order.hpp"
 #include "q8k_activations.hpp"
 #include "x86_simd.hpp"
 
@@ -33,7 +33,6 @@ struct Controls {
   alignas(64) std::uint8_t shifts[64];  // vpmultishiftqb: byte u of a qword <- bits 6u..6u+7
   alignas(64) std::uint8_t mins[64];    // vpermb (odd bytes zeroed): word j of lane i <- m[j] of row i
   alignas(64) std::uint8_t sc[2][64];   // vpshufb of a row's 8 scales: the words of vpdpwssd's pairs
-  alignas(64) std::int32_t perm[2][16]; // vpermt2d: the A (low nibble) / B dwords of a code vector
 };
 constexpr Controls make_controls() {
   Controls c{};
@@ -51,8 +50,6 @@ constexpr Controls make_controls() {
       const int e = b / 32;
       c.sc[p][b] = b % 2 ? 0x80 : static_cast<std::uint8_t>(4 * p + 2 * e + (b % 4) / 2);
     }
-  for (int h = 0; h < 2; ++h)
-    for (int n = 0; n < 16; ++n) c.perm[h][n] = q4_k_packed_first(0, h, n) / 4;  // vector p: the same, 128p on
   return c;
 }
 constexpr Controls kCtrl = make_controls();
@@ -177,31 +174,10 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::
   }
 }
 
-// The activations of columns [c0, c1) in code order: per block, the A and B groups of code vector
-// 0, then of vector 1 (4-byte groups, so two vpermt2d per 128 activations).
-GRAFT_Q4P_TARGET const std::int8_t* activations_in_code_order(const Q8KActivations& xk, std::int64_t c0, std::int64_t c1) {
-  thread_local AlignedVector<std::int8_t> buf;
-  const std::int64_t nb = xk.nb;
-  const auto bytes = static_cast<std::size_t>((c1 - c0) * nb * kQK_K);
-  if (buf.size() < bytes) buf.resize(bytes);
-  const __m512i pa = _mm512_load_si512(kCtrl.perm[0]), pb = _mm512_load_si512(kCtrl.perm[1]);
-  std::int8_t* out = buf.data();
-  for (std::int64_t c = c0; c < c1; ++c)
-    for (std::int64_t b = 0; b < nb; ++b, out += kQK_K) {
-      const std::int8_t* x = xk.block_qs(c, b);
-      for (int p = 0; p < 2; ++p) {
-        const __m512i lo = _mm512_loadu_si512(x + 128 * p), hi = _mm512_loadu_si512(x + 128 * p + 64);
-        _mm512_store_si512(out + 128 * p, _mm512_permutex2var_epi32(lo, pa, hi));
-        _mm512_store_si512(out + 128 * p + 64, _mm512_permutex2var_epi32(lo, pb, hi));
-      }
-    }
-  return buf.data();
-}
-
 }  // namespace
 
 void q4_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  const std::int8_t* xp = activations_in_code_order(*a.xk, c0, c1);
+  const std::int8_t* xp = k_pack_activations(*a.xk, c0, c1);
   const std::int64_t column_bytes = a.xk->nb * kQK_K;
   for (std::int64_t r = r0; r < r1; r += kQ4GroupRows) {
     std::int64_t c = c0;

@@ -1,0 +1,61 @@
+// The element order of the K-quant packed layouts (Q4_K's q4_k_rows4, Q2_K's q2_k_rows4). A
+// block's 256 codes form 4 vectors of 64 bytes, A and B for p = 0, 1 (Q4_K: the low and high
+// nibbles of code vector p; Q2_K: the 2-bit fields 2p and 2p + 1 of the one code vector); dword n
+// of each holds 4 consecutive elements, the group (j, l) = elements 32j + 4l .. 32j + 4l + 3, where
+// l is the definition's lane (S[l] sums its groups over all j, each times its sub-block scale). The
+// groups are placed so that after one vpdpbusd of A and of B against the activations in the same
+// order, vpackssdw(A, B) leaves in dword q the sums of groups (4p + 2 (q / 8), l) (low word) and
+// (4p + 2 (q / 8) + 1, l) (high word) with l = q % 8: one vpdpwssd against the matching scale
+// words then adds both into lane l or 8 + l of a 16-lane sum, folded to 8 lanes at the end.
+// (Q4_K's sub-blocks of 32 are the j; Q2_K's S[l] sums sc[2j + l / 4] times the group (j, l).)
+#pragma once
+
+#include <cstdint>
+
+#include "q8k_activations.hpp"
+#include "x86_simd.hpp"
+
+namespace graft::quant {
+
+// The first element of the group in dword n (0..15) of vector A (high = 0) or B (high = 1), p = 0, 1.
+constexpr int k_pack_first(int p, int high, int n) {
+  const int lane = n / 4, pair = (n % 4) / 2, word = n % 2;
+  const int j = 4 * p + 2 * (lane / 2) + word;
+  const int l = (4 * lane + 2 * high + pair) % 8;
+  return 32 * j + 4 * l;
+}
+
+#ifdef GRAFT_QUANT_X86
+// The activations of columns [c0, c1) in that order, 256 bytes per block (A0, B0, A1, B1), in a
+// per-thread buffer valid until the next call on this thread: two vpermt2d per 128 quants.
+__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+inline const std::int8_t* k_pack_activations(const Q8KActivations& xk, std::int64_t c0, std::int64_t c1) {
+  struct Perm {
+    alignas(64) std::int32_t idx[2][16];  // dword index into the 128 quants of p
+  };
+  static constexpr Perm kPerm = [] {
+    Perm t{};
+    for (int h = 0; h < 2; ++h)
+      for (int n = 0; n < 16; ++n) t.idx[h][n] = k_pack_first(0, h, n) / 4;
+    return t;
+  }();
+  thread_local AlignedVector<std::int8_t> buf;
+  const std::int64_t nb = xk.nb;
+  const auto bytes = static_cast<std::size_t>((c1 - c0) * nb * kQK_K);
+  if (buf.size() < bytes) buf.resize(bytes);
+  const __m512i pa = _mm512_load_si512(kPerm.idx[0]), pb = _mm512_load_si512(kPerm.idx[1]);
+  std::int8_t* out = buf.data();
+  for (std::int64_t c = c0; c < c1; ++c)
+    for (std::int64_t b = 0; b < nb; ++b, out += kQK_K) {
+      const std::int8_t* x = xk.block_qs(c, b);
+      for (int p = 0; p < 2; ++p) {
+        const __m512i lo = _mm512_loadu_si512(x + 128 * p), hi = _mm512_loadu_si512(x + 128 * p + 64);
+        _mm512_store_si512(out + 128 * p, _mm512_permutex2var_epi32(lo, pa, hi));
+        _mm512_store_si512(out + 128 * p + 64, _mm512_permutex2var_epi32(lo, pb, hi));
+      }
+    }
+  return buf.data();
+}
+#endif
+
+}  // namespace graft::quant
