@@ -56,7 +56,7 @@ TEST_F(cli_run, JsonGreedyIsDeterministicAndCountsTokens) {
   EXPECT_EQ(ja["stats"]["generated_tokens"], 12);
   EXPECT_EQ(ja["stats"]["prompt_tokens"], 4);
   EXPECT_GT(ja["stats"]["memory_bytes"]["weights"].get<double>(), 0);
-  // Only Q1_0 and Q4_K prepare layouts of their own; the test model has neither, so no file pages
+  // Only Q1_0, Q4_K and Q2_K prepare layouts of their own; the test model has neither, so no file pages
   // are released either.
   ASSERT_TRUE(ja["stats"]["memory_bytes"].contains("prepared_weights")) << ja.dump();
   EXPECT_EQ(ja["stats"]["memory_bytes"]["prepared_weights"].get<double>(), 0);
@@ -175,35 +175,39 @@ TEST_F(cli_run, BenchReportsBandwidthFraction) {
   EXPECT_NEAR(frac, j["decode_bytes_per_second"].get<double>() / j["read_bandwidth_bytes_per_second"].get<double>(), 1e-9);
 }
 
-// A Q4_K model: where the kernels keep their own layout (AVX512-VBMI), the file's pages of those
-// matrices are released after load and the greedy tokens are the same as with the file's layout
-// (GRAFT_CPU_SIMD=avx2 prepares nothing).
-TEST_F(cli_run, PreparedQ4KWeightsReleaseTheFilePagesAndKeepTheTokens) {
-  const std::string q4k = (dir_->path() / "q4k.gguf").string();
-  auto s = run_command(std::string(GRAFT_EXE) +
-                       " synth --arch llama --n-embd 256 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 512 "
-                       "--n-vocab 700 --ctx 512 --type q4_k --seed 5 --out " + q4k);
-  ASSERT_EQ(s.exit_code, 0) << s.output;
-  const std::string args = "run --model " + q4k + " --prompt-ids \"5 6 7 8\" --temp 0 -n 16 --json";
-  auto packed = graft(args), file = run_command("GRAFT_CPU_SIMD=avx2 " + std::string(GRAFT_EXE) + " " + args, false);
-  ASSERT_EQ(packed.exit_code, 0) << packed.output;
-  ASSERT_EQ(file.exit_code, 0) << file.output;
-  const auto jp = parse(packed), jf = parse(file);
-  EXPECT_EQ(jp["generated_ids"], jf["generated_ids"]);
-  const auto& mp = jp["stats"]["memory_bytes"];
-  const auto& mf = jf["stats"]["memory_bytes"];
-  EXPECT_EQ(mf["prepared_weights"].get<double>(), 0);
-  EXPECT_EQ(mf["released_file_weights"].get<double>(), 0);
+// Q4_K and Q2_K models: where the kernels keep their own layout (AVX512-VBMI), the file's pages of
+// those matrices are released after load and the greedy tokens are the same as with the file's
+// layout (GRAFT_CPU_SIMD=avx2 prepares nothing).
+TEST_F(cli_run, PreparedKQuantWeightsReleaseTheFilePagesAndKeepTheTokens) {
 #ifdef __x86_64__
   const bool prepares = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
 #else
   const bool prepares = false;
 #endif
-  if (!prepares) GTEST_SKIP() << "no AVX512-VBMI: Q4_K keeps the file's layout on this CPU";
-  // Every matrix but the token embeddings (the output is not tied) is prepared; their whole pages
-  // inside each tensor are released.
-  EXPECT_GT(mp["prepared_weights"].get<double>(), 0.8 * mp["weights"].get<double>());
-  EXPECT_LE(mp["prepared_weights"].get<double>(), mp["weights"].get<double>());
-  EXPECT_GT(mp["released_file_weights"].get<double>(), 0.5 * mp["prepared_weights"].get<double>());
-  EXPECT_LE(mp["released_file_weights"].get<double>(), mp["prepared_weights"].get<double>());
+  for (const std::string type : {"q4_k", "q2_k"}) {
+    SCOPED_TRACE(type);
+    const std::string path = (dir_->path() / (type + ".gguf")).string();
+    auto s = run_command(std::string(GRAFT_EXE) +
+                         " synth --arch llama --n-embd 256 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 512 "
+                         "--n-vocab 700 --ctx 512 --type " + type + " --seed 5 --out " + path);
+    ASSERT_EQ(s.exit_code, 0) << s.output;
+    const std::string args = "run --model " + path + " --prompt-ids \"5 6 7 8\" --temp 0 -n 16 --json";
+    auto packed = graft(args), file = run_command("GRAFT_CPU_SIMD=avx2 " + std::string(GRAFT_EXE) + " " + args, false);
+    ASSERT_EQ(packed.exit_code, 0) << packed.output;
+    ASSERT_EQ(file.exit_code, 0) << file.output;
+    const auto jp = parse(packed), jf = parse(file);
+    EXPECT_EQ(jp["generated_ids"], jf["generated_ids"]);
+    const auto& mp = jp["stats"]["memory_bytes"];
+    const auto& mf = jf["stats"]["memory_bytes"];
+    EXPECT_EQ(mf["prepared_weights"].get<double>(), 0);
+    EXPECT_EQ(mf["released_file_weights"].get<double>(), 0);
+    if (!prepares) continue;
+    // Every matrix but the token embeddings (the output is not tied) is prepared; the whole pages
+    // inside each of those tensors are released.
+    EXPECT_GT(mp["prepared_weights"].get<double>(), 0.8 * mp["weights"].get<double>());
+    EXPECT_LE(mp["prepared_weights"].get<double>(), mp["weights"].get<double>());
+    EXPECT_GT(mp["released_file_weights"].get<double>(), 0.5 * mp["prepared_weights"].get<double>());
+    EXPECT_LE(mp["released_file_weights"].get<double>(), mp["prepared_weights"].get<double>());
+  }
+  if (!prepares) GTEST_SKIP() << "no AVX512-VBMI: Q4_K and Q2_K keep the file's layout on this CPU (tokens compared)";
 }

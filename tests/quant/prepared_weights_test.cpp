@@ -18,7 +18,7 @@ bool has_vbmi() {
 
 }  // namespace
 
-TEST(PreparedWeights, Q1_0AndQ4_KPackRowGroupsWhereTheirKernelsRun) {
+TEST(PreparedWeights, Q1_0Q4_KAndQ2_KPackRowGroupsWhereTheirKernelsRun) {
   struct Case {
     const char* format;
     const char* layout;
@@ -28,6 +28,7 @@ TEST(PreparedWeights, Q1_0AndQ4_KPackRowGroupsWhereTheirKernelsRun) {
   const Case cases[] = {
       {"q1_0", "q1_0_rows16", 384, 37, 3u * 16 * 3 * 18},  // 3 blocks per row, 3 groups, the last with 5 rows
       {"q4_k", "q4_k_rows4", 512, 37, 10u * 4 * 2 * 144},  // 2 blocks per row, 10 groups, the last with 1 row
+      {"q2_k", "q2_k_rows4", 768, 6, 2u * 4 * 3 * 84},     // 3 blocks per row, 2 groups, the last with 2 rows
   };
   for (const Case& c : cases)
     for (const auto& level : available_levels()) {
@@ -45,7 +46,7 @@ TEST(PreparedWeights, Q1_0AndQ4_KPackRowGroupsWhereTheirKernelsRun) {
 }
 
 TEST(PreparedWeights, FormatsWithoutALayoutOfTheirOwnPrepareNothing) {
-  for (const std::string name : {"q8_0", "q4_0", "q2_0", "q2_k"}) {
+  for (const std::string name : {"q8_0", "q4_0", "q2_0", "q3_k", "q6_k"}) {
     SCOPED_TRACE(name);
     auto f = format(name);
     const std::int64_t k = 256, m = 8;

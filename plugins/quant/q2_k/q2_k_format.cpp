@@ -19,6 +19,7 @@
 #include "half.hpp"
 #include "q2_k_block.hpp"
 #include "q2_k_gemm.hpp"
+#include "q2_k_packed.hpp"
 #include "level_quantizer.hpp"
 #include "x86_simd.hpp"
 
@@ -296,6 +297,19 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   }
 }
 
+const PackedLayout kPacked{
+    "q2_k_rows4",
+    kQ2GroupRows,
+    &q2_k_packed_used_at,
+    &q2_k_packed_bytes,
+    &q2_k_pack_groups,
+#ifdef __x86_64__
+    {nullptr, nullptr, &q2_k_packed_gemm_avx512, &q2_k_packed_gemm_avx512},
+#else
+    {nullptr, nullptr, nullptr, nullptr},
+#endif
+};
+
 const FormatSpec kSpec{
     {type_id::q2_k, "q2_k", 256, 84},
     &LevelQuantizer<Q2KQuantizer>::quantize_row,
@@ -308,6 +322,7 @@ const FormatSpec kSpec{
     {&q2_k_gemm_scalar, nullptr, nullptr},
 #endif
     true,  // AVX-512 batches read the column pairs
+    &kPacked,
 };
 
 }  // namespace
