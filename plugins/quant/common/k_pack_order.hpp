@@ -26,6 +26,22 @@ constexpr int k_pack_first(int p, int high, int n) {
 }
 
 #ifdef GRAFT_QUANT_X86
+// Codes (one per byte) of elements 128p .. 128p + 127 in element order, as two vectors lo and hi:
+// vector A (high = 0) or B (high = 1) of p in the packed order. (AVX512-VBMI.)
+__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+inline __m512i k_pack_gather(__m512i lo, __m512i hi, int high) {
+  struct Idx {
+    alignas(64) std::uint8_t b[2][64];
+  };
+  static constexpr Idx kIdx = [] {
+    Idx t{};
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < 64; ++i) t.b[h][i] = static_cast<std::uint8_t>(k_pack_first(0, h, i / 4) + i % 4);
+    return t;
+  }();
+  return _mm512_permutex2var_epi8(lo, _mm512_load_si512(kIdx.b[high]), hi);
+}
+
 // The activations of columns [c0, c1) in that order, 256 bytes per block (A0, B0, A1, B1), in a
 // per-thread buffer valid until the next call on this thread: two vpermt2d per 128 quants.
 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))

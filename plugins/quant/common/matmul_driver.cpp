@@ -1,6 +1,10 @@
 #include "matmul_driver.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -82,6 +86,22 @@ Status check_f32_rows(const FormatSpec& spec, const char* op, const char* name, 
 
 }  // namespace
 
+namespace {
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+}  // namespace
+
+PackedWeights::PackedWeights(const FormatSpec& spec, SimdLevel level, std::int64_t k, std::int64_t m)
+    : spec_(spec), level_(level), k_(k), m_(m), size_(spec.packed->bytes(k, m)) {
+  const std::size_t align = size_ >= kHugePage ? kHugePage : 64;
+  const std::size_t rounded = (std::max<std::size_t>(size_, 1) + align - 1) / align * align;
+  auto* p = static_cast<std::uint8_t*>(std::aligned_alloc(align, rounded));
+  if (!p) throw std::bad_alloc();
+  if (align == kHugePage) ::madvise(p, size_ / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice: failure is harmless
+  data_.reset(p);
+}
+
+void PackedWeights::Free::operator()(std::uint8_t* p) const noexcept { std::free(p); }
+
 Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w,
                    std::unique_ptr<PreparedWeights>& out) {
   out.reset();
@@ -90,7 +110,14 @@ Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, co
   GRAFT_TRY(check_weights(spec, "prepare", "weight", w, w_stride));
   if (!spec.packed || !spec.packed->used_at(level)) return Status::success();
   const std::int64_t k = w.ne[0], m = w.ne[1];
-  auto packed = std::make_unique<PackedWeights>(spec, level, k, m);
+  std::unique_ptr<PackedWeights> packed;
+  try {
+    packed = std::make_unique<PackedWeights>(spec, level, k, m);
+  } catch (const std::bad_alloc&) {
+    return Status(Errc::out_of_memory, std::string(spec.traits.name) + " prepare: out of memory for the " +
+                                           spec.packed->name + " copy of a " + shape(w) + " weight (" +
+                                           std::to_string(spec.packed->bytes(k, m)) + " bytes)");
+  }
   const auto groups = static_cast<std::size_t>((m + spec.packed->row_group - 1) / spec.packed->row_group);
   const auto* src = static_cast<const std::uint8_t*>(w.data);
   std::uint8_t* dst = packed->data();

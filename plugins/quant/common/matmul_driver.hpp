@@ -21,25 +21,31 @@ struct MatmulScratch {
 };
 
 // A weight matrix in spec.packed's layout, made for one level's kernels.
+// Matrices of 2 MiB and more start on a 2 MiB boundary and ask for transparent huge pages over
+// their whole 2 MiB spans (the tail keeps small pages, so no memory is wasted): 512 times fewer
+// page faults while packing and fewer TLB misses while streaming them.
 class PackedWeights final : public PreparedWeights {
  public:
-  PackedWeights(const FormatSpec& spec, SimdLevel level, std::int64_t k, std::int64_t m)
-      : spec_(spec), level_(level), k_(k), m_(m), data_(spec.packed->bytes(k, m)) {}
-  std::uint64_t bytes() const noexcept override { return data_.size(); }
+  PackedWeights(const FormatSpec& spec, SimdLevel level, std::int64_t k, std::int64_t m);
+  std::uint64_t bytes() const noexcept override { return size_; }
   const char* layout() const noexcept override { return spec_.packed->name; }
 
   const FormatSpec& spec() const { return spec_; }
   SimdLevel level() const { return level_; }
   std::int64_t k() const { return k_; }
   std::int64_t m() const { return m_; }
-  const std::uint8_t* data() const { return data_.data(); }
-  std::uint8_t* data() { return data_.data(); }
+  const std::uint8_t* data() const { return data_.get(); }
+  std::uint8_t* data() { return data_.get(); }
 
  private:
+  struct Free {
+    void operator()(std::uint8_t* p) const noexcept;
+  };
   const FormatSpec& spec_;
   SimdLevel level_;
   std::int64_t k_, m_;
-  AlignedVector<std::uint8_t> data_;
+  std::size_t size_;
+  std::unique_ptr<std::uint8_t[], Free> data_;
 };
 
 // packed: null, or made by cpu_prepare for this spec and level from a matrix of w's shape.

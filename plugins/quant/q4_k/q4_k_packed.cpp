@@ -23,6 +23,28 @@ bool q4_k_packed_used_at(SimdLevel level) noexcept {
 #endif
 }
 
+#ifdef __x86_64__
+namespace {
+// The file block's 128 code bytes into the packed order: vector p = A | B << 4 from the
+// element-order codes of 128p .. 128p + 127. (Only called where the packed layout is used:
+// AVX512-VBMI.)
+__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+void pack_codes(const std::uint8_t* qs, std::uint8_t* out) {
+  __m512i z[4];  // elements 64s .. 64s + 63: qs[32s + l] low nibbles, then high nibbles
+  for (int s = 0; s < 4; ++s) {
+    const __m512i both = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * s)));
+    z[s] = _mm512_and_si512(_mm512_srlv_epi64(both, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), _mm512_set1_epi8(0x0F));
+  }
+  for (int p = 0; p < 2; ++p) {
+    const __m512i a = k_pack_gather(z[2 * p], z[2 * p + 1], 0), b = k_pack_gather(z[2 * p], z[2 * p + 1], 1);
+    _mm512_storeu_si512(out + 64 * p, _mm512_or_si512(a, _mm512_slli_epi16(b, 4)));  // nibbles: no bit crosses a byte
+  }
+}
+}  // namespace
+#else
+void pack_codes(const std::uint8_t*, std::uint8_t*) {}  // never called: nothing is packed off x86
+#endif
+
 std::uint64_t q4_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept {
   const auto groups = static_cast<std::uint64_t>((m + kQ4GroupRows - 1) / kQ4GroupRows);
   return groups * static_cast<std::uint64_t>(kQ4GroupBlockBytes) * static_cast<std::uint64_t>(k / kQK_K);
@@ -34,8 +56,8 @@ void q4_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
   const auto group_bytes = static_cast<std::size_t>(nb * kQ4GroupBlockBytes);
   for (std::int64_t g = g0; g < g1; ++g) {
     std::uint8_t* dst = out + static_cast<std::size_t>(g) * group_bytes;
-    std::memset(dst, 0, group_bytes);
     const std::int64_t rows = std::min<std::int64_t>(kQ4GroupRows, m - g * kQ4GroupRows);
+    if (rows < kQ4GroupRows) std::memset(dst, 0, group_bytes);  // full groups are written whole below
     for (std::int64_t i = 0; i < rows; ++i) {
       const auto* row = reinterpret_cast<const BlockQ4_K*>(w + static_cast<std::size_t>(g * kQ4GroupRows + i) * stride);
       for (std::int64_t b = 0; b < nb; ++b) {
@@ -45,26 +67,17 @@ void q4_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
         const auto neg_dmin = static_cast<std::uint16_t>(blk.dmin ^ 0x8000u);
         std::memcpy(o + 2 * i, &blk.d, 2);
         std::memcpy(o + kQ4GroupNegDminAt + 2 * i, &neg_dmin, 2);
+        // Row i's 16 fields are bits 96i .. 96i + 95 of the stream: bytes 12i .. 12i + 11.
         std::uint8_t fields[16];
         unpack_scales_k4(blk.scales, fields, fields + 8);
-        for (int j = 0; j < 16; ++j) {
-          const int bit = 6 * (16 * static_cast<int>(i) + j);
-          const unsigned v = static_cast<unsigned>(fields[j]) << (bit % 8);  // at most 14 bits
-          o[kQ4GroupFieldsAt + bit / 8] |= static_cast<std::uint8_t>(v);
-          o[kQ4GroupFieldsAt + bit / 8 + 1] |= static_cast<std::uint8_t>(v >> 8);
-        }
-        std::uint8_t q[kQK_K];
-        for (int j = 0; j < 4; ++j)
-          for (int l = 0; l < 32; ++l) {
-            q[64 * j + l] = blk.qs[32 * j + l] & 0x0F;
-            q[64 * j + 32 + l] = blk.qs[32 * j + l] >> 4;
-          }
-        std::uint8_t* codes = o + kQ4GroupCodesAt + 128 * i;
-        for (int p = 0; p < 2; ++p)
-          for (int n = 0; n < 16; ++n)
-            for (int e = 0; e < 4; ++e)
-              codes[64 * p + 4 * n + e] = static_cast<std::uint8_t>(q[k_pack_first(p, 0, n) + e] |
-                                                                    (q[k_pack_first(p, 1, n) + e] << 4));
+        std::uint64_t lo = 0, hi = 0;  // fields 0..9 (60 bits), 10..15
+        for (int j = 0; j < 10; ++j) lo |= std::uint64_t{fields[j]} << (6 * j);
+        for (int j = 10; j < 16; ++j) hi |= std::uint64_t{fields[j]} << (6 * j - 60);
+        lo |= hi << 60;  // the stream's bits 60..63
+        hi >>= 4;
+        std::memcpy(o + kQ4GroupFieldsAt + 12 * i, &lo, 8);  // little-endian, as the kernel reads it
+        std::memcpy(o + kQ4GroupFieldsAt + 12 * i + 8, &hi, 4);
+        pack_codes(blk.qs, o + kQ4GroupCodesAt + 128 * i);
       }
     }
   }
