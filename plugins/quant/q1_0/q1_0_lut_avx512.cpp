@@ -199,12 +199,6 @@ GRAFT_TARGET_AVX512_VBMI void group_columns(const std::uint8_t* grp, std::int64_
 
 }  // namespace
 
-bool q1_0_packed_used_at(SimdLevel level) noexcept {
-  // The kernels need AVX512-VBMI (vpermt2b, vpmultishiftqb); without it the avx512 level runs the
-  // AVX2 kernel on the file's layout.
-  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && bonsai_has_vbmi();
-}
-
 void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   const Q8Activations& xq = *a.xq;
   const std::int64_t nsub = a.k / 32, nb = a.k / kQK1_0;
@@ -248,9 +242,5 @@ void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1
   }
 }
 
-}  // namespace graft::quant
-#else
-namespace graft::quant {
-bool q1_0_packed_used_at(SimdLevel) noexcept { return false; }
 }  // namespace graft::quant
 #endif

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "k_pack_order.hpp"
+#include "packed_groups.hpp"
 #include "q2_k_block.hpp"
 #ifdef __x86_64__
 #include "q2_k_batch_avx512.hpp"
@@ -14,15 +15,7 @@ namespace graft::quant {
 static_assert(kQ2GroupBlockBytes == kQ2GroupRows * static_cast<std::int64_t>(sizeof(BlockQ2K)));
 static_assert(kQ2GroupCodesAt + kQ2GroupRows * 64 == kQ2GroupBlockBytes);
 
-bool q2_k_packed_used_at(SimdLevel level) noexcept {
-#ifdef __x86_64__
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
-  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && vbmi;
-#else
-  (void)level;
-  return false;
-#endif
-}
+bool q2_k_packed_used_at(SimdLevel level) noexcept { return packed_layout_level(level); }
 
 #ifdef GRAFT_QUANT_X86
 namespace {
@@ -44,32 +37,21 @@ void pack_codes(const std::uint8_t*, std::uint8_t*) {}  // never called: nothing
 #endif
 
 std::uint64_t q2_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept {
-  const auto groups = static_cast<std::uint64_t>((m + kQ2GroupRows - 1) / kQ2GroupRows);
-  return groups * static_cast<std::uint64_t>(kQ2GroupBlockBytes) * static_cast<std::uint64_t>(k / kQ2KBlockElems);
+  return packed_groups_bytes(k / kQ2KBlockElems, m, kQ2GroupRows, sizeof(BlockQ2K));
 }
 
 void q2_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                       std::int64_t g1, std::uint8_t* out) noexcept {
-  const std::int64_t nb = k / kQ2KBlockElems;
-  const auto group_bytes = static_cast<std::size_t>(nb * kQ2GroupBlockBytes);
-  for (std::int64_t g = g0; g < g1; ++g) {
-    std::uint8_t* dst = out + static_cast<std::size_t>(g) * group_bytes;
-    const std::int64_t rows = std::min<std::int64_t>(kQ2GroupRows, m - g * kQ2GroupRows);
-    if (rows < kQ2GroupRows) std::memset(dst, 0, group_bytes);  // full groups are written whole below
-    for (std::int64_t i = 0; i < rows; ++i) {
-      const auto* row = reinterpret_cast<const BlockQ2K*>(w + static_cast<std::size_t>(g * kQ2GroupRows + i) * stride);
-      for (std::int64_t b = 0; b < nb; ++b) {
-        BlockQ2K blk;
-        std::memcpy(&blk, row + b, sizeof blk);
-        std::uint8_t* o = dst + b * kQ2GroupBlockBytes;
-        const auto neg_dmin = static_cast<std::uint16_t>(blk.dmin ^ 0x8000u);
-        std::memcpy(o + 2 * i, &blk.d, 2);
-        std::memcpy(o + kQ2GroupNegDminAt + 2 * i, &neg_dmin, 2);
-        std::memcpy(o + kQ2GroupScalesAt + 16 * i, blk.scales, 16);
-        pack_codes(reinterpret_cast<const std::uint8_t*>(row + b), o + kQ2GroupCodesAt + 64 * i);
-      }
-    }
-  }
+  pack_row_groups(w, stride, k / kQ2KBlockElems, m, kQ2GroupRows, sizeof(BlockQ2K), g0, g1, out,
+                  [](int i, const std::uint8_t* src, std::uint8_t* o) {
+                    BlockQ2K blk;
+                    std::memcpy(&blk, src, sizeof blk);
+                    const auto neg_dmin = static_cast<std::uint16_t>(blk.dmin ^ 0x8000u);
+                    std::memcpy(o + 2 * i, &blk.d, 2);
+                    std::memcpy(o + kQ2GroupNegDminAt + 2 * i, &neg_dmin, 2);
+                    std::memcpy(o + kQ2GroupScalesAt + 16 * i, blk.scales, 16);
+                    pack_codes(src, o + kQ2GroupCodesAt + 64 * i);
+                  });
 }
 
 }  // namespace graft::quant

@@ -5,23 +5,14 @@
 
 #include "k4_blocks.hpp"
 #include "k_pack_order.hpp"
+#include "packed_groups.hpp"
 
 namespace graft::quant {
 
 static_assert(kQ4GroupBlockBytes == kQ4GroupRows * static_cast<std::int64_t>(sizeof(BlockQ4_K)));
 static_assert(kQ4GroupFieldsAt + kQ4GroupRows * 16 * 6 / 8 == kQ4GroupCodesAt);
 
-bool q4_k_packed_used_at(SimdLevel level) noexcept {
-#ifdef __x86_64__
-  // The kernel needs AVX512-VBMI (vpermb, vpmultishiftqb); without it the avx512 level reads the
-  // file's layout.
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
-  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && vbmi;
-#else
-  (void)level;
-  return false;
-#endif
-}
+bool q4_k_packed_used_at(SimdLevel level) noexcept { return packed_layout_level(level); }
 
 #ifdef __x86_64__
 namespace {
@@ -46,41 +37,30 @@ void pack_codes(const std::uint8_t*, std::uint8_t*) {}  // never called: nothing
 #endif
 
 std::uint64_t q4_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept {
-  const auto groups = static_cast<std::uint64_t>((m + kQ4GroupRows - 1) / kQ4GroupRows);
-  return groups * static_cast<std::uint64_t>(kQ4GroupBlockBytes) * static_cast<std::uint64_t>(k / kQK_K);
+  return packed_groups_bytes(k / kQK_K, m, kQ4GroupRows, sizeof(BlockQ4_K));
 }
 
 void q4_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                       std::int64_t g1, std::uint8_t* out) noexcept {
-  const std::int64_t nb = k / kQK_K;
-  const auto group_bytes = static_cast<std::size_t>(nb * kQ4GroupBlockBytes);
-  for (std::int64_t g = g0; g < g1; ++g) {
-    std::uint8_t* dst = out + static_cast<std::size_t>(g) * group_bytes;
-    const std::int64_t rows = std::min<std::int64_t>(kQ4GroupRows, m - g * kQ4GroupRows);
-    if (rows < kQ4GroupRows) std::memset(dst, 0, group_bytes);  // full groups are written whole below
-    for (std::int64_t i = 0; i < rows; ++i) {
-      const auto* row = reinterpret_cast<const BlockQ4_K*>(w + static_cast<std::size_t>(g * kQ4GroupRows + i) * stride);
-      for (std::int64_t b = 0; b < nb; ++b) {
-        BlockQ4_K blk;
-        std::memcpy(&blk, row + b, sizeof blk);
-        std::uint8_t* o = dst + b * kQ4GroupBlockBytes;
-        const auto neg_dmin = static_cast<std::uint16_t>(blk.dmin ^ 0x8000u);
-        std::memcpy(o + 2 * i, &blk.d, 2);
-        std::memcpy(o + kQ4GroupNegDminAt + 2 * i, &neg_dmin, 2);
-        // Row i's 16 fields are bits 96i .. 96i + 95 of the stream: bytes 12i .. 12i + 11.
-        std::uint8_t fields[16];
-        unpack_scales_k4(blk.scales, fields, fields + 8);
-        std::uint64_t lo = 0, hi = 0;  // fields 0..9 (60 bits), 10..15
-        for (int j = 0; j < 10; ++j) lo |= std::uint64_t{fields[j]} << (6 * j);
-        for (int j = 10; j < 16; ++j) hi |= std::uint64_t{fields[j]} << (6 * j - 60);
-        lo |= hi << 60;  // the stream's bits 60..63
-        hi >>= 4;
-        std::memcpy(o + kQ4GroupFieldsAt + 12 * i, &lo, 8);  // little-endian, as the kernel reads it
-        std::memcpy(o + kQ4GroupFieldsAt + 12 * i + 8, &hi, 4);
-        pack_codes(blk.qs, o + kQ4GroupCodesAt + 128 * i);
-      }
-    }
-  }
+  pack_row_groups(w, stride, k / kQK_K, m, kQ4GroupRows, sizeof(BlockQ4_K), g0, g1, out,
+                  [](int i, const std::uint8_t* src, std::uint8_t* o) {
+                    BlockQ4_K blk;
+                    std::memcpy(&blk, src, sizeof blk);
+                    const auto neg_dmin = static_cast<std::uint16_t>(blk.dmin ^ 0x8000u);
+                    std::memcpy(o + 2 * i, &blk.d, 2);
+                    std::memcpy(o + kQ4GroupNegDminAt + 2 * i, &neg_dmin, 2);
+                    // Row i's 16 fields are bits 96i .. 96i + 95 of the stream: bytes 12i .. 12i + 11.
+                    std::uint8_t fields[16];
+                    unpack_scales_k4(blk.scales, fields, fields + 8);
+                    std::uint64_t lo = 0, hi = 0;  // fields 0..9 (60 bits), 10..15
+                    for (int j = 0; j < 10; ++j) lo |= std::uint64_t{fields[j]} << (6 * j);
+                    for (int j = 10; j < 16; ++j) hi |= std::uint64_t{fields[j]} << (6 * j - 60);
+                    lo |= hi << 60;  // the stream's bits 60..63
+                    hi >>= 4;
+                    std::memcpy(o + kQ4GroupFieldsAt + 12 * i, &lo, 8);  // little-endian, as the kernel reads it
+                    std::memcpy(o + kQ4GroupFieldsAt + 12 * i + 8, &hi, 4);
+                    pack_codes(blk.qs, o + kQ4GroupCodesAt + 128 * i);
+                  });
 }
 
 }  // namespace graft::quant
