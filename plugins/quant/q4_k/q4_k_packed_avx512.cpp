@@ -2,20 +2,20 @@
 // kernel (q4_k_gemm.hpp: per block, S[l] = sum_j sc[j] * D_j[l] with D_j[l] the exact sum of the
 // 4 products of elements 4l..4l+3 of sub-block j, then the f32 steps of the definition).
 //
-// The activations are put once per call in the order of the packed codes (k_pack_order.hpp). Then per row and block, each code vector's low and high nibbles go
-// through vpdpbusd against their 64 activations, giving D for 16 (j, l) groups each; vpackssdw
-// pairs them so that every dword holds the D of two sub-blocks with the same lane l (|D| <= 7680
-// fits a word), and one vpdpwssd applies both scales (words picked by vpshufb from the row's
-// unpacked scales) and adds into lane l or 8 + l. Per row and block that is 4 vpdpbusd, 2
-// vpackssdw and 2 vpdpwssd against the file-layout kernel's 4 shifts, 4 vpmaddubsw and 4 vpdpwssd
-// plus scalar code for the scales: here the 4 rows' scales and mins come out of one vpermb +
-// vpmultishiftqb and their fp16 factors out of one conversion per block.
+// The activations are put once per call in the order of the packed codes (k_pack_order.hpp).
+// Then per row and block, each code vector's low and high nibbles go through vpdpbusd against
+// their 64 activations, giving D for 16 (j, l) groups each; vpackssdw pairs them so that every
+// dword holds the D of two sub-blocks with the same lane l (|D| <= 7680 fits a word), and one
+// vpdpwssd applies both scales (words picked by vpshufb from the row's unpacked scales) and adds
+// into lane l or 8 + l. Per row and block that is 2 shifts, 4 vpdpbusd, 2 vpackssdw and 2
+// vpdpwssd against the file-layout kernel's 4 shifts, 4 vpmaddubsw and 4 vpdpwssd plus scalar code
+// for the scales: here the 4 rows' scales and mins come out of one vpermb + vpmultishiftqb and
+// their fp16 factors out of one conversion per block.
 #include "q4_k_gemm.hpp"
 #include "q4_k_packed.hpp"
 
 #ifdef __x86_64__
 #include <algorithm>
-#include <array>
 #include <cstring>
 
 #include "k_pack_order.hpp"
