@@ -136,8 +136,8 @@ int cmd_run(const Args& args) {
                "memory: weights %s (kernel layouts %s, file pages released %s), kv %s, scratch %s\n",
                p.load_seconds(), stats.prompt_tokens, stats.prefill_tps(), stats.generated_tokens, stats.decode_tps(),
                finish_reason_name(stats.stop), static_cast<unsigned long long>(sampler.seed()),
-               human_bytes(mem.weights).c_str(), human_bytes(mem.prepared).c_str(), human_bytes(mem.released).c_str(), human_bytes(mem.kv).c_str(),
-               human_bytes(mem.scratch).c_str());
+               human_bytes(mem.weights).c_str(), human_bytes(mem.prepared).c_str(), human_bytes(mem.released).c_str(),
+               human_bytes(mem.kv).c_str(), human_bytes(mem.scratch).c_str());
   return 0;
 }
 
