@@ -101,3 +101,31 @@ TEST(PreparedWeights, MismatchedPreparedWeightsAreRefusedWithExactMessages) {
             "q1_0 prepare: weight row length 200 is not a multiple of the block size 128");
   EXPECT_EQ(none, nullptr);
 }
+
+// Weight rows further apart than a row (a view into a wider tensor): the packed copy is made from
+// the rows wherever they are, and matmul on it gives the contiguous matrix's bits.
+TEST(PreparedWeights, RowsWithAGapPackAndMultiplyLikeContiguousOnes) {
+  for (const std::string name : {"q1_0", "q4_k", "q2_k", "q8_0"}) {
+    SCOPED_TRACE(name);
+    auto f = format(name);
+    const std::int64_t k = 512, m = 21, n = 3;
+    const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * m), 0.05f, 9), k, m);
+    const std::size_t row = row_bytes(traits(*f), k), stride = row + 96;
+    std::vector<std::uint8_t> wide(stride * static_cast<std::size_t>(m), 0xA5);
+    for (std::int64_t r = 0; r < m; ++r)
+      std::memcpy(wide.data() + static_cast<std::size_t>(r) * stride, q.data() + static_cast<std::size_t>(r) * row, row);
+    TensorView w = weight_view(wide.data(), traits(*f), k, m);
+    w.nb[1] = stride;
+    const auto x = gaussian(static_cast<std::size_t>(k * n), 1.0f, 10);
+    const auto want = matmul(*f, *cpu(2), q, k, m, x.data(), n);
+    FormatKernels& kern = *f->kernels("cpu");
+    std::vector<float> y(static_cast<std::size_t>(m * n));
+    ASSERT_TRUE(kern.matmul(*cpu(2), w, f32_view(const_cast<float*>(x.data()), k, n), f32_view(y.data(), m, n)).ok());
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << "file layout";
+    std::unique_ptr<PreparedWeights> p;
+    ASSERT_TRUE(kern.prepare(*cpu(2), w, p).ok());
+    std::fill(y.begin(), y.end(), 0.0f);
+    ASSERT_TRUE(kern.matmul(*cpu(2), w, p.get(), f32_view(const_cast<float*>(x.data()), k, n), f32_view(y.data(), m, n)).ok());
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << (p ? p->layout() : "no prepared copy");
+  }
+}

@@ -28,8 +28,9 @@ struct PackedLayout {
   // Writes groups [g0, g1) of the m rows at w (row stride `stride`) into the packed matrix out.
   void (*pack)(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                std::int64_t g1, std::uint8_t* out) noexcept;
-  // The kernels on it, where used_at: GemmArgs::w is the packed matrix, w_stride the file's row
-  // bytes (group r / row_group starts at w + r * w_stride), r0 a multiple of row_group.
+  // The kernels on it, where used_at: GemmArgs::w is the packed matrix, w_stride the bytes of one
+  // row (group r / row_group starts at w + r * w_stride, whatever the stride of the weight view it
+  // was packed from), r0 a multiple of row_group.
   GemmFn gemm[kSimdLevels];
 };
 

@@ -156,7 +156,8 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
 
   GemmArgs args;
   args.w = packed ? packed->data() : static_cast<const std::uint8_t*>(w.data);
-  args.w_stride = w_stride;
+  // Packed groups are whole rows' bytes apart, whatever the stride of the view they were made from.
+  args.w_stride = packed ? static_cast<std::size_t>(row_bytes(spec.traits, k)) : w_stride;
   args.k = k;
   args.y = y.as<float>();
   args.y_stride = static_cast<std::size_t>(m);

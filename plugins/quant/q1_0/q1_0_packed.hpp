@@ -34,7 +34,7 @@ std::uint64_t q1_0_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
 void q1_0_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                       std::int64_t g1, std::uint8_t* out) noexcept;
 
-// Kernels on the packed layout: GemmArgs::w is the packed matrix, w_stride the file's row bytes
+// Kernels on the packed layout: GemmArgs::w is the packed matrix, w_stride one row's bytes
 // (so group r / 16 starts at w + r * w_stride), r0 a multiple of 16, r1 one or m.
 void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
 // AMX tiles where amx_pays, q1_0_packed_gemm_avx512 otherwise.

@@ -35,7 +35,7 @@ std::uint64_t q2_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
 void q2_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                       std::int64_t g1, std::uint8_t* out) noexcept;
 
-// The kernels on the packed layout: GemmArgs::w is the packed matrix, w_stride the file's row bytes
+// The kernels on the packed layout: GemmArgs::w is the packed matrix, w_stride one row's bytes
 // (group r / 4 starts at w + r * w_stride), r0 a multiple of 4, r1 one or m.
 void q2_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
 
