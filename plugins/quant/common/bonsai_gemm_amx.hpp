@@ -5,7 +5,8 @@
 //
 // Operands, per sub-block g and part h:
 //   A = 16 activation columns x the sub-block's 32 quant bytes, loaded straight from the Q8_0
-//       activations (a row stride of k bytes; a partial last column tile from a zero-padded copy);
+//       activations, laid out per tile once per call (512 contiguous bytes; a partial last column
+//       tile from a zero-padded copy);
 //   B = 16 weight rows' 32 signed codes of part h (the other part's codes zero) in the tile unit's
 //       layout (row k4 holds codes 4k4 .. 4k4+3 of each weight row), unpacked once per row tile.
 // C row m then holds column m's sums for the 16 weight rows: one vector of 16 outputs that are
@@ -64,6 +65,7 @@ struct BonsaiAmxGemm {
     AlignedVector<float> dw;            // [block][16 rows]
     AlignedVector<std::int8_t> pad;     // a partial column tile's activations, [16][k]
     AlignedVector<float> pad_scales;    // and scales, [16][k / 32]
+    AlignedVector<std::int8_t> a_tiles; // the A tiles of the call, [column tile][g][16 columns][32]
     AlignedVector<float> lanes;         // [lane][column][row]: 16 x 16 x 16
     AlignedVector<std::int32_t> c;      // two C tiles as stored: [2][16 columns][16 rows]
     AlignedVector<std::int32_t> items;  // (g, h, last in lane) per product, in lane order
@@ -113,6 +115,18 @@ struct BonsaiAmxGemm {
         std::memcpy(s.pad_scales.data() + m * nsub, xq.scales(last + m), static_cast<std::size_t>(nsub) * 4);
       }
     }
+    // Every A tile of the call laid out whole (512 contiguous bytes), once for all row tiles: loaded
+    // straight from the activations, a tile touched 16 lines 2 KiB or more apart for 32 bytes each,
+    // and the loads were the kernel's hot spot.
+    const std::int64_t column_tiles = (c1 - c0 + 15) / 16;
+    s.a_tiles.resize(static_cast<std::size_t>(column_tiles * nsub * 512));
+    for (std::int64_t t = 0; t < column_tiles; ++t) {
+      const std::int64_t first = c0 + 16 * t;
+      const std::int8_t* xa = first == last ? s.pad.data() : xq.block_qs(first, 0);
+      std::int8_t* out = s.a_tiles.data() + t * nsub * 512;
+      for (std::int64_t g = 0; g < nsub; ++g)
+        for (int m = 0; m < 16; ++m) std::memcpy(out + (g * 16 + m) * 32, xa + m * k + 32 * g, 32);
+    }
     // Plain pointers from here on: the scratch is thread_local, and every tile store's memory
     // clobber would otherwise send each access back through __tls_get_addr (a call, which also
     // flushes the accumulators out of the vector registers).
@@ -121,8 +135,8 @@ struct BonsaiAmxGemm {
     float* const lanes = s.lanes.data();
     const std::int32_t* const items = s.items.data();
     std::int32_t* const cbuf[2] = {s.c.data(), s.c.data() + 256};
-    const std::int8_t* const pad = s.pad.data();
     const float* const pad_scales = s.pad_scales.data();
+    const std::int8_t* const a_tiles = s.a_tiles.data();
 
     AmxTileConfig cfg;
     for (int t = 0; t < 2; ++t) {
@@ -140,11 +154,11 @@ struct BonsaiAmxGemm {
       for (std::int64_t first = c0; first < c1; first += 16) {
         const std::int64_t valid = std::min<std::int64_t>(16, c1 - first);
         const bool partial = first == last;
-        const std::int8_t* xa = partial ? pad : xq.block_qs(first, 0);
+        const std::int8_t* xa = a_tiles + (first - c0) / 16 * nsub * 512;
         const float* dx = partial ? pad_scales : xq.scales(first);
         const std::int64_t dx_stride = partial ? nsub : xq.nb;
         asm volatile("" ::: "memory");  // the tile loads' asm does not tell the compiler it reads memory
-        auto a_at = [&](std::int32_t item) { return xa + 32 * (item >> 5); };
+        auto a_at = [&](std::int32_t item) { return xa + 512 * (item >> 5); };
         auto b_at = [&](std::int32_t item) { return codes + ((item >> 5) * kParts + (item >> 1 & 1)) * 512; };
         __m512 acc[16];
         for (auto& v : acc) v = _mm512_setzero_ps();
@@ -168,12 +182,12 @@ struct BonsaiAmxGemm {
         };
         // Products in pairs (n_items is even: k / 32 is), tile set 0 then 1, each issued one
         // product ahead of the f32 steps that read it.
-        GRAFT_BONSAI_AMX_ISSUE0(a_at(items[0]), k, b_at(items[0]));
+        GRAFT_BONSAI_AMX_ISSUE0(a_at(items[0]), 32, b_at(items[0]));
         for (std::int64_t idx = 0; idx < n_items; idx += 2) {
-          GRAFT_BONSAI_AMX_ISSUE1(a_at(items[idx + 1]), k, b_at(items[idx + 1]));
+          GRAFT_BONSAI_AMX_ISSUE1(a_at(items[idx + 1]), 32, b_at(items[idx + 1]));
           _tile_stored(0, cbuf[0], 64);
           finish(items[idx], cbuf[0]);
-          if (idx + 2 < n_items) GRAFT_BONSAI_AMX_ISSUE0(a_at(items[idx + 2]), k, b_at(items[idx + 2]));
+          if (idx + 2 < n_items) GRAFT_BONSAI_AMX_ISSUE0(a_at(items[idx + 2]), 32, b_at(items[idx + 2]));
           _tile_stored(1, cbuf[1], 64);
           finish(items[idx + 1], cbuf[1]);
         }
