@@ -56,7 +56,7 @@ TEST_F(cli_run, JsonGreedyIsDeterministicAndCountsTokens) {
   EXPECT_EQ(ja["stats"]["generated_tokens"], 12);
   EXPECT_EQ(ja["stats"]["prompt_tokens"], 4);
   EXPECT_GT(ja["stats"]["memory_bytes"]["weights"].get<double>(), 0);
-  // Only Q1_0, Q4_K and Q2_K prepare layouts of their own; the test model has neither, so no file pages
+  // Only Q1_0, Q4_K, Q5_K and Q2_K prepare layouts of their own; the test model has neither, so no file pages
   // are released either.
   ASSERT_TRUE(ja["stats"]["memory_bytes"].contains("prepared_weights")) << ja.dump();
   EXPECT_EQ(ja["stats"]["memory_bytes"]["prepared_weights"].get<double>(), 0);
@@ -175,7 +175,7 @@ TEST_F(cli_run, BenchReportsBandwidthFraction) {
   EXPECT_NEAR(frac, j["decode_bytes_per_second"].get<double>() / j["read_bandwidth_bytes_per_second"].get<double>(), 1e-9);
 }
 
-// Q4_K and Q2_K models: where the kernels keep their own layout (AVX512-VBMI), the file's pages of
+// Q4_K, Q5_K and Q2_K models: where the kernels keep their own layout (AVX512-VBMI), the file's pages of
 // those matrices are released after load and the greedy tokens are the same as with the file's
 // layout (GRAFT_CPU_SIMD=avx2 prepares nothing).
 TEST_F(cli_run, PreparedKQuantWeightsReleaseTheFilePagesAndKeepTheTokens) {
@@ -184,7 +184,7 @@ TEST_F(cli_run, PreparedKQuantWeightsReleaseTheFilePagesAndKeepTheTokens) {
 #else
   const bool prepares = false;
 #endif
-  for (const std::string type : {"q4_k", "q2_k"}) {
+  for (const std::string type : {"q4_k", "q5_k", "q2_k"}) {
     SCOPED_TRACE(type);
     const std::string path = (dir_->path() / (type + ".gguf")).string();
     auto s = run_command(std::string(GRAFT_EXE) +
@@ -209,5 +209,5 @@ TEST_F(cli_run, PreparedKQuantWeightsReleaseTheFilePagesAndKeepTheTokens) {
     EXPECT_GT(mp["released_file_weights"].get<double>(), 0.5 * mp["prepared_weights"].get<double>());
     EXPECT_LE(mp["released_file_weights"].get<double>(), mp["prepared_weights"].get<double>());
   }
-  if (!prepares) GTEST_SKIP() << "no AVX512-VBMI: Q4_K and Q2_K keep the file's layout on this CPU (tokens compared)";
+  if (!prepares) GTEST_SKIP() << "no AVX512-VBMI: the K-quants keep the file's layout on this CPU (tokens compared)";
 }

@@ -18,7 +18,7 @@ bool has_vbmi() {
 
 }  // namespace
 
-TEST(PreparedWeights, Q1_0Q4_KAndQ2_KPackRowGroupsWhereTheirKernelsRun) {
+TEST(PreparedWeights, PackedFormatsPackRowGroupsWhereTheirKernelsRun) {
   struct Case {
     const char* format;
     const char* layout;
@@ -29,6 +29,7 @@ TEST(PreparedWeights, Q1_0Q4_KAndQ2_KPackRowGroupsWhereTheirKernelsRun) {
       {"q1_0", "q1_0_rows16", 384, 37, 3u * 16 * 3 * 18},  // 3 blocks per row, 3 groups, the last with 5 rows
       {"q4_k", "q4_k_rows4", 512, 37, 10u * 4 * 2 * 144},  // 2 blocks per row, 10 groups, the last with 1 row
       {"q2_k", "q2_k_rows4", 768, 6, 2u * 4 * 3 * 84},     // 3 blocks per row, 2 groups, the last with 2 rows
+      {"q5_k", "q5_k_rows4", 256, 9, 3u * 4 * 1 * 176},    // 1 block per row, 3 groups, the last with 1 row
   };
   for (const Case& c : cases)
     for (const auto& level : available_levels()) {
@@ -105,7 +106,7 @@ TEST(PreparedWeights, MismatchedPreparedWeightsAreRefusedWithExactMessages) {
 // Weight rows further apart than a row (a view into a wider tensor): the packed copy is made from
 // the rows wherever they are, and matmul on it gives the contiguous matrix's bits.
 TEST(PreparedWeights, RowsWithAGapPackAndMultiplyLikeContiguousOnes) {
-  for (const std::string name : {"q1_0", "q4_k", "q2_k", "q8_0"}) {
+  for (const std::string name : {"q1_0", "q4_k", "q5_k", "q2_k", "q8_0"}) {
     SCOPED_TRACE(name);
     auto f = format(name);
     const std::int64_t k = 512, m = 21, n = 3;

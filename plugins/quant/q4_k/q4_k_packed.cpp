@@ -10,7 +10,9 @@
 namespace graft::quant {
 
 static_assert(kQ4GroupBlockBytes == kQ4GroupRows * static_cast<std::int64_t>(sizeof(BlockQ4_K)));
+static_assert(kQ5GroupBlockBytes == kQ4GroupRows * static_cast<std::int64_t>(sizeof(BlockQ5_K)));
 static_assert(kQ4GroupFieldsAt + kQ4GroupRows * 16 * 6 / 8 == kQ4GroupCodesAt);
+static_assert(kQ5GroupHighBitsAt + kQ4GroupRows * 32 == kQ5GroupBlockBytes);
 
 bool q4_k_packed_used_at(SimdLevel level) noexcept { return packed_layout_level(level); }
 
@@ -36,31 +38,57 @@ void pack_codes(const std::uint8_t* qs, std::uint8_t* out) {
 void pack_codes(const std::uint8_t*, std::uint8_t*) {}  // never called: nothing is packed off x86
 #endif
 
+namespace {
+// One row's block (Q4_K or Q5_K, Bits = 4 or 5) into its group's block o as row i.
+template <int Bits>
+void pack_block(int i, const std::uint8_t* src, std::uint8_t* o) noexcept {
+  std::uint16_t h[2];
+  std::memcpy(h, src, 4);
+  const auto neg_dmin = static_cast<std::uint16_t>(h[1] ^ 0x8000u);
+  std::memcpy(o + 2 * i, &h[0], 2);
+  std::memcpy(o + kQ4GroupNegDminAt + 2 * i, &neg_dmin, 2);
+  // Row i's 16 fields are bits 96i .. 96i + 95 of the stream: bytes 12i .. 12i + 11.
+  std::uint8_t fields[16];
+  unpack_scales_k4(src + 4, fields, fields + 8);
+  std::uint64_t lo = 0, hi = 0;  // fields 0..9 (60 bits), 10..15
+  for (int j = 0; j < 10; ++j) lo |= std::uint64_t{fields[j]} << (6 * j);
+  for (int j = 10; j < 16; ++j) hi |= std::uint64_t{fields[j]} << (6 * j - 60);
+  lo |= hi << 60;  // the stream's bits 60..63
+  hi >>= 4;
+  std::memcpy(o + kQ4GroupFieldsAt + 12 * i, &lo, 8);  // little-endian, as the kernel reads it
+  std::memcpy(o + kQ4GroupFieldsAt + 12 * i + 8, &hi, 4);
+  pack_codes(src + K4Layout<Bits>::kQsOffset, o + kQ4GroupCodesAt + 128 * i);
+  if constexpr (Bits == 5) {
+    const std::uint8_t* qh = src + K4Layout<5>::kQhOffset;  // bit j of qh[l]: element 32j + l
+    for (int p = 0; p < 2; ++p)
+      for (int high = 0; high < 2; ++high) {
+        std::uint64_t mask = 0;
+        for (int t = 0; t < 64; ++t) {
+          const int e = k_pack_first(p, high, t / 4) + t % 4;
+          mask |= std::uint64_t{(qh[e % 32] >> (e / 32)) & 1u} << t;
+        }
+        std::memcpy(o + kQ5GroupHighBitsAt + 32 * i + 8 * (2 * p + high), &mask, 8);
+      }
+  }
+}
+}  // namespace
+
 std::uint64_t q4_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept {
   return packed_groups_bytes(k / kQK_K, m, kQ4GroupRows, sizeof(BlockQ4_K));
 }
 
 void q4_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                       std::int64_t g1, std::uint8_t* out) noexcept {
-  pack_row_groups(w, stride, k / kQK_K, m, kQ4GroupRows, sizeof(BlockQ4_K), g0, g1, out,
-                  [](int i, const std::uint8_t* src, std::uint8_t* o) {
-                    BlockQ4_K blk;
-                    std::memcpy(&blk, src, sizeof blk);
-                    const auto neg_dmin = static_cast<std::uint16_t>(blk.dmin ^ 0x8000u);
-                    std::memcpy(o + 2 * i, &blk.d, 2);
-                    std::memcpy(o + kQ4GroupNegDminAt + 2 * i, &neg_dmin, 2);
-                    // Row i's 16 fields are bits 96i .. 96i + 95 of the stream: bytes 12i .. 12i + 11.
-                    std::uint8_t fields[16];
-                    unpack_scales_k4(blk.scales, fields, fields + 8);
-                    std::uint64_t lo = 0, hi = 0;  // fields 0..9 (60 bits), 10..15
-                    for (int j = 0; j < 10; ++j) lo |= std::uint64_t{fields[j]} << (6 * j);
-                    for (int j = 10; j < 16; ++j) hi |= std::uint64_t{fields[j]} << (6 * j - 60);
-                    lo |= hi << 60;  // the stream's bits 60..63
-                    hi >>= 4;
-                    std::memcpy(o + kQ4GroupFieldsAt + 12 * i, &lo, 8);  // little-endian, as the kernel reads it
-                    std::memcpy(o + kQ4GroupFieldsAt + 12 * i + 8, &hi, 4);
-                    pack_codes(blk.qs, o + kQ4GroupCodesAt + 128 * i);
-                  });
+  pack_row_groups(w, stride, k / kQK_K, m, kQ4GroupRows, sizeof(BlockQ4_K), g0, g1, out, &pack_block<4>);
+}
+
+std::uint64_t q5_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept {
+  return packed_groups_bytes(k / kQK_K, m, kQ4GroupRows, sizeof(BlockQ5_K));
+}
+
+void q5_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
+                      std::int64_t g1, std::uint8_t* out) noexcept {
+  pack_row_groups(w, stride, k / kQK_K, m, kQ4GroupRows, sizeof(BlockQ5_K), g0, g1, out, &pack_block<5>);
 }
 
 }  // namespace graft::quant

@@ -12,6 +12,9 @@
 //              holds the group k_pack_first(p, 0, n) in its low nibbles and k_pack_first(p, 1, n)
 //              in its high nibbles (k_pack_order.hpp: vpdpbusd and vpackssdw then pair the sums
 //              of two sub-blocks with the same definition lane in each dword)
+// Q5_K ("q5_k_rows4") is the same with 704 bytes per block of a group: after the codes, row i's
+// fifth code bits at 576 + 32i as 4 masks of 64 bits, (p, high) at 8 (2p + high): bit t is the top
+// bit of the code in byte t of that nibble vector.
 // Groups follow each other, ceil(m / 4) of them; the rows past m in the last group are zero (their
 // outputs are never stored). The same bytes as the file's rows, rearranged.
 //
@@ -29,9 +32,11 @@ namespace graft::quant {
 
 inline constexpr int kQ4GroupRows = 4;
 inline constexpr std::int64_t kQ4GroupBlockBytes = kQ4GroupRows * 144;
+inline constexpr std::int64_t kQ5GroupBlockBytes = kQ4GroupRows * 176;
 inline constexpr std::int64_t kQ4GroupNegDminAt = 8;
 inline constexpr std::int64_t kQ4GroupFieldsAt = 16;
 inline constexpr std::int64_t kQ4GroupCodesAt = 64;
+inline constexpr std::int64_t kQ5GroupHighBitsAt = kQ4GroupCodesAt + kQ4GroupRows * 128;
 
 bool q4_k_packed_used_at(SimdLevel level) noexcept;
 std::uint64_t q4_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
@@ -40,8 +45,13 @@ std::uint64_t q4_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
 void q4_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                       std::int64_t g1, std::uint8_t* out) noexcept;
 
-// The kernel on the packed layout: GemmArgs::w is the packed matrix, w_stride one row's bytes
+std::uint64_t q5_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
+void q5_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
+                      std::int64_t g1, std::uint8_t* out) noexcept;
+
+// The kernels on the packed layouts: GemmArgs::w is the packed matrix, w_stride one row's bytes
 // (group r / 4 starts at w + r * w_stride), r0 a multiple of 4, r1 one or m.
 void q4_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
+void q5_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
 
 }  // namespace graft::quant

@@ -1,5 +1,5 @@
-// Q4_K on the packed layout (q4_k_packed.hpp), AVX-512 VNNI + VBMI. Same bits as every other Q4_K
-// kernel (q4_k_gemm.hpp: per block, S[l] = sum_j sc[j] * D_j[l] with D_j[l] the exact sum of the
+// Q4_K and Q5_K on their packed layouts (q4_k_packed.hpp), AVX-512 VNNI + VBMI. Same bits as every
+// other Q4_K / Q5_K kernel (q4_k_gemm.hpp, q5_k_gemm.hpp: per block, S[l] = sum_j sc[j] * D_j[l] with D_j[l] the exact sum of the
 // 4 products of elements 4l..4l+3 of sub-block j, then the f32 steps of the definition).
 //
 // The activations are put once per call in the order of the packed codes (k_pack_order.hpp).
@@ -10,7 +10,8 @@
 // into lane l or 8 + l. Per row and block that is 2 shifts, 4 vpdpbusd, 2 vpackssdw and 2
 // vpdpwssd against the file-layout kernel's 4 shifts, 4 vpmaddubsw and 4 vpdpwssd plus scalar code
 // for the scales: here the 4 rows' scales and mins come out of one vpermb + vpmultishiftqb and
-// their fp16 factors out of one conversion per block.
+// their fp16 factors out of one conversion per block. Q5_K adds each code's fifth bit with one
+// masked byte add per vector (the masks stored in the layout); |D| <= 4 * 31 * 128 still fits a word.
 #include "q4_k_gemm.hpp"
 #include "q4_k_packed.hpp"
 
@@ -55,11 +56,15 @@ constexpr Controls make_controls() {
 constexpr Controls kCtrl = make_controls();
 constexpr std::int64_t kPrefetchBlocks = 8;  // 4.5 KiB; 9 KiB measured alike, 2.3 KiB worse
 
+template <int Bits>
+constexpr std::int64_t kGroupBlockBytes = Bits == 4 ? kQ4GroupBlockBytes : kQ5GroupBlockBytes;
+
 struct RowCodes {
   __m512i lo[2], hi[2];  // code vector p: low nibbles, high nibbles
   __m512i sc[2];
 };
 
+template <int Bits>
 GRAFT_Q4P_TARGET inline __attribute__((always_inline)) void load_row(const std::uint8_t* blk, const std::uint8_t* fields,
                                                                       int i, RowCodes& rc) {
   const __m512i scales = _mm512_set1_epi64(static_cast<long long>([&] {
@@ -75,6 +80,13 @@ GRAFT_Q4P_TARGET inline __attribute__((always_inline)) void load_row(const std::
     const __m512i v = _mm512_loadu_si512(codes + 64 * p);
     rc.lo[p] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
     rc.hi[p] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+    if constexpr (Bits == 5) {
+      const std::uint8_t* masks = blk + kQ5GroupHighBitsAt + 32 * i + 16 * p;
+      std::uint64_t m[2];
+      std::memcpy(m, masks, 16);
+      rc.lo[p] = _mm512_mask_add_epi8(rc.lo[p], _cvtu64_mask64(m[0]), rc.lo[p], _mm512_set1_epi8(16));
+      rc.hi[p] = _mm512_mask_add_epi8(rc.hi[p], _cvtu64_mask64(m[1]), rc.hi[p], _mm512_set1_epi8(16));
+    }
   }
 }
 
@@ -93,7 +105,7 @@ GRAFT_Q4P_TARGET inline __attribute__((always_inline)) __m512i row_dot(const Row
 
 // Rows r .. r + 3 (one group; rows from r_end on are computed but not stored) x columns c .. c + C - 1;
 // xp: the activations in code order, column c first, 256 bytes per block.
-template <int C>
+template <int Bits, int C>
 GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::int64_t r, std::int64_t r_end,
                                  std::int64_t c) {
   const std::int64_t nb = a.k / kQK_K;
@@ -106,13 +118,13 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::
   const __m512i row_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m512i pair_lo = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   for (std::int64_t b = 0; b < nb; ++b) {
-    const std::uint8_t* blk = group + b * kQ4GroupBlockBytes;
+    const std::uint8_t* blk = group + b * kGroupBlockBytes<Bits>;
     // Every line of the group's block kPrefetchBlocks ahead, into L2 (T1): with two threads the
     // kernel streamed at ~0.6 of the read bandwidth on the hardware prefetchers alone, ~0.7 with
     // this into L1 (T0: its fill buffers are too few for the misses in flight), ~0.8-0.9 into L2.
     _Pragma("GCC unroll 16")
-    for (int l = 0; l < kQ4GroupBlockBytes / 64; ++l)
-      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBlocks * kQ4GroupBlockBytes) + 64 * l, _MM_HINT_T1);
+    for (int l = 0; l < kGroupBlockBytes<Bits> / 64; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBlocks * kGroupBlockBytes<Bits>) + 64 * l, _MM_HINT_T1);
     const __m512 d = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk))));
     const __m512 ndmin = _mm512_permutexvar_ps(
         row_of_lane, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kQ4GroupNegDminAt)))));
@@ -134,10 +146,10 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::
     for (int h = 0; h < 2; ++h) {
       __m512i s0[C];
       RowCodes rc;
-      load_row(blk, fields, 2 * h, rc);
+      load_row<Bits>(blk, fields, 2 * h, rc);
       _Pragma("GCC unroll 16")
       for (int j = 0; j < C; ++j) s0[j] = row_dot(rc, x[j]);
-      load_row(blk, fields, 2 * h + 1, rc);
+      load_row<Bits>(blk, fields, 2 * h + 1, rc);
       const __m512 dw = _mm512_permutexvar_ps(_mm512_add_epi32(pair_lo, _mm512_set1_epi32(2 * h)), d);
       _Pragma("GCC unroll 16")
       for (int j = 0; j < C; ++j) {
@@ -151,7 +163,11 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::
     for (int j = 0; j < C; ++j) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
       const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      const __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
+      __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
+      if constexpr (Bits == 5) {  // one total per row, in every lane of its 128 bits
+        mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_BADC));
+        mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_CDAB));
+      }
       accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(ndmin, _mm512_set1_ps(*dx[j])), accm[j]);
     }
   }
@@ -166,9 +182,11 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::
     const __m128 mparts[4] = {_mm512_castps512_ps128(accm[j]), _mm512_extractf32x4_ps(accm[j], 1),
                               _mm512_extractf32x4_ps(accm[j], 2), _mm512_extractf32x4_ps(accm[j], 3)};
     for (int i = 0; i < rows; ++i) {
-      __m128 m = mparts[i];  // (accm[0] + accm[2]) + (accm[1] + accm[3]), as the definition
-      m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-      m = _mm_add_ss(m, _mm_movehdup_ps(m));
+      __m128 m = mparts[i];  // Q4_K: (accm[0] + accm[2]) + (accm[1] + accm[3]); Q5_K: accm[0]
+      if constexpr (Bits == 4) {
+        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+      }
       y[i] = x86::hsum8(part[i]) + _mm_cvtss_f32(m);
     }
   }
@@ -176,16 +194,27 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::
 
 }  // namespace
 
-void q4_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+namespace {
+template <int Bits>
+void packed_gemm(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   const std::int8_t* xp = k_pack_activations(*a.xk, c0, c1);
   const std::int64_t column_bytes = a.xk->nb * kQK_K;
   for (std::int64_t r = r0; r < r1; r += kQ4GroupRows) {
     std::int64_t c = c0;
     // 4 columns share each row's decoded codes (more would spill the accumulators).
-    for (; c + 4 <= c1; c += 4) group_tile<4>(a, xp + (c - c0) * column_bytes, r, r1, c);
-    if (c + 2 <= c1) group_tile<2>(a, xp + (c - c0) * column_bytes, r, r1, c), c += 2;
-    if (c < c1) group_tile<1>(a, xp + (c - c0) * column_bytes, r, r1, c);
+    for (; c + 4 <= c1; c += 4) group_tile<Bits, 4>(a, xp + (c - c0) * column_bytes, r, r1, c);
+    if (c + 2 <= c1) group_tile<Bits, 2>(a, xp + (c - c0) * column_bytes, r, r1, c), c += 2;
+    if (c < c1) group_tile<Bits, 1>(a, xp + (c - c0) * column_bytes, r, r1, c);
   }
+}
+}  // namespace
+
+void q4_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  packed_gemm<4>(a, r0, r1, c0, c1);
+}
+
+void q5_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  packed_gemm<5>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant

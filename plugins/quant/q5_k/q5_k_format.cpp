@@ -7,6 +7,7 @@
 #include "half.hpp"
 #include "k4_blocks.hpp"
 #include "k4_quantizer.hpp"
+#include "q4_k_packed.hpp"
 #include "q5_k_gemm.hpp"
 
 namespace graft::quant {
@@ -47,6 +48,19 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   }
 }
 
+const PackedLayout kPacked{
+    "q5_k_rows4",
+    kQ4GroupRows,
+    &q4_k_packed_used_at,  // the same levels as Q4_K's layout
+    &q5_k_packed_bytes,
+    &q5_k_pack_groups,
+#ifdef __x86_64__
+    {nullptr, nullptr, &q5_k_packed_gemm_avx512, &q5_k_packed_gemm_avx512},
+#else
+    {nullptr, nullptr, nullptr, nullptr},
+#endif
+};
+
 const FormatSpec kSpec{
     {type_id::q5_k, "q5_k", 256, 176},
     &quantize_row,
@@ -59,6 +73,7 @@ const FormatSpec kSpec{
     {&q5_k_gemm_scalar, nullptr, nullptr},
 #endif
     false,  // no kernel reads the column pairs
+    &kPacked,
 };
 
 }  // namespace
