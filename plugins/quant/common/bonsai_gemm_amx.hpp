@@ -4,9 +4,9 @@
 // of the definition to 16 outputs at a time. Results are those of every other level, bit for bit.
 //
 // Operands, per sub-block g and part h:
-//   A = 16 activation columns x the sub-block's 32 quant bytes, loaded straight from the Q8_0
-//       activations, laid out per tile once per call (512 contiguous bytes; a partial last column
-//       tile from a zero-padded copy);
+//   A = 16 activation columns x the sub-block's 32 quant bytes, copied from the Q8_0 activations
+//       once per call into 512 contiguous bytes per tile (the missing columns of a partial last
+//       column tile zero);
 //   B = 16 weight rows' 32 signed codes of part h (the other part's codes zero) in the tile unit's
 //       layout (row k4 holds codes 4k4 .. 4k4+3 of each weight row), unpacked once per row tile.
 // C row m then holds column m's sums for the 16 weight rows: one vector of 16 outputs that are
@@ -63,8 +63,7 @@ struct BonsaiAmxGemm {
   struct Scratch {
     AlignedVector<std::int8_t> codes;   // [g][h] 512-byte B tiles of the current row tile
     AlignedVector<float> dw;            // [block][16 rows]
-    AlignedVector<std::int8_t> pad;     // a partial column tile's activations, [16][k]
-    AlignedVector<float> pad_scales;    // and scales, [16][k / 32]
+    AlignedVector<float> pad_scales;    // a partial column tile's scales, [16][k / 32]
     AlignedVector<std::int8_t> a_tiles; // the A tiles of the call, [column tile][g][16 columns][32]
     AlignedVector<float> lanes;         // [lane][column][row]: 16 x 16 x 16
     AlignedVector<std::int32_t> c;      // two C tiles as stored: [2][16 columns][16 rows]
@@ -105,27 +104,27 @@ struct BonsaiAmxGemm {
         s.items.push_back(static_cast<std::int32_t>(g * 32 + (L % kParts) * 2 + (g + kStep >= nsub)));
     }
     const auto n_items = static_cast<std::int64_t>(s.items.size());  // kParts * k / 32: even, >= 4
-    // A partial last column tile reads a zero-padded copy, made once here for all row tiles.
-    const std::int64_t last = c0 + (c1 - c0) / 16 * 16;
-    if (last < c1) {
-      s.pad.assign(static_cast<std::size_t>(16 * k), 0);
-      s.pad_scales.assign(static_cast<std::size_t>(16 * nsub), 0.0f);
-      for (std::int64_t m = 0; m < c1 - last; ++m) {
-        std::memcpy(s.pad.data() + m * k, xq.block_qs(last + m, 0), static_cast<std::size_t>(k));
-        std::memcpy(s.pad_scales.data() + m * nsub, xq.scales(last + m), static_cast<std::size_t>(nsub) * 4);
-      }
-    }
     // Every A tile of the call laid out whole (512 contiguous bytes), once for all row tiles: loaded
     // straight from the activations, a tile touched 16 lines 2 KiB or more apart for 32 bytes each,
-    // and the loads were the kernel's hot spot.
+    // and the loads were the kernel's hot spot. A partial last column tile's missing columns are
+    // zero, and so are their scales (a zero-padded copy).
+    const std::int64_t last = c0 + (c1 - c0) / 16 * 16;
+    if (last < c1) {
+      s.pad_scales.assign(static_cast<std::size_t>(16 * nsub), 0.0f);
+      for (std::int64_t m = 0; m < c1 - last; ++m)
+        std::memcpy(s.pad_scales.data() + m * nsub, xq.scales(last + m), static_cast<std::size_t>(nsub) * 4);
+    }
     const std::int64_t column_tiles = (c1 - c0 + 15) / 16;
     s.a_tiles.resize(static_cast<std::size_t>(column_tiles * nsub * 512));
     for (std::int64_t t = 0; t < column_tiles; ++t) {
-      const std::int64_t first = c0 + 16 * t;
-      const std::int8_t* xa = first == last ? s.pad.data() : xq.block_qs(first, 0);
+      const std::int64_t first = c0 + 16 * t, valid = std::min<std::int64_t>(16, c1 - first);
       std::int8_t* out = s.a_tiles.data() + t * nsub * 512;
       for (std::int64_t g = 0; g < nsub; ++g)
-        for (int m = 0; m < 16; ++m) std::memcpy(out + (g * 16 + m) * 32, xa + m * k + 32 * g, 32);
+        for (std::int64_t m = 0; m < 16; ++m) {
+          std::int8_t* dst = out + (g * 16 + m) * 32;
+          if (m < valid) std::memcpy(dst, xq.block_qs(first + m, g), 32);
+          else std::memset(dst, 0, 32);
+        }
     }
     // Plain pointers from here on: the scratch is thread_local, and every tile store's memory
     // clobber would otherwise send each access back through __tls_get_addr (a call, which also
