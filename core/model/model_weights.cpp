@@ -123,7 +123,6 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
   } else {
     GRAFT_TRY(b.matrix("output.weight", p.n_embd, p.n_vocab, w.output));
   }
-  w.total_bytes = w.output.bytes;  // decode reads one embedding row, all of the output matrix
   w.layers.resize(p.n_main_layers());
   for (std::uint32_t i = 0; i < p.n_main_layers(); ++i) {
     auto& L = w.layers[i];
@@ -141,8 +140,9 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
     GRAFT_TRY(b.matrix(pre + "ffn_gate.weight", p.n_embd, p.n_ff, L.w_gate));
     GRAFT_TRY(b.matrix(pre + "ffn_up.weight", p.n_embd, p.n_ff, L.w_up));
     GRAFT_TRY(b.matrix(pre + "ffn_down.weight", p.n_ff, p.n_embd, L.w_down));
-    for (const MatrixWeight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) w.total_bytes += m->bytes;
   }
+  // Decode reads one embedding row and all of every matrix it multiplies by.
+  for (const MatrixWeight* m : w.matmul_weights()) w.total_bytes += m->bytes;
   GRAFT_TRY(b.check_all_used(p));
   return w;
 }

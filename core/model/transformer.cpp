@@ -37,10 +37,10 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
       return Status(st.code(), fmt::format("{}: {}", m->name, st.message()));
     if (prepared) {
       t->weights_.prepared_bytes += prepared->bytes();
-      const gguf::TensorInfo* info = t->file_->tensor(m->name);
-      if (info && m->view.data != t->weights_.token_embd.view.data) {
-        t->weights_.released_bytes += t->file_->release(info->data, info->bytes);
-        t->weights_.released.push_back(info->data);
+      const auto* data = static_cast<const std::uint8_t*>(m->view.data);
+      if (m->view.data != t->weights_.token_embd.view.data) {
+        t->weights_.released_bytes += t->file_->release(data, m->bytes);
+        t->weights_.released.push_back(data);
       }
     }
     m->prepared = std::move(prepared);
