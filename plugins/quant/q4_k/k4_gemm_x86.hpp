@@ -12,6 +12,7 @@
 
 #include "gemm.hpp"
 #include "k4_blocks.hpp"
+#include "k4_rows_x86.hpp"
 #include "x86_simd.hpp"
 
 #if !defined(GRAFT_Q4K_TARGET) || !defined(GRAFT_Q4K_AVX512)
@@ -114,15 +115,6 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m128i min_sums(__m128i 
   return m;
 }
 
-// The mins' accumulator as the definition reads it out.
-template <int Bits>
-GRAFT_Q4K_TARGET inline float min_total(__m128 m) {
-  if constexpr (Bits == 5) return _mm_cvtss_f32(m);
-  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_add_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
 #if GRAFT_Q4K_AVX512
 // Before the fold: lanes l and l + 8 together make S[l].
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m512i block_dot512(const K4Decoded& p, const std::int8_t* x) {
@@ -158,12 +150,9 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i block_dot(const K
 // register (rows 2h and 2h + 1 in the low and high halves) and the mins of all four rows another
 // (one 128-bit lane per row), so the per-output f32 work runs 16 lanes wide. Every lane sees
 // exactly the operations of the 256-bit form, so the bits are those of the scalar definition.
-// [lo | hi] and its halves with AVX-512F only (the f32x8 forms need AVX512DQ, not in our target).
+// [lo | hi] with AVX-512F only (the f32x8 forms need AVX512DQ, not in our target).
 GRAFT_Q4K_TARGET inline __m512 join(__m256 lo, __m256 hi) {
   return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
-}
-GRAFT_Q4K_TARGET inline __m256 high_half(__m512 v) {
-  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
 template <int Bits, int C>
@@ -184,10 +173,9 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
       x[j] = a.xk->block_qs(c + j, b);
       dx[j] = _mm512_set1_ps(a.xk->scale(c + j, b));
     }
-    // Rows 2h and 2h + 1 against column j: [fold(s0) | fold(s1)], low halves plus high halves.
+    // Rows 2h and 2h + 1 against column j.
     auto pair = [&](int h, int j) GRAFT_Q4K_TARGET {
-      const __m512i s0 = block_dot512(p[2 * h], x[j]), s1 = block_dot512(p[2 * h + 1], x[j]);
-      const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+      const __m512i f = fold_row_pair(block_dot512(p[2 * h], x[j]), block_dot512(p[2 * h + 1], x[j]));
       const __m512 dw = join(_mm256_set1_ps(p[2 * h].d), _mm256_set1_ps(p[2 * h + 1].d));
       acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_mul_ps(dw, dx[j]), acc[h][j]);
     };
@@ -220,27 +208,14 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
     mins = _mm512_inserti32x4(mins, p[3].mins, 3);
     _Pragma("GCC unroll 8")
     for (int j = 0; j < C; ++j) {
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-      const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
-      if constexpr (Bits == 5) {  // one total per row, in every lane of its 128 bits
-        mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_BADC));
-        mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_CDAB));
-      }
+      const __m512i mm = four_row_min_terms<Bits>(mins, a.xk->block_bsums(c + j, b));
       accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(ndmin, dx[j]), accm[j]);
     }
   }
   _Pragma("GCC unroll 8")
   for (int j = 0; j < C; ++j) {
-    float* y = a.y + (c + j) * a.y_stride + r;
-    const __m256 part[4] = {_mm512_castps512_ps256(acc[0][j]), high_half(acc[0][j]), _mm512_castps512_ps256(acc[1][j]),
-                            high_half(acc[1][j])};
-    const __m128 mparts[4] = {_mm512_castps512_ps128(accm[j]), _mm512_extractf32x4_ps(accm[j], 1),
-                              _mm512_extractf32x4_ps(accm[j], 2), _mm512_extractf32x4_ps(accm[j], 3)};
-    _Pragma("GCC unroll 4")
-    for (int i = 0; i < 4; ++i) {
-      y[i] = x86::hsum8(part[i]) + min_total<Bits>(mparts[i]);
-    }
+    const __m512 pair_acc[2] = {acc[0][j], acc[1][j]};
+    store_four_rows<Bits>(pair_acc, accm[j], a.y + (c + j) * a.y_stride + r, 4);
   }
 }
 #endif

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "k4_rows_x86.hpp"
 #include "k_pack_order.hpp"
 #include "q8k_activations.hpp"
 #include "x86_simd.hpp"
@@ -154,41 +155,20 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::
       _Pragma("GCC unroll 16")
       for (int j = 0; j < C; ++j) {
         const __m512i s1 = row_dot(rc, x[j]);
-        // [S of row 2h | S of row 2h + 1]: low halves plus high halves.
-        const __m512i folded = _mm512_add_epi32(_mm512_shuffle_i64x2(s0[j], s1, 0x44), _mm512_shuffle_i64x2(s0[j], s1, 0xEE));
-        acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(folded), _mm512_mul_ps(dw, _mm512_set1_ps(*dx[j])), acc[h][j]);
+        acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(fold_row_pair(s0[j], s1)), _mm512_mul_ps(dw, _mm512_set1_ps(*dx[j])), acc[h][j]);
       }
     }
     _Pragma("GCC unroll 16")
     for (int j = 0; j < C; ++j) {
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-      const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      __m512i mm = _mm512_madd_epi16(mins, _mm512_broadcast_i32x4(sums));
-      if constexpr (Bits == 5) {  // one total per row, in every lane of its 128 bits
-        mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_BADC));
-        mm = _mm512_add_epi32(mm, _mm512_shuffle_epi32(mm, _MM_PERM_CDAB));
-      }
+      const __m512i mm = four_row_min_terms<Bits>(mins, a.xk->block_bsums(c + j, b));
       accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(ndmin, _mm512_set1_ps(*dx[j])), accm[j]);
     }
   }
   const int rows = static_cast<int>(std::min<std::int64_t>(kQ4GroupRows, r_end - r));
   _Pragma("GCC unroll 16")
   for (int j = 0; j < C; ++j) {
-    float* y = a.y + (c + j) * static_cast<std::int64_t>(a.y_stride) + r;
-    const __m256 part[4] = {_mm512_castps512_ps256(acc[0][j]),
-                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0][j]), 1)),
-                            _mm512_castps512_ps256(acc[1][j]),
-                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[1][j]), 1))};
-    const __m128 mparts[4] = {_mm512_castps512_ps128(accm[j]), _mm512_extractf32x4_ps(accm[j], 1),
-                              _mm512_extractf32x4_ps(accm[j], 2), _mm512_extractf32x4_ps(accm[j], 3)};
-    for (int i = 0; i < rows; ++i) {
-      __m128 m = mparts[i];  // Q4_K: (accm[0] + accm[2]) + (accm[1] + accm[3]); Q5_K: accm[0]
-      if constexpr (Bits == 4) {
-        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-      }
-      y[i] = x86::hsum8(part[i]) + _mm_cvtss_f32(m);
-    }
+    const __m512 pair_acc[2] = {acc[0][j], acc[1][j]};
+    store_four_rows<Bits>(pair_acc, accm[j], a.y + (c + j) * static_cast<std::int64_t>(a.y_stride) + r, rows);
   }
 }
 
