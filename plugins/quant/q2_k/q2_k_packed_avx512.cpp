@@ -47,14 +47,13 @@ constexpr Controls make_controls() {
       const int j = 4 * p + 2 * (q / 8) + w, l = q % 8;
       c.sc[p][b] = b % 2 ? 0x80 : static_cast<std::uint8_t>(2 * j + l / 4);
     }
-  // Element 64z + t (z = 2p + odd): group (j, l) = (2z + t / 32, (t % 32) / 4), byte e = t % 4 of
-  // dword n of field 2p + h, inverting k_pack_first.
-  for (int odd = 0; odd < 2; ++odd)
-    for (int t = 0; t < 64; ++t) {
-      const int r4 = 2 * odd + t / 32, l = (t % 32) / 4, e = t % 4;
-      const int lane = 2 * (r4 / 2) + l / 4, h = (l % 4) / 2, pair = l % 2, word = r4 % 2;
-      c.unpack[odd][t] = static_cast<std::uint8_t>(64 * h + 4 * (4 * lane + 2 * pair + word) + e);
-    }
+  // k_pack_first inverted: element 128p + 64 odd + t is byte e of dword n of field 2p + h.
+  for (int h = 0; h < 2; ++h)
+    for (int n = 0; n < 16; ++n)
+      for (int e = 0; e < 4; ++e) {
+        const int rel = k_pack_first(0, h, n) + e;
+        c.unpack[rel / 64][rel % 64] = static_cast<std::uint8_t>(64 * h + 4 * n + e);
+      }
   return c;
 }
 constexpr Controls kCtrl = make_controls();
