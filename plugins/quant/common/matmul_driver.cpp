@@ -20,6 +20,7 @@ namespace {
 // while this chunk streams from L2, and the weights are re-read from memory once per chunk.
 constexpr std::int64_t kActivationBudgetBytes = 1024 * 1024;
 constexpr std::int64_t kRowsPerUnit = 4;  // the kernels' row tile: threads split on its multiples
+constexpr std::size_t kHugePage = std::size_t{2} << 20;  // transparent huge page (PackedWeights)
 // During a forward pass the backend's threads are still spinning from the previous op, so handing
 // them work costs about a microsecond: only products smaller than that much streaming run on the
 // caller. (At 160 KiB, the q/k/v/o products of a 1-bit 1024-wide model ran on one core: -20%.)
@@ -84,10 +85,6 @@ Status check_f32_rows(const FormatSpec& spec, const char* op, const char* name, 
   return Status::success();
 }
 
-}  // namespace
-
-namespace {
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
 }  // namespace
 
 PackedWeights::PackedWeights(const FormatSpec& spec, SimdLevel level, std::int64_t k, std::int64_t m)
