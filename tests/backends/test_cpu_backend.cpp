@@ -1,5 +1,6 @@
 // The CPU backend as an object: devices, memory, threads, and how the SIMD level is chosen.
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -60,6 +61,32 @@ TEST(cpuThreads, ParallelForCoversEveryIndexExactlyOnce) {
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 3) << "threads " << threads << " n " << n;
     }
   }
+}
+
+// Threads walk their own share front to back, and a thread that is done takes pieces from the back
+// of a slower thread's share. Here the range at 0 waits until every other index has run: that
+// happens only if the other thread takes over the rest of the waiting thread's share (without
+// that, the wait times out and the checks below fail).
+TEST(cpuThreads, AFinishedThreadTakesOverTheRestOfASlowOnesShare) {
+  auto b = make_cpu(2);
+  ASSERT_TRUE(b);
+  constexpr std::size_t n = 160;  // shares [0, 80) and [80, 160)
+  std::vector<std::atomic<int>> hits(n);
+  std::vector<std::thread::id> runner(n);
+  std::atomic<std::size_t> done{0};
+  std::size_t first_end = 0;
+  b->parallel_for(n, [&](std::size_t begin, std::size_t end) {
+    if (begin == 0) {
+      first_end = end;
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (done.load() < n - end && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    }
+    for (std::size_t i = begin; i < end; ++i) hits[i]++, runner[i] = std::this_thread::get_id();
+    done += end - begin;
+  });
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << i;
+  ASSERT_LT(first_end, 80u) << "the share was handed out whole";
+  for (std::size_t i = first_end; i < 80; ++i) ASSERT_NE(runner[i], runner[0]) << "index " << i << " waited for its owner";
 }
 
 // An op called from inside parallel_for (a weight-format kernel normalizing its rows) and two host

@@ -9,6 +9,14 @@ namespace {
 // About 20-50 us of polling before a thread sleeps: long enough to catch the next call of a
 // forward pass, short enough not to steal a shared core for long.
 constexpr int kSpinIterations = 4000;
+// Pieces per share, and the units per thread from which a job is split in pieces: a piece
+// (an eighth of a share) is what a thread that finished early can take over.
+constexpr std::size_t kPiecesPerShare = 8;
+constexpr std::size_t kPiecesFrom = 8;  // units per thread
+
+constexpr std::uint64_t pack(std::size_t front, std::size_t back) { return front | std::uint64_t{back} << 32; }
+constexpr std::size_t front_of(std::uint64_t r) { return r & 0xFFFFFFFFu; }
+constexpr std::size_t back_of(std::uint64_t r) { return r >> 32; }
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -23,7 +31,8 @@ std::pair<std::size_t, std::size_t> share(std::size_t n, unsigned parts, unsigne
 }
 }  // namespace
 
-ThreadPool::ThreadPool(unsigned n_threads) : n_threads_(std::max(1u, n_threads)) {
+ThreadPool::ThreadPool(unsigned n_threads)
+    : n_threads_(std::max(1u, n_threads)), shares_(std::make_unique<Share[]>(n_threads_)) {
   for (unsigned i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
@@ -54,12 +63,19 @@ void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_
     std::lock_guard lock(mu_);
     job_ = &fn;
     job_n_ = n;
+    job_chunk_ = 0;
+    if (n >= kPiecesFrom * n_threads_ && n < (std::size_t{1} << 32)) {
+      job_chunk_ = (n + kPiecesPerShare * n_threads_ - 1) / (kPiecesPerShare * n_threads_);
+      for (unsigned i = 0; i < n_threads_; ++i) {
+        auto [b, e] = share(n, n_threads_, i);
+        shares_[i].range.store(pack(b, e), std::memory_order_relaxed);
+      }
+    }
     pending_.store(n_threads_ - 1, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  auto [b, e] = share(n, n_threads_, 0);
-  if (b < e) fn(b, e);
+  run_share(fn, n, job_chunk_, 0);
   for (int i = 0; i < kSpinIterations && pending_.load(std::memory_order_acquire) != 0; ++i) cpu_relax();
   if (pending_.load(std::memory_order_acquire) != 0) {
     std::unique_lock lock(mu_);
@@ -67,11 +83,44 @@ void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_
   }
 }
 
+void ThreadPool::run_share(const std::function<void(std::size_t, std::size_t)>& fn, std::size_t n, std::size_t chunk,
+                           unsigned index) {
+  if (chunk == 0) {
+    auto [b, e] = share(n, n_threads_, index);
+    if (b < e) fn(b, e);
+    return;
+  }
+  // Own share from the front: consecutive pieces continue one stream.
+  std::atomic<std::uint64_t>& own = shares_[index].range;
+  for (std::uint64_t r = own.load(std::memory_order_relaxed);;) {
+    const std::size_t f = front_of(r), e = back_of(r);
+    if (f >= e) break;
+    const std::size_t to = std::min(e, f + chunk);
+    if (own.compare_exchange_weak(r, pack(to, e), std::memory_order_relaxed)) {
+      fn(f, to);
+      r = own.load(std::memory_order_relaxed);
+    }
+  }
+  // Then the others' from their backs, where their owners get last.
+  for (unsigned k = 1; k < n_threads_; ++k) {
+    std::atomic<std::uint64_t>& other = shares_[(index + k) % n_threads_].range;
+    for (std::uint64_t r = other.load(std::memory_order_relaxed);;) {
+      const std::size_t f = front_of(r), e = back_of(r);
+      if (f >= e) break;
+      const std::size_t from = e - std::min(e - f, chunk);
+      if (other.compare_exchange_weak(r, pack(f, from), std::memory_order_relaxed)) {
+        fn(from, e);
+        r = other.load(std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
 void ThreadPool::worker(unsigned index) {
   std::uint64_t seen = 0;
   for (;;) {
     const std::function<void(std::size_t, std::size_t)>* job;
-    std::size_t n;
+    std::size_t n, chunk;
     for (int i = 0; i < kSpinIterations && generation_.load(std::memory_order_acquire) == seen; ++i) cpu_relax();
     {
       std::unique_lock lock(mu_);
@@ -80,9 +129,9 @@ void ThreadPool::worker(unsigned index) {
       seen = generation_.load(std::memory_order_acquire);
       job = job_;
       n = job_n_;
+      chunk = job_chunk_;
     }
-    auto [b, e] = share(n, n_threads_, index);
-    if (b < e) (*job)(b, e);
+    run_share(*job, n, chunk, index);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard lock(mu_);  // pairs with the caller's predicate check: no lost wake-up
       done_.notify_one();

@@ -1,5 +1,7 @@
 #include "q8_activations.hpp"
 
+#include <atomic>
+
 #include <cmath>
 #include <cstring>
 
@@ -43,6 +45,8 @@ void quantize_activations(Backend& backend, SimdLevel level, const float* x, std
   (void)level;
   const auto row_fn = &quantize_activation_row;
 #endif
+  static std::atomic<std::uint64_t> fills{0};
+  out.generation = fills.fetch_add(1, std::memory_order_relaxed) + 1;
   out.n = n;
   out.nb = k / 32;
   out.qs.resize(static_cast<std::size_t>(n * k));

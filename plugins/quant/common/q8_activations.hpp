@@ -33,6 +33,9 @@ using AlignedVector = std::vector<T, LineAllocator<T>>;
 // Stored unpacked (not as 34-byte blocks) so kernels load whole vectors and f32 scales.
 struct Q8Activations {
   std::int64_t n = 0;    // activation rows
+  // Unique per fill in the process, so a kernel can keep what it derives from one column (Q1_0's
+  // lookup tables) for the other row ranges it is handed in the same call.
+  std::uint64_t generation = 0;
   std::int64_t nb = 0;   // blocks per row
   AlignedVector<std::int8_t> qs;      // [n][nb][32]
   std::vector<float> d;             // [n][nb]: the fp16 scale, widened

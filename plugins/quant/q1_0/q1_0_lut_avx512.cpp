@@ -37,43 +37,53 @@ namespace graft::quant {
 
 namespace {
 
-constexpr std::size_t kTableBytes = 256;  // per column and sub-block: 128 low bytes, 128 high bytes
+constexpr std::size_t kTableBytes = 256;  // per column and sub-block: 2 x 64 low parts, 2 x 64 high parts
 
-// Controls for building the tables: word j of vector q is the entry (group t = 2q + j / 16,
-// pattern n = j % 16).
+// The 64 entries of a table: slot j (0..3) x pattern n (0..15). Table "a" serves the low nibbles of
+// a row's 4 code bytes (groups 0, 2, 4, 6: group 2j in slot j), table "b" the high nibbles (groups
+// 2j + 1). An entry v = sum_b (+-x[4t + b]) (|v| <= 508) is split as v = lo + 128 * hi with
+// lo = v & 127 and hi = v >> 7 in -4..3, the table holding lo and 16 * hi: two lookups' low parts
+// add up to at most 254 (unsigned) and their high parts to -128..96 (signed), so each pair is one
+// byte add before a single vpdpbusd (ones for the low parts, eights for the high ones).
+//
+// Controls for building them: word w of vector q is the entry (group t = kPairBase[q] + 2 (w / 16),
+// pattern n = w % 16), so the low (high) bytes of vectors 0 and 1 are table a's low (high) parts and
+// those of vectors 2 and 3 table b's.
+constexpr int kPairBase[4] = {0, 4, 1, 5};
 struct TableCtrl {
-  alignas(64) std::uint8_t xa[4][64];   // vpermb: bytes 2j, 2j+1 <- x[4t], x[4t + 1]
+  alignas(64) std::uint8_t xa[4][64];   // vpermb: bytes 2w, 2w+1 <- x[4t], x[4t + 1]
   alignas(64) std::uint8_t xb[4][64];   //                        <- x[4t + 2], x[4t + 3]
   alignas(64) std::uint8_t pa[64];      // 2 * (bits 0, 1 of n): the unsigned side of vpmaddubsw
   alignas(64) std::uint8_t pb[64];      // 2 * (bits 2, 3 of n)
-  alignas(64) std::uint16_t sum[4][32]; // vpermw: word j <- low word of dword t (the group's sum)
+  alignas(64) std::uint16_t sum[4][32]; // vpermw: word w <- low word of dword t (the group's sum)
   alignas(64) std::uint8_t lo[64];      // vpermt2b: the low / high bytes of 64 words
   alignas(64) std::uint8_t hi[64];
 };
 constexpr TableCtrl make_table_ctrl() {
   TableCtrl c{};
   for (int q = 0; q < 4; ++q)
-    for (int j = 0; j < 32; ++j) {
-      const int t = 2 * q + j / 16;
-      c.xa[q][2 * j] = static_cast<std::uint8_t>(4 * t), c.xa[q][2 * j + 1] = static_cast<std::uint8_t>(4 * t + 1);
-      c.xb[q][2 * j] = static_cast<std::uint8_t>(4 * t + 2), c.xb[q][2 * j + 1] = static_cast<std::uint8_t>(4 * t + 3);
-      c.sum[q][j] = static_cast<std::uint16_t>(2 * t);
+    for (int w = 0; w < 32; ++w) {
+      const int t = kPairBase[q] + 2 * (w / 16);
+      c.xa[q][2 * w] = static_cast<std::uint8_t>(4 * t), c.xa[q][2 * w + 1] = static_cast<std::uint8_t>(4 * t + 1);
+      c.xb[q][2 * w] = static_cast<std::uint8_t>(4 * t + 2), c.xb[q][2 * w + 1] = static_cast<std::uint8_t>(4 * t + 3);
+      c.sum[q][w] = static_cast<std::uint16_t>(2 * t);
     }
-  for (int j = 0; j < 32; ++j) {
-    const int n = j % 16;
-    c.pa[2 * j] = static_cast<std::uint8_t>(2 * (n & 1)), c.pa[2 * j + 1] = static_cast<std::uint8_t>(n & 2);
-    c.pb[2 * j] = static_cast<std::uint8_t>((n >> 1) & 2), c.pb[2 * j + 1] = static_cast<std::uint8_t>((n >> 2) & 2);
+  for (int w = 0; w < 32; ++w) {
+    const int n = w % 16;
+    c.pa[2 * w] = static_cast<std::uint8_t>(2 * (n & 1)), c.pa[2 * w + 1] = static_cast<std::uint8_t>(n & 2);
+    c.pb[2 * w] = static_cast<std::uint8_t>((n >> 1) & 2), c.pb[2 * w + 1] = static_cast<std::uint8_t>((n >> 2) & 2);
   }
   for (int i = 0; i < 64; ++i) c.lo[i] = static_cast<std::uint8_t>(2 * i), c.hi[i] = static_cast<std::uint8_t>(2 * i + 1);
   return c;
 }
 constexpr TableCtrl kTableCtrl = make_table_ctrl();
 
-// The tables of one activation column: sub-block g at tab + 256 g (entry 16 t + n; high bytes +128).
-// v = 2 * (sum of the x whose bit is set) - (sum of the group's x), |v| <= 508.
+// The tables of one activation column: sub-block g at tab + 256 g: a's low parts, b's low parts,
+// a's high parts, b's high parts (64 bytes each).
 GRAFT_TARGET_AVX512_VBMI void build_tables(const std::int8_t* x, std::int64_t nsub, std::uint8_t* tab) {
   const TableCtrl& c = kTableCtrl;
   const __m512i ones = _mm512_set1_epi8(1);
+  const __m512i low7 = _mm512_set1_epi16(0x007F), high4 = _mm512_set1_epi16(static_cast<short>(0xF000));
   for (std::int64_t g = 0; g < nsub; ++g) {
     const __m512i xv = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * g)));
     const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xv);  // dword t: the group's sum
@@ -81,9 +91,11 @@ GRAFT_TARGET_AVX512_VBMI void build_tables(const std::int8_t* x, std::int64_t ns
     for (int q = 0; q < 4; ++q) {
       const __m512i a = _mm512_permutexvar_epi8(_mm512_load_si512(c.xa[q]), xv);
       const __m512i b = _mm512_permutexvar_epi8(_mm512_load_si512(c.xb[q]), xv);
-      v[q] = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_load_si512(c.pa), a),
-                              _mm512_maddubs_epi16(_mm512_load_si512(c.pb), b));
-      v[q] = _mm512_sub_epi16(v[q], _mm512_permutexvar_epi16(_mm512_load_si512(c.sum[q]), sums));
+      __m512i e = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_load_si512(c.pa), a),
+                                   _mm512_maddubs_epi16(_mm512_load_si512(c.pb), b));
+      e = _mm512_sub_epi16(e, _mm512_permutexvar_epi16(_mm512_load_si512(c.sum[q]), sums));
+      // Low byte: v & 127; high byte: 16 * (v >> 7), i.e. bits 7..10 of v in bits 4..7.
+      v[q] = _mm512_or_si512(_mm512_and_si512(e, low7), _mm512_and_si512(_mm512_slli_epi16(e, 5), high4));
     }
     std::uint8_t* t = tab + static_cast<std::size_t>(g) * kTableBytes;
     const __m512i lo = _mm512_load_si512(c.lo), hi = _mm512_load_si512(c.hi);
@@ -94,45 +106,67 @@ GRAFT_TARGET_AVX512_VBMI void build_tables(const std::int8_t* x, std::int64_t ns
   }
 }
 
+// Block b of a group against one column: sub-block 4b + s adds to definition lane 4 bb + s, with
+// bb = b % 4 (a compile-time register index, so the 16 accumulators never leave registers).
+template <int bb, bool kPrefetch>
+GRAFT_TARGET_AVX512_VBMI __attribute__((always_inline)) inline void column_block(__m512 (&acc)[16], const std::uint8_t* grp,
+                                                                                std::int64_t b, const std::uint8_t* tab,
+                                                                                const float* dx) {
+  const __m512i low = _mm512_set1_epi8(0x0F), ones = _mm512_set1_epi8(1), eights = _mm512_set1_epi8(8);
+  // Slot j in bits 4..5 of byte j of each dword (vpermb reads bits 0..5 of an index).
+  const __m512i slot = _mm512_set1_epi32(0x30201000);
+  const std::uint8_t* blk = grp + b * kQ1GroupBlockBytes;
+  if constexpr (kPrefetch) {
+    // 2 KiB ahead in the one stream the packed matrix is: enough misses in flight for one core.
+    for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(blk + 2048 + 64 * l), _MM_HINT_T0);
+  }
+  const __m512 dw = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+#pragma GCC unroll 4
+  for (int s = 0; s < 4; ++s) {
+    const std::int64_t g = 4 * b + s;
+    const std::uint8_t* t = tab + static_cast<std::size_t>(g) * kTableBytes;
+    const __m512i w = _mm512_loadu_si512(blk + kQ1GroupSignsAt + 64 * s);
+    const __m512i ia = _mm512_ternarylogic_epi32(w, low, slot, 0xEA);  // (w & low) | slot
+    const __m512i ib = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w, 4), low, slot, 0xEA);
+    const __m512i ls = _mm512_add_epi8(_mm512_permutexvar_epi8(ia, _mm512_load_si512(t)),
+                                       _mm512_permutexvar_epi8(ib, _mm512_load_si512(t + 64)));
+    const __m512i hs = _mm512_add_epi8(_mm512_permutexvar_epi8(ia, _mm512_load_si512(t + 128)),
+                                       _mm512_permutexvar_epi8(ib, _mm512_load_si512(t + 192)));
+    const __m512i p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ls, ones), eights, hs);
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx[g]));
+    acc[4 * bb + s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), scale, acc[4 * bb + s]);
+  }
+}
+
+// The last nb % 4 blocks of a group (starting at block b, a multiple of 4).
+template <bool kPrefetch>
+GRAFT_TARGET_AVX512_VBMI __attribute__((noinline)) void column_tail(__m512 (&acc)[16], const std::uint8_t* grp,
+                                                                   std::int64_t b, std::int64_t nb,
+                                                                   const std::uint8_t* tab, const float* dx) {
+  column_block<0, kPrefetch>(acc, grp, b, tab, dx);
+  if (b + 1 < nb) column_block<1, kPrefetch>(acc, grp, b + 1, tab, dx);
+  if (b + 2 < nb) column_block<2, kPrefetch>(acc, grp, b + 2, tab, dx);
+}
+
 // One group of 16 rows against one column: the 16 outputs at y (the first `rows` stored).
 template <bool kPrefetch>
 GRAFT_TARGET_AVX512_VBMI void group_column(const std::uint8_t* grp, std::int64_t nb, const std::uint8_t* tab,
                                            const float* dx, float* y, __mmask16 rows) {
-  const __m512i low = _mm512_set1_epi8(0x0F), ones = _mm512_set1_epi8(1);
-  // Group numbers in bits 4..6: byte j of a dword holds groups 2j (low nibble) and 2j + 1 (high).
-  const __m512i slot_lo = _mm512_set1_epi32(0x60402000), slot_hi = _mm512_set1_epi32(0x70503010);
-  __m512 acc[16];
-  for (auto& v : acc) v = _mm512_setzero_ps();
-  for (std::int64_t b0 = 0; b0 < nb; b0 += 4) {
-#pragma GCC unroll 4
-    for (int bb = 0; bb < 4; ++bb) {
-      const std::int64_t b = b0 + bb;
-      if (b >= nb) break;
-      const std::uint8_t* blk = grp + b * kQ1GroupBlockBytes;
-      if constexpr (kPrefetch) {
-        // 2 KiB ahead in the one stream the packed matrix is: enough misses in flight for one core.
-        for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(blk + 2048 + 64 * l), _MM_HINT_T0);
-      }
-      const __m512 dw = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-#pragma GCC unroll 4
-      for (int s = 0; s < 4; ++s) {
-        const std::int64_t g = 4 * b + s;
-        const std::uint8_t* t = tab + static_cast<std::size_t>(g) * kTableBytes;
-        const __m512i w = _mm512_loadu_si512(blk + kQ1GroupSignsAt + 64 * s);
-        const __m512i ia = _mm512_ternarylogic_epi32(w, low, slot_lo, 0xEA);  // (w & low) | slot
-        const __m512i ib = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w, 4), low, slot_hi, 0xEA);
-        const __m512i t0 = _mm512_load_si512(t), t1 = _mm512_load_si512(t + 64);
-        const __m512i h0 = _mm512_load_si512(t + 128), h1 = _mm512_load_si512(t + 192);
-        const __m512i la = _mm512_permutex2var_epi8(t0, ia, t1), lb = _mm512_permutex2var_epi8(t0, ib, t1);
-        const __m512i ha = _mm512_permutex2var_epi8(h0, ia, h1), hb = _mm512_permutex2var_epi8(h0, ib, h1);
-        // Low bytes unsigned (0..255), high bytes signed (-2..1, so their sum fits a byte).
-        const __m512i p_lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), la, ones), lb, ones);
-        const __m512i p_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_add_epi8(ha, hb));
-        const __m512i p = _mm512_add_epi32(p_lo, _mm512_slli_epi32(p_hi, 8));
-        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx[g]));
-        acc[4 * bb + s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), scale, acc[4 * bb + s]);
-      }
-    }
+  const __m512 z = _mm512_setzero_ps();
+  __m512 acc[16] = {z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z};
+  std::int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    column_block<0, kPrefetch>(acc, grp, b, tab, dx);
+    column_block<1, kPrefetch>(acc, grp, b + 1, tab, dx);
+    column_block<2, kPrefetch>(acc, grp, b + 2, tab, dx);
+    column_block<3, kPrefetch>(acc, grp, b + 3, tab, dx);
+  }
+  if (b < nb) {
+    // Out of line and through memory, so the main loop's accumulators are never spilled for it.
+    alignas(64) __m512 tail[16];
+    for (int l = 0; l < 16; ++l) tail[l] = acc[l];
+    column_tail<kPrefetch>(tail, grp, b, nb, tab, dx);
+    for (int l = 0; l < 16; ++l) acc[l] = tail[l];
   }
   for (int w = 8; w >= 1; w /= 2)
     for (int l = 0; l < w; ++l) acc[l] = _mm512_add_ps(acc[l], acc[l + w]);
@@ -204,12 +238,21 @@ void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1
   const std::int64_t nsub = a.k / 32, nb = a.k / kQK1_0;
   auto rows_of = [&](std::int64_t r) { return static_cast<__mmask16>((1u << std::min<std::int64_t>(16, r1 - r)) - 1); };
   if (c1 - c0 == 1) {
-    thread_local AlignedVector<std::uint8_t> tables;
-    const std::size_t bytes = static_cast<std::size_t>(nsub) * kTableBytes;
-    if (tables.size() < bytes) tables.resize(bytes);
-    build_tables(xq.block_qs(c0, 0), nsub, tables.data());
+    // The pool hands a thread several row ranges of one call: the tables are built once per call.
+    struct Tables {
+      std::uint64_t generation = 0;
+      std::int64_t column = -1;
+      AlignedVector<std::uint8_t> bytes;
+    };
+    thread_local Tables tables;
+    if (xq.generation == 0 || tables.generation != xq.generation || tables.column != c0) {
+      const std::size_t bytes = static_cast<std::size_t>(nsub) * kTableBytes;
+      if (tables.bytes.size() < bytes) tables.bytes.resize(bytes);
+      build_tables(xq.block_qs(c0, 0), nsub, tables.bytes.data());
+      tables.generation = xq.generation, tables.column = c0;
+    }
     for (std::int64_t r = r0; r < r1; r += kQ1GroupRows)
-      group_column<true>(a.w + r * static_cast<std::int64_t>(a.w_stride), nb, tables.data(), xq.scales(c0),
+      group_column<true>(a.w + r * static_cast<std::int64_t>(a.w_stride), nb, tables.bytes.data(), xq.scales(c0),
                          a.y + c0 * static_cast<std::int64_t>(a.y_stride) + r, rows_of(r));
     return;
   }
