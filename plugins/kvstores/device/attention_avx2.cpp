@@ -2,6 +2,7 @@
 // or 4 slots (two heads) per batch folded at once; 8 columns per register for V. Compiled for AVX2
 // by the target pragma; no FMA is enabled, and the plugin builds with -ffp-contract=off.
 #include "attention_kernels.hpp"
+#include "softmax_exp.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -181,6 +182,30 @@ float max_of(const float* x, std::uint32_t n) {
   return r;
 }
 
+// softmax_exp's operations on 8 lanes; the lanes it does not compute are blended in after.
+__m256 softmax_exp8(__m256 x) {
+  using namespace exp_poly;
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 r = _mm256_sub_ps(_mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Hi))),
+                                 _mm256_mul_ps(n, _mm256_set1_ps(kLn2Lo)));
+  __m256 p = _mm256_set1_ps(kP0);
+  for (const float c : {kP1, kP2, kP3, kP4, kP5}) p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
+  const __m256 y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+  __m256 out = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(y), e));
+  out = _mm256_blendv_ps(out, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(kSoftmaxExpMin), _CMP_LT_OQ));
+  out = _mm256_blendv_ps(out, _mm256_set1_ps(std::numeric_limits<float>::infinity()),
+                         _mm256_cmp_ps(x, _mm256_set1_ps(kSoftmaxExpMax), _CMP_GT_OQ));
+  return _mm256_blendv_ps(out, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+void exp_shifted(float* x, std::uint32_t n, float m) {
+  const __m256 vm = _mm256_set1_ps(m);
+  std::uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, softmax_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
+  for (; i < n; ++i) x[i] = softmax_exp(x[i] - m);
+}
+
 }  // namespace
 }  // namespace graft::kv
 
@@ -194,7 +219,7 @@ namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX2.
 const AttnKernels* attn_kernels_avx2() noexcept {
   static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
-                             &widen, &max_of, 8};
+                             &widen, &max_of, &exp_shifted, 8};
   return &k;
 }
 }  // namespace graft::kv

@@ -2,6 +2,7 @@
 // register, folded for all 16 at once), 16 columns per register for V. Compiled for AVX-512 by
 // the target pragma; no FMA is enabled, and the plugin builds with -ffp-contract=off.
 #include "attention_kernels.hpp"
+#include "softmax_exp.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -197,6 +198,33 @@ float max_of(const float* x, std::uint32_t n) {
   return _mm512_reduce_max_ps(m);
 }
 
+// softmax_exp's operations on 16 lanes; the lanes it does not compute are blended in after.
+__m512 softmax_exp16(__m512 x) {
+  using namespace exp_poly;
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_sub_ps(_mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(kLn2Hi))),
+                                 _mm512_mul_ps(n, _mm512_set1_ps(kLn2Lo)));
+  __m512 p = _mm512_set1_ps(kP0);
+  for (const float c : {kP1, kP2, kP3, kP4, kP5}) p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
+  const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(p, _mm512_mul_ps(r, r)), r), _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23);
+  __m512 out = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(y), e));
+  out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(kSoftmaxExpMin), _CMP_LT_OQ), out, _mm512_setzero_ps());
+  out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(kSoftmaxExpMax), _CMP_GT_OQ), out,
+                             _mm512_set1_ps(std::numeric_limits<float>::infinity()));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), out, x);
+}
+
+void exp_shifted(float* x, std::uint32_t n, float m) {
+  const __m512 vm = _mm512_set1_ps(m);
+  std::uint32_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, softmax_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm)));
+  if (i < n) {
+    const auto tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(x + i, tail, softmax_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), vm)));
+  }
+}
+
 }  // namespace
 }  // namespace graft::kv
 
@@ -210,7 +238,7 @@ namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX-512.
 const AttnKernels* attn_kernels_avx512() noexcept {
   static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
-                             &widen, &max_of, 8};
+                             &widen, &max_of, &exp_shifted, 8};
   return &k;
 }
 }  // namespace graft::kv

@@ -30,6 +30,8 @@ struct AttnKernels {
   // The largest of x[0..n) ignoring NaN (-inf when all are NaN); the sign of a zero maximum may
   // differ from a sequential std::max, which cannot change exp(x - max).
   float (*max)(const float* x, std::uint32_t n);
+  // x[i] = softmax_exp(x[i] - m) (softmax_exp.hpp) for i < n.
+  void (*exp_shifted)(float* x, std::uint32_t n, float m);
   // Units with at most this many (query, head) rows run query by query over all their rows, f16
   // read in place; larger ones go chunk by chunk, f16 rows widened once per chunk into an f32
   // buffer that every query of the block then reads from L1.

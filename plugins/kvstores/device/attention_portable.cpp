@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "f16.hpp"
+#include "softmax_exp.hpp"
 #include "views.hpp"
 
 #if defined(__x86_64__)
@@ -248,7 +249,7 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
       for (std::uint32_t t = 0; t < s.count[q]; ++t) m = std::max(m, sc[t]);
       float sum = 0.0f;
       for (std::uint32_t t = 0; t < s.count[q]; ++t) {
-        sc[t] = std::exp(sc[t] - m);
+        sc[t] = softmax_exp(sc[t] - m);
         sum += sc[t];
       }
       s.inv_sum[q * n_rep + r] = 1.0f / sum;

@@ -152,8 +152,7 @@ class Unit {
     const std::uint32_t n = s_.count[q];
     for (std::uint32_t r = 0; r < nh_; ++r) {
       float* sc = score_row(q, r);
-      const float mx = kern_.max(sc, n);
-      for (std::uint32_t t = 0; t < n; ++t) sc[t] = std::exp(sc[t] - mx);
+      kern_.exp_shifted(sc, n, kern_.max(sc, n));
     }
   }
 

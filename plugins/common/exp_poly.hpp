@@ -1,9 +1,10 @@
-// Constants of the vector expf used by the SIMD softmax and silu (Cephes expf): exp(x) = 2^n *
-// e^r with n = round(x * log2(e)), r = x - n * ln2 (ln2 split in two for exactness), and e^r a
-// degree-7 polynomial on |r| <= ln2/2. Within ~2 ulp of expf over the range it does not clamp.
+// Constants of the Cephes expf polynomial, shared by the CPU backend's SIMD softmax and silu and
+// the attention's softmax: exp(x) = 2^n * e^r with n = round(x * log2(e)), r = x - n * ln2 (ln2
+// split in two for exactness), and e^r a degree-7 polynomial on |r| <= ln2/2. Within ~2 ulp of
+// expf over the range it does not clamp.
 #pragma once
 
-namespace graft::cpu::exp_poly {
+namespace graft::exp_poly {
 
 inline constexpr float kLog2e = 1.44269504088896341f;
 inline constexpr float kLn2Hi = 0.693359375f;     // exact in 9 bits, so n * kLn2Hi is exact
@@ -18,4 +19,4 @@ inline constexpr float kP5 = 5.0000001201e-1f;
 inline constexpr float kMaxArg = 88.3762626647949f;
 inline constexpr float kMinNormalArg = -87.3365447504f;
 
-}  // namespace graft::cpu::exp_poly
+}  // namespace graft::exp_poly
