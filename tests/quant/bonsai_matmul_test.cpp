@@ -163,6 +163,32 @@ TEST(BonsaiMatmul, AmxTileEdges) {
   }
 }
 
+TEST(BonsaiMatmul, ConsecutiveCallsOfOneShapeUseTheirOwnActivations) {
+  // A thread keeps what it derives from a call's activations (Q1_0's decode tables, the AMX A
+  // tiles) for the other row ranges the pool hands it in that call. The next call of the same shape
+  // on the same threads, with other activations, must not find them still valid.
+  const Shape s{1024, 300};
+  for (const std::string name : {"q1_0", "q2_0"}) {
+    auto base = format(name);
+    ASSERT_NE(base, nullptr);
+    const auto q = quantize(*base, gaussian(static_cast<std::size_t>(s.k * s.m), 0.05f, 94), s.k, s.m);
+    const auto x1 = activations(s.k, 95), x2 = activations(s.k, 96);
+    const auto want1 = exact_reference(name, q, x1, s, kMaxN), want2 = exact_reference(name, q, x2, s, kMaxN);
+    for (const auto& level : available_levels()) {
+      auto f = format(name, level);
+      for (std::int64_t t : {1, 2})
+        for (std::int64_t n : {1, 16, 40})
+          for (int round = 0; round < 2; ++round) {
+            SCOPED_TRACE(name + " " + level + " threads " + std::to_string(t) + " n " + std::to_string(n));
+            const auto y1 = matmul(*f, *cpu(t), q, s.k, s.m, x1.data(), n);
+            const auto y2 = matmul(*f, *cpu(t), q, s.k, s.m, x2.data(), n);
+            ASSERT_EQ(std::memcmp(y1.data(), want1.data(), y1.size() * 4), 0) << "first activations";
+            ASSERT_EQ(std::memcmp(y2.data(), want2.data(), y2.size() * 4), 0) << "second activations";
+          }
+    }
+  }
+}
+
 TEST(BonsaiMatmul, EveryCodeAndBitPattern) {
   for (const std::string name : {"q1_0", "q2_0"}) {
     const std::int64_t elems = name == "q1_0" ? 128 : 64;

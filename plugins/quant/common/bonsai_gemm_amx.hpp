@@ -68,6 +68,10 @@ struct BonsaiAmxGemm {
     AlignedVector<float> lanes;         // [lane][column][row]: 16 x 16 x 16
     AlignedVector<std::int32_t> c;      // two C tiles as stored: [2][16 columns][16 rows]
     AlignedVector<std::int32_t> items;  // (g, h, last in lane) per product, in lane order
+    // What a_tiles and pad_scales were built from: the pool hands a thread several row ranges of
+    // one call, which all share them.
+    std::uint64_t generation = 0;
+    std::int64_t c0 = -1, c1 = -1, k = -1;
   };
 
   // One tile product into C tile 0 (A in tile 2, B in 4) or C tile 1 (A 3, B 5): the tile
@@ -109,14 +113,15 @@ struct BonsaiAmxGemm {
     // and the loads were the kernel's hot spot. A partial last column tile's missing columns are
     // zero, and so are their scales (a zero-padded copy).
     const std::int64_t last = c0 + (c1 - c0) / 16 * 16;
-    if (last < c1) {
+    const bool built = xq.generation != 0 && s.generation == xq.generation && s.c0 == c0 && s.c1 == c1 && s.k == k;
+    if (!built && last < c1) {
       s.pad_scales.assign(static_cast<std::size_t>(16 * nsub), 0.0f);
       for (std::int64_t m = 0; m < c1 - last; ++m)
         std::memcpy(s.pad_scales.data() + m * nsub, xq.scales(last + m), static_cast<std::size_t>(nsub) * 4);
     }
     const std::int64_t column_tiles = (c1 - c0 + 15) / 16;
-    s.a_tiles.resize(static_cast<std::size_t>(column_tiles * nsub * 512));
-    for (std::int64_t t = 0; t < column_tiles; ++t) {
+    if (!built) s.a_tiles.resize(static_cast<std::size_t>(column_tiles * nsub * 512));
+    for (std::int64_t t = 0; t < (built ? 0 : column_tiles); ++t) {
       const std::int64_t first = c0 + 16 * t, valid = std::min<std::int64_t>(16, c1 - first);
       std::int8_t* out = s.a_tiles.data() + t * nsub * 512;
       for (std::int64_t g = 0; g < nsub; ++g)
@@ -126,6 +131,7 @@ struct BonsaiAmxGemm {
           else std::memset(dst, 0, 32);
         }
     }
+    s.generation = xq.generation, s.c0 = c0, s.c1 = c1, s.k = k;
     // Plain pointers from here on: the scratch is thread_local, and every tile store's memory
     // clobber would otherwise send each access back through __tls_get_addr (a call, which also
     // flushes the accumulators out of the vector registers).
