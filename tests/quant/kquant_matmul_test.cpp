@@ -123,6 +123,34 @@ TEST(KQuantMatmul, BatchSplitsThreadsAndLevelsGiveTheSameBits) {
   }
 }
 
+TEST(KQuantMatmul, ConsecutiveCallsOfOneShapeUseTheirOwnActivations) {
+  // The packed K-quant kernels put a call's activations in their code order once per thread and
+  // keep them for the other row ranges the pool hands the thread; the next call of the same shape
+  // on the same threads, with other activations, must not find them still valid.
+  constexpr std::int64_t k = 1024, m = 300;
+  for (const std::string name : {"q4_k", "q5_k", "q2_k"}) {
+    auto scalar = format(name, "scalar");
+    ASSERT_NE(scalar, nullptr);
+    const auto q = quantize(*scalar, gaussian(static_cast<std::size_t>(k * m), 0.05f, 73), k, m);
+    const auto x1 = gaussian(static_cast<std::size_t>(k * 16), 1.0f, 74), x2 = gaussian(static_cast<std::size_t>(k * 16), 1.0f, 75);
+    for (const std::int64_t n : {1, 16}) {
+      const auto want1 = matmul(*scalar, *cpu(1), q, k, m, x1.data(), n);
+      const auto want2 = matmul(*scalar, *cpu(1), q, k, m, x2.data(), n);
+      for (const auto& level : available_levels()) {
+        auto f = format(name, level);
+        for (std::int64_t t : {1, 2})
+          for (int round = 0; round < 2; ++round) {
+            SCOPED_TRACE(name + " " + level + " threads " + std::to_string(t) + " n " + std::to_string(n));
+            ASSERT_EQ(std::memcmp(matmul(*f, *cpu(t), q, k, m, x1.data(), n).data(), want1.data(), want1.size() * 4), 0)
+                << "first activations";
+            ASSERT_EQ(std::memcmp(matmul(*f, *cpu(t), q, k, m, x2.data(), n).data(), want2.data(), want2.size() * 4), 0)
+                << "second activations";
+          }
+      }
+    }
+  }
+}
+
 TEST(KQuantMatmul, GetRowsEqualsDequantizingTheRows) {
   constexpr std::int64_t k = 512, rows = 40;
   const std::int32_t ids[] = {0, 39, 7, 7, 23};

@@ -43,7 +43,8 @@ inline __m512i k_pack_gather(__m512i lo, __m512i hi, int high) {
 }
 
 // The activations of columns [c0, c1) in that order, 256 bytes per block (A0, B0, A1, B1), in a
-// per-thread buffer valid until the next call on this thread: two vpermt2d per 128 quants.
+// per-thread buffer valid until the next call on this thread for other activations or columns: two
+// vpermt2d per 128 quants.
 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 inline const std::int8_t* k_pack_activations(const Q8KActivations& xk, std::int64_t c0, std::int64_t c1) {
   struct Perm {
@@ -55,12 +56,20 @@ inline const std::int8_t* k_pack_activations(const Q8KActivations& xk, std::int6
       for (int n = 0; n < 16; ++n) t.idx[h][n] = k_pack_first(0, h, n) / 4;
     return t;
   }();
-  thread_local AlignedVector<std::int8_t> buf;
+  // The pool hands a thread several row ranges of one call: the columns are permuted once.
+  struct Permuted {
+    std::uint64_t generation = 0;
+    std::int64_t c0 = -1, c1 = -1;
+    AlignedVector<std::int8_t> bytes;
+  };
+  thread_local Permuted buf;
+  if (xk.generation != 0 && buf.generation == xk.generation && buf.c0 == c0 && buf.c1 == c1) return buf.bytes.data();
   const std::int64_t nb = xk.nb;
   const auto bytes = static_cast<std::size_t>((c1 - c0) * nb * kQK_K);
-  if (buf.size() < bytes) buf.resize(bytes);
+  if (buf.bytes.size() < bytes) buf.bytes.resize(bytes);
+  buf.generation = xk.generation, buf.c0 = c0, buf.c1 = c1;
   const __m512i pa = _mm512_load_si512(kPerm.idx[0]), pb = _mm512_load_si512(kPerm.idx[1]);
-  std::int8_t* out = buf.data();
+  std::int8_t* out = buf.bytes.data();
   for (std::int64_t c = c0; c < c1; ++c)
     for (std::int64_t b = 0; b < nb; ++b, out += kQK_K) {
       const std::int8_t* x = xk.block_qs(c, b);
@@ -70,7 +79,7 @@ inline const std::int8_t* k_pack_activations(const Q8KActivations& xk, std::int6
         _mm512_store_si512(out + 128 * p + 64, _mm512_permutex2var_epi32(lo, pb, hi));
       }
     }
-  return buf.data();
+  return buf.bytes.data();
 }
 #endif
 

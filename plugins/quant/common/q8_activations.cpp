@@ -36,6 +36,11 @@ void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset
   }
 }
 
+std::uint64_t next_activation_generation() noexcept {
+  static std::atomic<std::uint64_t> fills{0};
+  return fills.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 void quantize_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
                           std::int32_t offset, bool pairs, Q8Activations& out) {
 #ifdef __x86_64__
@@ -45,8 +50,7 @@ void quantize_activations(Backend& backend, SimdLevel level, const float* x, std
   (void)level;
   const auto row_fn = &quantize_activation_row;
 #endif
-  static std::atomic<std::uint64_t> fills{0};
-  out.generation = fills.fetch_add(1, std::memory_order_relaxed) + 1;
+  out.generation = next_activation_generation();
   out.n = n;
   out.nb = k / 32;
   out.qs.resize(static_cast<std::size_t>(n * k));

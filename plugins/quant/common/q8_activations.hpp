@@ -56,6 +56,9 @@ struct Q8Activations {
   const std::int32_t* offsets(std::int64_t row, std::int64_t b) const { return lane_offsets.data() + (row * nb + b) * 8; }
 };
 
+// A number no fill of activations (Q8Activations, Q8KActivations) in this process had before.
+std::uint64_t next_activation_generation() noexcept;
+
 // One row of k (a multiple of 32) values; the AVX2 form gives identical bits, faster.
 void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
                              std::int32_t* lane_offsets) noexcept;

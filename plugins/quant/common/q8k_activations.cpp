@@ -63,6 +63,7 @@ void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x,
   const auto row_fn = &quantize_q8k_row;
   const auto lane_sums_fn = &q8k_lane_sums;
 #endif
+  out.generation = next_activation_generation();
   out.n = n;
   out.nb = k / kQK_K;
   out.qs.resize(static_cast<std::size_t>(n * k));

@@ -20,6 +20,7 @@ inline constexpr std::int64_t kQK_K = 256;
 struct Q8KActivations {
   std::int64_t n = 0;   // activation rows
   std::int64_t nb = 0;  // 256-blocks per row
+  std::uint64_t generation = 0;  // as Q8Activations::generation
   AlignedVector<std::int8_t> qs;   // [n][nb][256]
   std::vector<float> d;            // [n][nb]
   AlignedVector<std::int16_t> bsums;  // [n][nb][16]
