@@ -89,6 +89,25 @@ TEST(cpuThreads, AFinishedThreadTakesOverTheRestOfASlowOnesShare) {
   for (std::size_t i = first_end; i < 80; ++i) ASSERT_NE(runner[i], runner[0]) << "index " << i << " waited for its owner";
 }
 
+// Calls far enough apart that the workers stop spinning and sleep, and ranges slow enough that the
+// caller stops spinning and sleeps: every call still runs every index once and returns (a lost
+// wake-up would hang here).
+TEST(cpuThreads, SleepingWorkersAndASleepingCallerWakeUp) {
+  for (std::int64_t threads : {2, 3}) {
+    auto b = make_cpu(threads);
+    ASSERT_TRUE(b);
+    for (int round = 0; round < 12; ++round) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(round % 2 ? 3 : 0));  // workers asleep by now
+      std::vector<std::atomic<int>> hits(6);
+      b->parallel_for(hits.size(), [&](std::size_t begin, std::size_t end) {
+        if (begin > 0 && round % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // caller waits
+        for (std::size_t i = begin; i < end; ++i) hits[i]++;
+      });
+      for (std::size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "round " << round << " index " << i;
+    }
+  }
+}
+
 // An op called from inside parallel_for (a weight-format kernel normalizing its rows) and two host
 // threads calling at once both complete, covering every index once.
 TEST(cpuThreads, NestedAndConcurrentParallelForComplete) {

@@ -39,7 +39,8 @@ ThreadPool::ThreadPool(unsigned n_threads)
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mu_);
-    stop_ = true;
+    stop_.store(true);
+    generation_.fetch_add(1, std::memory_order_release);  // spinning workers look at stop_ next
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -59,7 +60,9 @@ void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_
     std::atomic<bool>& busy;
     ~Release() { busy.store(false, std::memory_order_release); }
   } release{busy_};
+  unsigned sleepers;
   {
+    // Under the lock so that a worker deciding to sleep either sees this job or is counted.
     std::lock_guard lock(mu_);
     job_ = &fn;
     job_n_ = n;
@@ -73,13 +76,18 @@ void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_
     }
     pending_.store(n_threads_ - 1, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
+    sleepers = sleepers_;
   }
-  wake_.notify_all();
+  if (sleepers > 0) wake_.notify_all();
   run_share(fn, n, job_chunk_, 0);
   for (int i = 0; i < kSpinIterations && pending_.load(std::memory_order_acquire) != 0; ++i) cpu_relax();
   if (pending_.load(std::memory_order_acquire) != 0) {
     std::unique_lock lock(mu_);
-    done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    // Sequentially consistent with the last worker's decrement and read of this flag: either it
+    // sees the flag and notifies, or this predicate sees pending_ at 0.
+    caller_waiting_.store(true);
+    done_.wait(lock, [this] { return pending_.load() == 0; });
+    caller_waiting_.store(false);
   }
 }
 
@@ -122,18 +130,22 @@ void ThreadPool::worker(unsigned index) {
     const std::function<void(std::size_t, std::size_t)>* job;
     std::size_t n, chunk;
     for (int i = 0; i < kSpinIterations && generation_.load(std::memory_order_acquire) == seen; ++i) cpu_relax();
-    {
+    if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
-      if (stop_) return;
-      seen = generation_.load(std::memory_order_acquire);
-      job = job_;
-      n = job_n_;
-      chunk = job_chunk_;
+      ++sleepers_;
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      --sleepers_;
     }
+    if (stop_.load()) return;
+    // The caller wrote the job before the generation's release increment, and writes the next one
+    // only after every worker has counted itself out of this one.
+    seen = generation_.load(std::memory_order_acquire);
+    job = job_;
+    n = job_n_;
+    chunk = job_chunk_;
     run_share(*job, n, chunk, index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard lock(mu_);  // pairs with the caller's predicate check: no lost wake-up
+    if (pending_.fetch_sub(1) == 1 && caller_waiting_.load()) {
+      std::lock_guard lock(mu_);  // the caller is between its predicate check and its sleep, or asleep
       done_.notify_one();
     }
   }

@@ -51,10 +51,13 @@ class ThreadPool {
   std::unique_ptr<Share[]> shares_;
   // Atomics so workers and the caller can spin briefly before sleeping: decode issues a few
   // hundred parallel_for calls per token, and a condition-variable round trip each (~12 us)
-  // costs more than a small matrix-vector product.
-  std::atomic<std::uint64_t> generation_{0};
+  // costs more than a small matrix-vector product. While both sides spin, a call takes no lock:
+  // the mutex and condition variables are touched only where the other side may be asleep.
+  std::atomic<std::uint64_t> generation_{0};  // job fields are written before its increment
   std::atomic<unsigned> pending_{0};
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
+  unsigned sleepers_ = 0;                  // workers waiting on wake_ (under mu_)
+  std::atomic<bool> caller_waiting_{false};  // the caller waits (or is about to) on done_
 };
 
 }  // namespace graft::cpu
