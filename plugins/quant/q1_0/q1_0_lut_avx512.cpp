@@ -2,15 +2,15 @@
 // other Q1_0 kernel (bonsai_gemm.hpp: lane g % 16 of an output takes fma(float(P_g), d_w * d_x[g]),
 // P_g the exact sum of +-x over sub-block g, then the fixed 16-lane tree).
 //
-// Per activation column and sub-block of 32 quants, a table of the 16 signed sums
-// v = sum_b (+-x[4t + b]) for each nibble group t = 0..7 (4 elements), as int16 split into a low-
-// byte and a high-byte table of 128 entries each (v = lo + 256 * hi exactly). The 16 rows' 32 sign
-// bits of that sub-block are one 64-byte load in the packed layout (row i: dword i); byte j of a
-// row's dword holds nibble groups 2j (low nibble) and 2j + 1 (high). OR-ing the group number into
-// bits 4..6 of each nibble makes it an index into the 128-entry tables, so one vpermt2b looks up 64
-// (row, group) sums, and vpdpbusd adds each row's 4 of them into its dword: P for 16 rows in 4
-// lookups and 3 dot products, where unpacking the bits for vpdpbusd costs 3 operations per 4
-// elements of 16 rows (bonsai_gemm_avx512.hpp). The f32 steps then run with the 16 rows across the
+// Per activation column and sub-block of 32 quants, tables of the 16 signed sums
+// v = sum_b (+-x[4t + b]) of each nibble group t = 0..7 (4 elements; layout and split at
+// kTableBytes below). The 16 rows' 32 sign bits of that sub-block are one 64-byte load in the
+// packed layout (row i: dword i); byte j of a row's dword holds nibble groups 2j (low nibble) and
+// 2j + 1 (high). OR-ing the byte's position j into bits 4..5 of each nibble makes it an index into
+// a 64-entry table, so one vpermb looks up 64 (row, group) sums; vpdpbusd adds each row's 4 of them
+// into its dword: P for 16 rows in 4 lookups, 2 byte adds and 2 dot products, where unpacking the
+// bits for vpdpbusd costs 3 operations per 4 elements of 16 rows (bonsai_gemm_avx512.hpp). The
+// tables are built once per call and thread. The f32 steps then run with the 16 rows across the
 // vector and the 16 lanes of the definition in 16 registers, so the final tree is 15 additions for
 // 16 outputs.
 //
@@ -138,7 +138,7 @@ GRAFT_TARGET_AVX512_VBMI __attribute__((always_inline)) inline void column_block
   }
 }
 
-// The last nb % 4 blocks of a group (starting at block b, a multiple of 4).
+// The last nb % 4 blocks of a group (from block b, a multiple of 4).
 template <bool kPrefetch>
 GRAFT_TARGET_AVX512_VBMI __attribute__((noinline)) void column_tail(__m512 (&acc)[16], const std::uint8_t* grp,
                                                                    std::int64_t b, std::int64_t nb,
