@@ -11,9 +11,8 @@
 #include <vector>
 
 #include "bench_options.hpp"
+#include "cpu_backend.hpp"
 #include "graft/graft.hpp"
-#include "plugin_host/host_services.hpp"
-#include "plugin_host/plugin_library.hpp"
 
 using namespace graft;
 
@@ -44,19 +43,8 @@ bool parse(int argc, char** argv, Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) return 2;
-  auto lib = PluginLibrary::load(std::filesystem::path(o.plugin_dir) / "libgraft_backend_cpu.so");
-  if (!lib) {
-    std::fprintf(stderr, "error: %s\n", lib.status().message().c_str());
-    return 1;
-  }
-  DefaultHostServices host;
-  Config cfg;
-  cfg.set("threads", static_cast<std::int64_t>(o.threads));
-  auto backend = (*lib)->create<Backend>(host, cfg);
-  if (!backend) {
-    std::fprintf(stderr, "error: %s\n", backend.status().message().c_str());
-    return 1;
-  }
+  const auto backend = bench::load_cpu_backend(o.plugin_dir, o.threads);
+  if (!backend) return 1;
   struct alignas(64) Slot {
     std::size_t v = 0;
   };
@@ -67,7 +55,7 @@ int main(int argc, char** argv) {
     for (long r = 0; r < o.rounds; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
       for (long c = 0; c < o.calls; ++c)
-        (*backend)->parallel_for(static_cast<std::size_t>(n), [&](std::size_t b, std::size_t e) {
+        backend->parallel_for(static_cast<std::size_t>(n), [&](std::size_t b, std::size_t e) {
           for (std::size_t i = b; i < e; ++i) slots[i].v += i;
         });
       per_call.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /

@@ -19,10 +19,9 @@
 
 #include "attention.hpp"
 #include "bench_options.hpp"
+#include "cpu_backend.hpp"
 #include "f16.hpp"
 #include "graft/graft.hpp"
-#include "plugin_host/host_services.hpp"
-#include "plugin_host/plugin_library.hpp"
 
 using namespace graft;
 
@@ -90,19 +89,8 @@ int main(int argc, char** argv) {
     }
     levels.push_back(*level);
   }
-  auto lib = PluginLibrary::load(std::filesystem::path(GRAFT_PLUGIN_DIR) / "libgraft_backend_cpu.so");
-  if (!lib) {
-    std::fprintf(stderr, "error: %s\n", lib.status().message().c_str());
-    return 1;
-  }
-  DefaultHostServices host;
-  Config cfg;
-  cfg.set("threads", static_cast<std::int64_t>(o.threads));
-  auto backend = (*lib)->create<Backend>(host, cfg);
-  if (!backend) {
-    std::fprintf(stderr, "error: %s\n", backend.status().message().c_str());
-    return 1;
-  }
+  const auto backend = bench::load_cpu_backend(std::filesystem::path(GRAFT_PLUGIN_DIR), o.threads);
+  if (!backend) return 1;
 
   const bool f16 = o.type == "f16";
   const auto d = static_cast<std::uint32_t>(o.dim);
@@ -155,7 +143,7 @@ int main(int argc, char** argv) {
           const double c0 = process_cpu_us();
           for (long l = 0; l < o.layers; ++l) {
             const TensorView ov = f32_view(outs[li].data() + q.size() * l, d, o.heads, nq);
-            const Status st = kv::attend(**backend, caches[l], qv, b, ov, levels[li]);
+            const Status st = kv::attend(*backend, caches[l], qv, b, ov, levels[li]);
             if (!st) {
               std::fprintf(stderr, "error: %s\n", st.message().c_str());
               return 1;
