@@ -64,36 +64,37 @@ std::size_t dense_element_size(TypeId type) noexcept {
 }
 
 std::string check_dense(const char* name, const TensorView& t, std::initializer_list<TypeId> types) {
-  const std::string n = name;
+  auto n = [name] { return std::string(name); };
   bool type_ok = false;
   for (TypeId ty : types) type_ok = type_ok || ty == t.type;
-  if (!type_ok) return n + " has type " + type_name(t.type) + "; expected " + list_types(types);
+  if (!type_ok) return n() + " has type " + type_name(t.type) + "; expected " + list_types(types);
   if (t.n_dims < 1 || t.n_dims > kMaxDims)
-    return n + " has n_dims = " + std::to_string(t.n_dims) + "; expected 1 to " + std::to_string(kMaxDims);
+    return n() + " has n_dims = " + std::to_string(t.n_dims) + "; expected 1 to " + std::to_string(kMaxDims);
+  // (The texts are built only on failure: every op checks its tensors on every call.)
+  auto ne = [&](int d) { return "ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]); };
   for (int d = 0; d < kMaxDims; ++d) {
-    const std::string ne = "ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]);
-    if (d == 0 && t.ne[0] < 1) return n + " has " + ne + "; rows must not be empty";
-    if (t.ne[d] < 0) return n + " has " + ne;
+    if (d == 0 && t.ne[0] < 1) return n() + " has " + ne(d) + "; rows must not be empty";
+    if (t.ne[d] < 0) return n() + " has " + ne(d);
     if (d >= t.n_dims && t.ne[d] != 1)
-      return n + " has " + ne + " beyond its n_dims = " + std::to_string(t.n_dims);
+      return n() + " has " + ne(d) + " beyond its n_dims = " + std::to_string(t.n_dims);
   }
   const std::size_t esize = dense_element_size(t.type);
   std::int64_t bytes = static_cast<std::int64_t>(esize ? esize : 1);
   for (int d = 0; d < kMaxDims; ++d) {
     if (t.ne[d] == 0) break;  // empty tensor: no size to overflow
-    if (t.ne[d] > kMaxBytes / bytes) return n + " is too large: " + shape_string(t);
+    if (t.ne[d] > kMaxBytes / bytes) return n() + " is too large: " + shape_string(t);
     bytes *= t.ne[d];
   }
   if (t.nb[0] != esize)
-    return n + " is not contiguous: nb[0] = " + std::to_string(t.nb[0]) + ", expected " + std::to_string(esize);
+    return n() + " is not contiguous: nb[0] = " + std::to_string(t.nb[0]) + ", expected " + std::to_string(esize);
   std::size_t packed = esize;
   for (int d = 1; d < kMaxDims; ++d) {
     packed *= static_cast<std::size_t>(t.ne[d - 1]);
     if (t.ne[d] > 1 && t.nb[d] != packed)
-      return n + " is not contiguous: nb[" + std::to_string(d) + "] = " + std::to_string(t.nb[d]) + ", expected " +
+      return n() + " is not contiguous: nb[" + std::to_string(d) + "] = " + std::to_string(t.nb[d]) + ", expected " +
              std::to_string(packed);
   }
-  if (t.data == nullptr && t.elements() > 0) return n + " has no data (null pointer)";
+  if (t.data == nullptr && t.elements() > 0) return n() + " has no data (null pointer)";
   return {};
 }
 
