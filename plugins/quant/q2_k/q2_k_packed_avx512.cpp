@@ -111,7 +111,9 @@ GRAFT_Q2P_TARGET void group_column(const GemmArgs& a, const std::int8_t* xp, std
     const __m512 nd =
         _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kQ2GroupNegDminAt))));
     const std::int8_t* x = xp + b * kQK_K;
+    // d * dx and -dmin * dx of the 4 rows at once (a lane permute below moves them, unchanged).
     const __m512 dx = _mm512_set1_ps(a.xk->scale(c, b));
+    const __m512 ddx = _mm512_mul_ps(d, dx), nddx = _mm512_mul_ps(nd, dx);
     const __m512i bsums = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c, b))));
     _Pragma("GCC unroll 2")
     for (int h = 0; h < 2; ++h) {
@@ -126,9 +128,9 @@ GRAFT_Q2P_TARGET void group_column(const GemmArgs& a, const std::int8_t* xp, std
       const __m512i mins = _mm512_srli_epi16(
           _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQ2GroupScalesAt + 32 * h))), 4);
       const __m512i idx = _mm512_add_epi32(pair_lo, _mm512_set1_epi32(2 * h));
-      acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mins, bsums)),
-                               _mm512_mul_ps(_mm512_permutexvar_ps(idx, nd), dx), acc[h]);
-      acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(folded), _mm512_mul_ps(_mm512_permutexvar_ps(idx, d), dx), acc[h]);
+      acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mins, bsums)), _mm512_permutexvar_ps(idx, nddx),
+                               acc[h]);
+      acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(folded), _mm512_permutexvar_ps(idx, ddx), acc[h]);
     }
   }
   const __m256 part[4] = {_mm512_castps512_ps256(acc[0]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1)),
