@@ -9,6 +9,7 @@
 #include "bonsai_blocks.hpp"
 #include "half.hpp"
 #include "q1_0_gemm.hpp"
+#include "packed_groups.hpp"
 #include "q1_0_packed.hpp"
 
 namespace graft::quant {
@@ -38,7 +39,7 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
 const PackedLayout kPacked{
     "q1_0_rows16",
     kQ1GroupRows,
-    &q1_0_packed_used_at,
+    &packed_layout_level,
     &q1_0_packed_bytes,
     &q1_0_pack_groups,
 #ifdef __x86_64__

@@ -10,8 +10,6 @@ namespace graft::quant {
 
 static_assert(kQ1GroupBlockBytes == kQ1GroupRows * static_cast<std::int64_t>(sizeof(BlockQ1_0)));
 
-bool q1_0_packed_used_at(SimdLevel level) noexcept { return packed_layout_level(level); }
-
 std::uint64_t q1_0_packed_bytes(std::int64_t k, std::int64_t m) noexcept {
   return packed_groups_bytes(k / kQK1_0, m, kQ1GroupRows, sizeof(BlockQ1_0));
 }

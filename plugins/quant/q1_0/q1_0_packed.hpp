@@ -25,8 +25,6 @@ inline constexpr int kQ1GroupRows = 16;
 inline constexpr std::int64_t kQ1GroupBlockBytes = kQ1GroupRows * 18;  // one 128-element block of a group
 inline constexpr std::int64_t kQ1GroupSignsAt = 2 * kQ1GroupRows;    // sub-block s's signs: +64 s
 
-// Whether the kernels of `level` read the packed layout on this CPU.
-bool q1_0_packed_used_at(SimdLevel level) noexcept;
 // Bytes of the packed form of m rows of k elements.
 std::uint64_t q1_0_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
 // Packs groups [g0, g1) of the m rows at w (row stride `stride` bytes) into out (the whole packed

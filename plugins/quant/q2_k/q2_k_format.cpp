@@ -19,6 +19,7 @@
 #include "half.hpp"
 #include "q2_k_block.hpp"
 #include "q2_k_gemm.hpp"
+#include "packed_groups.hpp"
 #include "q2_k_packed.hpp"
 #include "level_quantizer.hpp"
 #include "x86_simd.hpp"
@@ -300,7 +301,7 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
 const PackedLayout kPacked{
     "q2_k_rows4",
     kQ2GroupRows,
-    &q2_k_packed_used_at,
+    &packed_layout_level,
     &q2_k_packed_bytes,
     &q2_k_pack_groups,
 #ifdef __x86_64__

@@ -15,8 +15,6 @@ namespace graft::quant {
 static_assert(kQ2GroupBlockBytes == kQ2GroupRows * static_cast<std::int64_t>(sizeof(BlockQ2K)));
 static_assert(kQ2GroupCodesAt + kQ2GroupRows * 64 == kQ2GroupBlockBytes);
 
-bool q2_k_packed_used_at(SimdLevel level) noexcept { return packed_layout_level(level); }
-
 #ifdef GRAFT_QUANT_X86
 namespace {
 // The file block's codes into the packed order: field f = 2p + h of each byte from the element-order

@@ -30,7 +30,6 @@ inline constexpr std::int64_t kQ2GroupNegDminAt = 8;
 inline constexpr std::int64_t kQ2GroupScalesAt = 16;
 inline constexpr std::int64_t kQ2GroupCodesAt = 80;
 
-bool q2_k_packed_used_at(SimdLevel level) noexcept;
 std::uint64_t q2_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
 void q2_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                       std::int64_t g1, std::uint8_t* out) noexcept;

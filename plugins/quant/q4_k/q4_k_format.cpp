@@ -6,6 +6,7 @@
 #include "k4_quantizer.hpp"
 #include "k4_blocks.hpp"
 #include "q4_k_gemm.hpp"
+#include "packed_groups.hpp"
 #include "q4_k_packed.hpp"
 
 namespace graft::quant {
@@ -46,7 +47,7 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
 const PackedLayout kPacked{
     "q4_k_rows4",
     kQ4GroupRows,
-    &q4_k_packed_used_at,
+    &packed_layout_level,
     &q4_k_packed_bytes,
     &q4_k_pack_groups,
 #ifdef __x86_64__

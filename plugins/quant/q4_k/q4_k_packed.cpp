@@ -14,8 +14,6 @@ static_assert(kQ5GroupBlockBytes == kQ4GroupRows * static_cast<std::int64_t>(siz
 static_assert(kQ4GroupFieldsAt + kQ4GroupRows * 16 * 6 / 8 == kQ4GroupCodesAt);
 static_assert(kQ5GroupHighBitsAt + kQ4GroupRows * 32 == kQ5GroupBlockBytes);
 
-bool q4_k_packed_used_at(SimdLevel level) noexcept { return packed_layout_level(level); }
-
 #ifdef __x86_64__
 namespace {
 // The file block's 128 code bytes into the packed order: vector p = A | B << 4 from the

@@ -38,7 +38,6 @@ inline constexpr std::int64_t kQ4GroupFieldsAt = 16;
 inline constexpr std::int64_t kQ4GroupCodesAt = 64;
 inline constexpr std::int64_t kQ5GroupHighBitsAt = kQ4GroupCodesAt + kQ4GroupRows * 128;
 
-bool q4_k_packed_used_at(SimdLevel level) noexcept;
 std::uint64_t q4_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
 // Packs groups [g0, g1) of the m rows at w (row stride `stride` bytes) into out (the whole packed
 // matrix: group g is written at out + g * 4 * row bytes).

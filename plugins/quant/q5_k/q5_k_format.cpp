@@ -9,6 +9,7 @@
 #include "k4_quantizer.hpp"
 #include "q4_k_packed.hpp"
 #include "q5_k_gemm.hpp"
+#include "packed_groups.hpp"
 
 namespace graft::quant {
 
@@ -51,7 +52,7 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
 const PackedLayout kPacked{
     "q5_k_rows4",
     kQ4GroupRows,
-    &q4_k_packed_used_at,  // the same levels as Q4_K's layout
+    &packed_layout_level,
     &q5_k_packed_bytes,
     &q5_k_pack_groups,
 #ifdef __x86_64__
