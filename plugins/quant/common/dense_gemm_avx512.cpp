@@ -22,7 +22,7 @@ GRAFT_TARGET_AVX512 static inline __m512 load16(const std::uint8_t* row, std::in
 }
 
 GRAFT_TARGET_AVX512 static inline float reduce(__m512 v) {
-  const __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));  // AVX-512F only
+  const __m256 upper = x86::high_half(v);
   const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), upper);                        // l + (l+8)
   const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));        // + 4 apart
   const __m128 t = _mm_add_ps(q, _mm_movehl_ps(q, q));                                       // + 2 apart

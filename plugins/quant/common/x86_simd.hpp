@@ -27,6 +27,18 @@ GRAFT_TARGET_AVX2 static inline float hsum8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
 }
 
+// The upper 256 bits with AVX-512F only (the f32x8 forms need AVX512DQ, not in our targets).
+GRAFT_TARGET_AVX512 static inline __m256 high_half(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+// The two 8-lane halves of a 512-bit accumulator, each folded by hsum8: the low half into *lo, the
+// high half into *hi (the two columns of a column-pair tile, or two rows).
+GRAFT_TARGET_AVX512 static inline void store_hsum8_halves(__m512 v, float* lo, float* hi) {
+  *lo = hsum8(_mm512_castps512_ps256(v));
+  *hi = hsum8(high_half(v));
+}
+
 // 32 nibbles of a Q4_0 block as bytes 0..15 in element order: low nibbles are elements 0..15,
 // high nibbles 16..31. A broadcast load and a per-half shift: no shuffle-port work.
 GRAFT_TARGET_AVX2 static inline __m256i unpack_nibbles(const unsigned char* qs) {

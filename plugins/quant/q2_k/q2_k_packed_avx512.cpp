@@ -133,8 +133,8 @@ GRAFT_Q2P_TARGET void group_column(const GemmArgs& a, const std::int8_t* xp, std
       acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(folded), _mm512_permutexvar_ps(idx, ddx), acc[h]);
     }
   }
-  const __m256 part[4] = {_mm512_castps512_ps256(acc[0]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1)),
-                          _mm512_castps512_ps256(acc[1]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[1]), 1))};
+  const __m256 part[4] = {_mm512_castps512_ps256(acc[0]), x86::high_half(acc[0]), _mm512_castps512_ps256(acc[1]),
+                          x86::high_half(acc[1])};
   float* y = a.y + c * static_cast<std::int64_t>(a.y_stride);
   for (std::int64_t i = s0; i < s1; ++i) y[i] = x86::hsum8(part[i - r]);
 }

@@ -167,10 +167,7 @@ struct Q3KAvx512Batch {
     for (int i = 0; i < R; ++i)
       _Pragma("GCC unroll 8")
       for (int p = 0; p < P; ++p) {
-        const __m256 lo = _mm512_castps512_ps256(acc[i][p]);
-        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i][p]), 1));
-        a.y[(c + 2 * p) * a.y_stride + r + i] = x86::hsum8(lo);
-        a.y[(c + 2 * p + 1) * a.y_stride + r + i] = x86::hsum8(hi);
+        x86::store_hsum8_halves(acc[i][p], a.y + (c + 2 * p) * a.y_stride + r + i, a.y + (c + 2 * p + 1) * a.y_stride + r + i);
       }
   }
 

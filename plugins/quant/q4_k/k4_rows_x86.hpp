@@ -21,11 +21,6 @@ GRAFT_TARGET_AVX2 inline float min_total(__m128 m) {
   return _mm_cvtss_f32(m);
 }
 
-// The upper 256 bits with AVX-512F only (the f32x8 forms need AVX512DQ, not in our target).
-GRAFT_TARGET_AVX512 inline __m256 high_half(__m512 v) {
-  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-}
-
 // [S of row a | S of row b] from two rows' 16-lane sums (lane l and 8 + l both add to S[l]).
 GRAFT_TARGET_AVX512 inline __m512i fold_row_pair(__m512i sa, __m512i sb) {
   return _mm512_add_epi32(_mm512_shuffle_i64x2(sa, sb, 0x44), _mm512_shuffle_i64x2(sa, sb, 0xEE));
@@ -49,8 +44,8 @@ GRAFT_TARGET_AVX512 inline __m512i four_row_min_terms(__m512i mins, const std::i
 // accm row i in 128-bit lane i.
 template <int Bits>
 GRAFT_TARGET_AVX512 inline void store_four_rows(const __m512 acc[2], __m512 accm, float* y, int rows) {
-  const __m256 part[4] = {_mm512_castps512_ps256(acc[0]), high_half(acc[0]), _mm512_castps512_ps256(acc[1]),
-                          high_half(acc[1])};
+  const __m256 part[4] = {_mm512_castps512_ps256(acc[0]), x86::high_half(acc[0]), _mm512_castps512_ps256(acc[1]),
+                          x86::high_half(acc[1])};
   const __m128 mparts[4] = {_mm512_castps512_ps128(accm), _mm512_extractf32x4_ps(accm, 1),
                             _mm512_extractf32x4_ps(accm, 2), _mm512_extractf32x4_ps(accm, 3)};
   for (int i = 0; i < rows; ++i) y[i] = x86::hsum8(part[i]) + min_total<Bits>(mparts[i]);

@@ -146,10 +146,7 @@ GRAFT_Q6K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
   for (int j = 0; j < C; ++j) {
     float* y = a.y + (c + j) * a.y_stride + r;
     _Pragma("GCC unroll 2")
-    for (int h = 0; h < 2; ++h) {
-      y[2 * h] = x86::hsum8(_mm512_castps512_ps256(acc[h][j]));
-      y[2 * h + 1] = x86::hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[h][j]), 1)));
-    }
+    for (int h = 0; h < 2; ++h) x86::store_hsum8_halves(acc[h][j], y + 2 * h, y + 2 * h + 1);
   }
 }
 #endif
