@@ -34,7 +34,7 @@ GRAFT_TARGET_AVX512 inline __m512i pair_lane_sums(const __m512i wq[4], const std
     s0 = _mm512_dpbusd_epi32(s0, wq[z], _mm512_load_si512(pb + 64 * z));
     s1 = _mm512_dpbusd_epi32(s1, wq[z], _mm512_load_si512(pb + 256 + 64 * z));
   }
-  return _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+  return x86::fold_pair(s0, s1);
 }
 
 template <class K, class S, int R, int C>

@@ -32,6 +32,12 @@ GRAFT_TARGET_AVX512 static inline __m256 high_half(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
+// [a's low + high 256 bits | b's low + high 256 bits] (int32 lanes): two rows' or columns' 16-lane
+// sums folded to 8 lanes each in one register, lane l and 8 + l both adding to lane l.
+GRAFT_TARGET_AVX512 static inline __m512i fold_pair(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xEE));
+}
+
 // The two 8-lane halves of a 512-bit accumulator, each folded by hsum8: the low half into *lo, the
 // high half into *hi (the two columns of a column-pair tile, or two rows).
 GRAFT_TARGET_AVX512 static inline void store_hsum8_halves(__m512 v, float* lo, float* hi) {

@@ -123,7 +123,7 @@ GRAFT_Q2P_TARGET void group_column(const GemmArgs& a, const std::int8_t* xp, std
       load_row(blk, 2 * h + 1, rc);
       const __m512i sb = row_dot(rc, x);
       // [S of row 2h | S of row 2h + 1]: low halves plus high halves.
-      const __m512i folded = _mm512_add_epi32(_mm512_shuffle_i64x2(sa, sb, 0x44), _mm512_shuffle_i64x2(sa, sb, 0xEE));
+      const __m512i folded = x86::fold_pair(sa, sb);
       // The mins of both rows as words: (scale | min << 4) >> 4.
       const __m512i mins = _mm512_srli_epi16(
           _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQ2GroupScalesAt + 32 * h))), 4);

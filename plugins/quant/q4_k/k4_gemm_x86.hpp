@@ -175,7 +175,7 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
     }
     // Rows 2h and 2h + 1 against column j.
     auto pair = [&](int h, int j) GRAFT_Q4K_TARGET {
-      const __m512i f = fold_row_pair(block_dot512(p[2 * h], x[j]), block_dot512(p[2 * h + 1], x[j]));
+      const __m512i f = x86::fold_pair(block_dot512(p[2 * h], x[j]), block_dot512(p[2 * h + 1], x[j]));
       const __m512 dw = join(_mm256_set1_ps(p[2 * h].d), _mm256_set1_ps(p[2 * h + 1].d));
       acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_mul_ps(dw, dx[j]), acc[h][j]);
     };

@@ -21,11 +21,6 @@ GRAFT_TARGET_AVX2 inline float min_total(__m128 m) {
   return _mm_cvtss_f32(m);
 }
 
-// [S of row a | S of row b] from two rows' 16-lane sums (lane l and 8 + l both add to S[l]).
-GRAFT_TARGET_AVX512 inline __m512i fold_row_pair(__m512i sa, __m512i sb) {
-  return _mm512_add_epi32(_mm512_shuffle_i64x2(sa, sb, 0x44), _mm512_shuffle_i64x2(sa, sb, 0xEE));
-}
-
 // The mins' integer terms of 4 rows (row i's 8 mins as words in 128-bit lane i) against one
 // column's Q8_K block sums: Q4_K M[0..3] per row, Q5_K their total in all 4 lanes of the row.
 template <int Bits>

@@ -155,7 +155,7 @@ GRAFT_Q4P_TARGET void group_tile(const GemmArgs& a, const std::int8_t* xp, std::
       _Pragma("GCC unroll 16")
       for (int j = 0; j < C; ++j) {
         const __m512i s1 = row_dot(rc, x[j]);
-        acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(fold_row_pair(s0[j], s1)), _mm512_mul_ps(dw, _mm512_set1_ps(*dx[j])), acc[h][j]);
+        acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x86::fold_pair(s0[j], s1)), _mm512_mul_ps(dw, _mm512_set1_ps(*dx[j])), acc[h][j]);
       }
     }
     _Pragma("GCC unroll 16")

@@ -136,7 +136,7 @@ GRAFT_Q6K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
       _Pragma("GCC unroll 2")
       for (int h = 0; h < 2; ++h) {
         const __m512i s0 = block_dot512(p[2 * h], x), s1 = block_dot512(p[2 * h + 1], x);
-        const __m512i u = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE));
+        const __m512i u = x86::fold_pair(s0, s1);
         const __m512i sum = _mm512_sub_epi32(u, _mm512_slli_epi32(_mm512_madd_epi16(bs, sc[h]), 5));
         acc[h][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw[h], dx), acc[h][j]);
       }

@@ -118,8 +118,7 @@ struct TQ2Avx512Pairs {
               s0 = _mm512_dpbusd_epi32(s0, q[z], _mm512_loadu_si512(x0 + 64 * z));
               s1 = _mm512_dpbusd_epi32(s1, q[z], _mm512_loadu_si512(x1 + 64 * z));
             }
-            const __m512i sum = _mm512_add_epi32(
-                _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xEE)), corr[p]);
+            const __m512i sum = _mm512_add_epi32(x86::fold_pair(s0, s1), corr[p]);
             acc[i][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dxv[p], dw), acc[i][p]);
           }
         }
