@@ -8,7 +8,10 @@
 // (FormatKernels::prepare, which the model always uses): --prepare 0,1 measures both side by side.
 // With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
 // speed instead of memory streaming. --quantize 1 instead times each format's quantizer (one
-// thread, 4096 x 256 pseudo-random weights, best of --reps).
+// thread, 4096 x 256 pseudo-random weights, best of --reps). --against DIR compares the format
+// plugins of another build (B) with --plugin-dir's (A): passes alternate A, B, A, B, ... on the
+// same matrices, and the figure is the median of the B/A speed ratios of adjacent passes, which a
+// machine whose speed drifts by tens of percent between runs still measures to a few percent.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -35,7 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
     "quant_bench [--threads 1,2] [--formats q8_0,q4_0] [--k 1024,2048,4096] [--mib 512] [--reps 5] "
-    "[--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0] [--prepare 1]";
+    "[--prefill 64] [--simd auto] [--m 4096] [--plugin-dir DIR] [--quantize 0] [--prepare 1] [--against DIR]";
 
 struct Options {
   std::vector<long> threads{1, 2};
@@ -47,6 +50,7 @@ struct Options {
   long m = 4096;        // rows per matrix
   std::string simd = "auto";
   std::string plugin_dir = GRAFT_PLUGIN_DIR;
+  std::string against;  // a second build's plugin folder: A/B mode
   bool quantize = false;
   std::vector<long> prepare{1};
 };
@@ -67,7 +71,8 @@ bool parse(int argc, char** argv, Options& o) {
       ("m", po::value(&o.m), "rows per matrix")
       ("plugin-dir", po::value(&o.plugin_dir), "plugin folder")
       ("quantize", po::value(&quantize), "1: time each format's quantizer instead")
-      ("prepare", list_into(o.prepare), "1: the kernels' own weight layout where they have one, 0: the file's; 0,1: both");
+      ("prepare", list_into(o.prepare), "1: the kernels' own weight layout where they have one, 0: the file's; 0,1: both")
+      ("against", po::value(&o.against), "another build's plugin folder (B): alternate passes, B/A ratios");
   if (!bench::parse_options(argc, argv, kUsage, d)) return false;
   o.quantize = quantize != 0;
   return true;
@@ -155,6 +160,23 @@ Matrices make_matrices(Backend& backend, const TypeTraits& t, std::int64_t k, st
   return mx;
 }
 
+// Input and output columns in the backend's memory (cache-line aligned, as in a model).
+struct Columns {
+  std::unique_ptr<Buffer> xb, yb;
+  float* x = nullptr;
+  float* y = nullptr;
+};
+Columns make_columns(Backend& backend, std::int64_t k, std::int64_t m, std::int64_t n) {
+  Columns c;
+  auto xb = backend.allocate(static_cast<std::size_t>(k * n) * sizeof(float), MemoryKind::host);
+  auto yb = backend.allocate(static_cast<std::size_t>(m * n) * sizeof(float), MemoryKind::host);
+  if (!xb || !yb) std::exit(1);
+  c.xb = std::move(*xb), c.yb = std::move(*yb);
+  c.x = static_cast<float*>(c.xb->data()), c.y = static_cast<float*>(c.yb->data());
+  for (std::int64_t i = 0; i < k * n; ++i) c.x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+  return c;
+}
+
 TensorView view(const Matrices& mx, std::size_t i) {
   TensorView v;
   v.data = mx.buffers[i]->data();
@@ -164,6 +186,62 @@ TensorView view(const Matrices& mx, std::size_t i) {
   v.ne = {mx.k, mx.m, 1, 1};
   v.nb = {mx.traits.block_bytes, row, mx.bytes_each, mx.bytes_each};
   return v;
+}
+
+// One build's kernels of a format, and the matrices in their layout.
+struct Side {
+  std::shared_ptr<PluginLibrary> lib;
+  std::shared_ptr<WeightFormat> fmt;
+  FormatKernels* kern = nullptr;
+  std::vector<std::unique_ptr<PreparedWeights>> prepared;
+};
+
+Side open_side(const std::string& dir, const std::string& name, const std::string& simd, DefaultHostServices& host) {
+  Side s;
+  s.lib = load(dir, "libgraft_quant_" + name + ".so");
+  Config fcfg;
+  fcfg.set("simd", simd);
+  auto fmt = s.lib->create<WeightFormat>(host, fcfg);
+  if (!fmt) {
+    std::fprintf(stderr, "error: %s\n", fmt.status().message().c_str());
+    std::exit(1);
+  }
+  s.fmt = *fmt;
+  s.kern = s.fmt->kernels("cpu");
+  return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A and B alternate `reps` times; each one's best time, and the B/A speed ratio of each adjacent
+// pair (A then B, or B then A: the order swaps every pair so a drift favours neither).
+struct AbResult {
+  double best_a = 1e30, best_b = 1e30, median_ratio = 0, low = 0, high = 0;
+};
+template <class FA, class FB>
+AbResult alternate(long reps, FA&& run_a, FB&& run_b) {
+  auto time = [](auto& fn) {
+    const auto t0 = Clock::now();
+    fn();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  AbResult r;
+  std::vector<double> ratios;
+  for (long i = 0; i < reps; ++i) {
+    double ta, tb;
+    if (i % 2 == 0) ta = time(run_a), tb = time(run_b);
+    else tb = time(run_b), ta = time(run_a);
+    r.best_a = std::min(r.best_a, ta), r.best_b = std::min(r.best_b, tb);
+    ratios.push_back(ta / tb);  // B's speed over A's
+  }
+  r.median_ratio = median(ratios);
+  std::sort(ratios.begin(), ratios.end());
+  r.low = ratios[ratios.size() / 4], r.high = ratios[ratios.size() * 3 / 4];
+  return r;
 }
 
 // Quantizer throughput: what converting a model costs per thread.
@@ -197,6 +275,62 @@ int quantize_speed(const Options& o, DefaultHostServices& host) {
   return 0;
 }
 
+// --against: the same matrices through A's and B's kernels, passes alternating.
+int compare(const Options& o, DefaultHostServices& host, PluginLibrary& cpu_lib) {
+  std::printf("A: %s\nB: %s\nweights per pass: %ld MiB (matrices of k x %ld); %ld alternating pairs\n",
+              o.plugin_dir.c_str(), o.against.c_str(), o.mib, o.m, o.reps);
+  std::printf("%-6s %5s %3s %9s %9s %16s %11s %11s %16s  %s\n", "format", "k", "thr", "A GB/s", "B GB/s",
+              "B/A matvec (IQR)", "A pf tok/s", "B pf tok/s", "B/A prefill", "layout");
+  for (long threads : o.threads) {
+    Config bcfg;
+    bcfg.set("threads", static_cast<std::int64_t>(threads));
+    auto backend = cpu_lib.create<Backend>(host, bcfg);
+    if (!backend) return 1;
+    Backend& b = **backend;
+    for (const auto& name : o.formats) {
+      Side sides[2] = {open_side(o.plugin_dir, name, o.simd, host), open_side(o.against, name, o.simd, host)};
+      for (long k : o.ks)
+        for (long prep : o.prepare) {
+          const Matrices mx = make_matrices(b, sides[0].fmt->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20,
+                                            scale_offsets(name));
+          const std::size_t count = mx.buffers.size();
+          const Columns xy = make_columns(b, k, mx.m, std::max(1L, o.prefill));
+          for (Side& sd : sides) {
+            sd.prepared.clear();
+            sd.prepared.resize(count);
+            for (std::size_t i = 0; i < count && prep; ++i)
+              if (const Status st = sd.kern->prepare(b, view(mx, i), sd.prepared[i]); !st.ok()) {
+                std::fprintf(stderr, "error: %s\n", st.message().c_str());
+                return 1;
+              }
+          }
+          auto pass = [&](Side& sd, std::int64_t n) {
+            for (std::size_t i = 0; i < count; ++i) {
+              const Status st = sd.kern->matmul(b, view(mx, i), sd.prepared[i].get(), f32_view(xy.x, k, n),
+                                                f32_view(xy.y, mx.m, n));
+              if (!st.ok()) {
+                std::fprintf(stderr, "error: %s\n", st.message().c_str());
+                std::exit(1);
+              }
+            }
+          };
+          pass(sides[0], 1), pass(sides[1], 1);  // warm up
+          const AbResult dec = alternate(o.reps, [&] { pass(sides[0], 1); }, [&] { pass(sides[1], 1); });
+          AbResult pf;
+          if (o.prefill > 0)
+            pf = alternate(std::max(2L, o.reps / 2), [&] { pass(sides[0], o.prefill); }, [&] { pass(sides[1], o.prefill); });
+          const double bytes = static_cast<double>(mx.bytes_each * count), np = static_cast<double>(o.prefill);
+          std::printf("%-6s %5ld %3ld %9.2f %9.2f %6.3f (%.2f-%.2f) %11.1f %11.1f %6.3f (%.2f-%.2f)  %s\n", name.c_str(), k,
+                      threads, bytes / dec.best_a / 1e9, bytes / dec.best_b / 1e9, dec.median_ratio, dec.low, dec.high,
+                      o.prefill > 0 ? np / pf.best_a : 0.0, o.prefill > 0 ? np / pf.best_b : 0.0, pf.median_ratio, pf.low,
+                      pf.high, sides[0].prepared[0] ? sides[0].prepared[0]->layout() : "file");
+          std::fflush(stdout);
+        }
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +339,7 @@ int main(int argc, char** argv) {
   DefaultHostServices host;
   if (o.quantize) return quantize_speed(o, host);
   auto cpu_lib = load(o.plugin_dir, "libgraft_backend_cpu.so");
+  if (!o.against.empty()) return compare(o, host, *cpu_lib);
   std::printf("weights per pass: %ld MiB (matrices of k x %ld); best of %ld passes\n", o.mib, o.m, o.reps);
   std::printf("%-6s %5s %3s %11s %10s %6s %12s %14s %8s %5s  %s\n", "format", "k", "thr", "matvec GB/s", "read GB/s",
               "ratio", "decode tok/s", "prefill tok/s", "pf/dec", "par", "layout");
@@ -229,9 +364,7 @@ int main(int argc, char** argv) {
         const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20,
                                           scale_offsets(name));
         const std::size_t count = mx.buffers.size();
-        std::vector<float> x(static_cast<std::size_t>(k * std::max(1L, o.prefill)), 0.25f);
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
-        std::vector<float> y(static_cast<std::size_t>(mx.m * std::max(1L, o.prefill)));
+        const Columns xy = make_columns(b, k, mx.m, std::max(1L, o.prefill));
         // The kernels' own layout where they have one, as the model loads it.
         std::vector<std::unique_ptr<PreparedWeights>> prepared(count);
         for (std::size_t i = 0; i < count && prep; ++i)
@@ -242,7 +375,7 @@ int main(int argc, char** argv) {
         auto pass = [&](std::int64_t n) {
           for (std::size_t i = 0; i < count; ++i) {
             const Status st =
-                kern->matmul(b, view(mx, i), prepared[i].get(), f32_view(x.data(), k, n), f32_view(y.data(), mx.m, n));
+                kern->matmul(b, view(mx, i), prepared[i].get(), f32_view(xy.x, k, n), f32_view(xy.y, mx.m, n));
             if (!st.ok()) {
               std::fprintf(stderr, "error: %s\n", st.message().c_str());
               std::exit(1);

@@ -32,7 +32,7 @@
 #include "q8_activations.hpp"
 
 #define GRAFT_TARGET_AMX                                                                              \
-  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bitalg,amx-tile,amx-int8")))
+  __attribute__((target("prfchw,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bitalg,amx-tile,amx-int8")))
 
 namespace graft::quant {
 namespace {
@@ -162,40 +162,53 @@ struct BonsaiAmxGemm {
         const std::int8_t* xa = a_tiles + (first - c0) / 16 * nsub * 512;
         const float* dx = partial ? pad_scales : xq.scales(first);
         const std::int64_t dx_stride = partial ? nsub : xq.nb;
+        // The 16 output lines this tile writes at its end, owned early: stores commit in order, so
+        // a store that misses holds up the tile stores behind it, and with them the f32 steps
+        // (the column tiles' outputs are lines 4 x m bytes apart; without this the kernel ran
+        // 1.2-1.25x slower, quant_bench --against).
+        for (std::int64_t m = 0; m < valid; ++m)
+          _m_prefetchw(a.y + (first + m) * static_cast<std::int64_t>(a.y_stride) + r);
         asm volatile("" ::: "memory");  // the tile loads' asm does not tell the compiler it reads memory
         auto a_at = [&](std::int32_t item) { return xa + 512 * (item >> 5); };
         auto b_at = [&](std::int32_t item) { return codes + ((item >> 5) * kParts + (item >> 1 & 1)) * 512; };
         __m512 acc[16];
+#pragma GCC unroll 16
         for (auto& v : acc) v = _mm512_setzero_ps();
         int lane = 0;
-        // The f32 steps of one product (C stored at cp), and the lane's hand-over at its end.
-        auto finish = [&](std::int32_t item, const std::int32_t* cp) GRAFT_TARGET_AMX {
-          const std::int64_t g = item >> 5;
-          const __m512 dwv = _mm512_load_ps(dw_all + 16 * (g / kG));
-          // (The maskz convert: GCC 12 warns about the plain one's undefined pass-through operand.)
-          for (int m = 0; m < 16; ++m)
-            acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_load_si512(cp + 16 * m)),
-                                     _mm512_mul_ps(dwv, _mm512_set1_ps(dx[m * dx_stride + g])), acc[m]);
-          if (item & 1) {  // last sub-block of this lane
-            float* out = lanes + 256 * lane;
-            for (int m = 0; m < 16; ++m) {
-              _mm512_store_ps(out + 16 * m, acc[m]);
-              acc[m] = _mm512_setzero_ps();
-            }
-            ++lane;
-          }
-        };
+        // The f32 steps of one product (C stored at cp), and the lane's hand-over at its end. A
+        // macro, not a lambda: a lambda capturing acc made GCC keep the accumulators in memory, a
+        // load and a store each per product (1.11-1.19x slower, quant_bench --against).
+#define GRAFT_BONSAI_AMX_FINISH(item_expr, cp)                                                                   \
+  do {                                                                                                         \
+    const std::int32_t item = (item_expr);                                                                     \
+    const std::int64_t g = item >> 5;                                                                          \
+    const __m512 dwv = _mm512_load_ps(dw_all + 16 * (g / kG));                                                 \
+    _Pragma("GCC unroll 16") for (int m = 0; m < 16; ++m) acc[m] =                                             \
+        _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_load_si512((cp) + 16 * m)),                    \
+                        _mm512_mul_ps(dwv, _mm512_set1_ps(dx[m * dx_stride + g])), acc[m]);                     \
+    if (item & 1) {                                                                                            \
+      float* out = lanes + 256 * lane;                                                                         \
+      _Pragma("GCC unroll 16") for (int m = 0; m < 16; ++m) {                                                  \
+        _mm512_store_ps(out + 16 * m, acc[m]);                                                                 \
+        acc[m] = _mm512_setzero_ps();                                                                          \
+      }                                                                                                        \
+      ++lane;                                                                                                  \
+    }                                                                                                          \
+  } while (0)
         // Products in pairs (n_items is even: k / 32 is), tile set 0 then 1, each issued one
         // product ahead of the f32 steps that read it.
         GRAFT_BONSAI_AMX_ISSUE0(a_at(items[0]), 32, b_at(items[0]));
         for (std::int64_t idx = 0; idx < n_items; idx += 2) {
           GRAFT_BONSAI_AMX_ISSUE1(a_at(items[idx + 1]), 32, b_at(items[idx + 1]));
           _tile_stored(0, cbuf[0], 64);
-          finish(items[idx], cbuf[0]);
+          asm volatile("" : "+m"(*reinterpret_cast<std::int32_t(*)[256]>(cbuf[0])));
+          GRAFT_BONSAI_AMX_FINISH(items[idx], cbuf[0]);
           if (idx + 2 < n_items) GRAFT_BONSAI_AMX_ISSUE0(a_at(items[idx + 2]), 32, b_at(items[idx + 2]));
           _tile_stored(1, cbuf[1], 64);
-          finish(items[idx + 1], cbuf[1]);
+          asm volatile("" : "+m"(*reinterpret_cast<std::int32_t(*)[256]>(cbuf[1])));
+          GRAFT_BONSAI_AMX_FINISH(items[idx + 1], cbuf[1]);
         }
+#undef GRAFT_BONSAI_AMX_FINISH
         // The fixed 16-lane tree, 16 rows per addition; lanes past lanes_used are zero.
         for (std::int64_t m = 0; m < valid; ++m) {
           __m512 v[16];
