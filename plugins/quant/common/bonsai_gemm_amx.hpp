@@ -108,6 +108,8 @@ struct BonsaiAmxGemm {
         s.items.push_back(static_cast<std::int32_t>(g * 32 + (L % kParts) * 2 + (g + kStep >= nsub)));
     }
     const auto n_items = static_cast<std::int64_t>(s.items.size());  // kParts * k / 32: even, >= 4
+    // Lanes without products (k < 512) stay zero, so the tree below reads all 16 unconditionally.
+    std::fill(s.lanes.begin() + 256 * lanes_used, s.lanes.end(), 0.0f);
     // Every A tile of the call laid out whole (512 contiguous bytes), once for all row tiles: loaded
     // straight from the activations, a tile touched 16 lines 2 KiB or more apart for 32 bytes each,
     // and the loads were the kernel's hot spot. A partial last column tile's missing columns are
@@ -209,11 +211,15 @@ struct BonsaiAmxGemm {
           GRAFT_BONSAI_AMX_FINISH(items[idx + 1], cbuf[1]);
         }
 #undef GRAFT_BONSAI_AMX_FINISH
-        // The fixed 16-lane tree, 16 rows per addition; lanes past lanes_used are zero.
+        // The fixed 16-lane tree, 16 rows per addition. (Loads under a lanes_used condition made
+        // GCC copy every lane through the stack: 1.14-1.16x slower at k = 1024, quant_bench --against.)
         for (std::int64_t m = 0; m < valid; ++m) {
           __m512 v[16];
-          for (int L = 0; L < 16; ++L) v[L] = L < lanes_used ? _mm512_load_ps(lanes + 256 * L + 16 * m) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+          for (int L = 0; L < 16; ++L) v[L] = _mm512_load_ps(lanes + 256 * L + 16 * m);
+#pragma GCC unroll 4
           for (int w = 8; w >= 1; w /= 2)
+#pragma GCC unroll 8
             for (int l = 0; l < w; ++l) v[l] = _mm512_add_ps(v[l], v[l + w]);
           _mm512_mask_storeu_ps(a.y + (first + m) * static_cast<std::int64_t>(a.y_stride) + r, row_mask, v[0]);
         }
