@@ -48,6 +48,8 @@ struct Scratch {
   std::unique_ptr<float[]> kbuf, vbuf;           // one chunk of widened f16 rows
   std::uint32_t lo[kQueryBlock] = {};            // first visible committed slot per query (window)
   std::uint32_t count[kQueryBlock] = {};         // visible slots per query
+  std::uint32_t seen_begin[kQueryBlock] = {};    // causal batches: query q sees slots [begin, end)
+  std::uint32_t seen_end[kQueryBlock] = {};
   // A chunk's rows as the kernels read them, and the ones one query sees.
   const std::uint16_t* rows_h[kSlotChunk] = {};
   const float* rows_f[kSlotChunk] = {};
@@ -121,6 +123,21 @@ class Unit {
     // The block's slots in the order every query visits its own: committed ones, then batch ones.
     n_prefix_ = b_.n_past - lo_min_;
     n_slots_ = n_prefix_ + n_union_;
+    if (!b_.ancestor) {
+      // Causal: query i0 + q sees batch entries up to its own, and of the slots before them those
+      // within the window; a window that ends inside the batch leaves no committed slot, so the
+      // visible slots are one range, which visible() would find one slot at a time.
+      const std::uint32_t first = n_union_ > 0 ? s.union_batch[0] : i0;
+      for (std::uint32_t q = 0; q < nq_; ++q) {
+        const std::uint32_t i = i0 + q;
+        std::uint32_t begin = s.lo[q] - lo_min_;
+        if (begin == n_prefix_ && b_.sliding_window > 0)
+          begin = n_prefix_ + static_cast<std::uint32_t>(
+                                  std::max<std::int64_t>(first, std::int64_t(i) - b_.sliding_window + 1) - first);
+        s.seen_begin[q] = begin;
+        s.seen_end[q] = n_prefix_ + (i + 1 - first);
+      }
+    }
   }
 
   void run() {
@@ -236,24 +253,29 @@ class Unit {
         }
       }
     };
-    auto pick_rows = [&](std::uint32_t q, std::uint32_t t0, std::uint32_t t1) {
+    // Query q's rows of the chunk [t0, t1): their count, and where their pointers start.
+    auto pick_rows = [&](std::uint32_t q, std::uint32_t t0, std::uint32_t t1) -> std::pair<std::uint32_t, const float* const*> {
+      if (!b_.ancestor) {
+        const std::uint32_t lo = std::max(t0, s_.seen_begin[q]), hi = std::min(t1, s_.seen_end[q]);
+        return {hi > lo ? hi - lo : 0, s_.rows_f + (lo - t0)};
+      }
       std::uint32_t m = 0;
       for (std::uint32_t t = t0; t < t1; ++t)
         if (visible(q, t)) s_.pick_f[m++] = s_.rows_f[t - t0];
-      return m;
+      return {m, s_.pick_f};
     };
 
     for (std::uint32_t t0 = 0; t0 < n_slots_; t0 += kSlotChunk) {
       const std::uint32_t t1 = std::min(n_slots_, t0 + kSlotChunk);
       load_chunk(K_, k_slot_, hk_, kbuf, t0, t1);
       for (std::uint32_t q = 0; q < nq_; ++q) {
-        const std::uint32_t m = pick_rows(q, t0, t1);
+        const auto [m, picked] = pick_rows(q, t0, t1);
         if (m == 0) continue;
         for (std::uint32_t r = 0; r < nh_; r += 2) {
           const std::uint32_t pair = std::min(2u, nh_ - r);
           const float* qs[2] = {q_row(q, r), q_row(q, r + pair - 1)};
           float* outs[2] = {score_row(q, r) + s_.count[q], score_row(q, r + pair - 1) + s_.count[q]};
-          kern_.scores_f32(qs, pair, s_.pick_f, m, hk_, b_.scale, outs, 0);
+          kern_.scores_f32(qs, pair, picked, m, hk_, b_.scale, outs, 0);
         }
         s_.count[q] += m;
       }
@@ -267,13 +289,13 @@ class Unit {
       const std::uint32_t t1 = std::min(n_slots_, t0 + kSlotChunk);
       load_chunk(V_, v_slot_, hv_, vbuf, t0, t1);
       for (std::uint32_t q = 0; q < nq_; ++q) {
-        const std::uint32_t m = pick_rows(q, t0, t1);
+        const auto [m, picked] = pick_rows(q, t0, t1);
         if (m == 0) continue;
         for (std::uint32_t r = 0; r < nh_; r += 2) {
           const std::uint32_t pair = std::min(2u, nh_ - r);
           float* accs[2] = {acc_row(q, r), acc_row(q, r + pair - 1)};
           const float* ps[2] = {score_row(q, r) + used[q], score_row(q, r + pair - 1) + used[q]};
-          kern_.values_f32(accs, &s_.sums[q * nh_ + r], ps, pair, s_.pick_f, m, hv_, 0);
+          kern_.values_f32(accs, &s_.sums[q * nh_ + r], ps, pair, picked, m, hv_, 0);
         }
         used[q] += m;
       }
