@@ -1,8 +1,14 @@
 // The store's f16 <-> f32 conversion, checked against independent definitions: ldexp for decoding,
-// the nearest representable value (ties to even) for encoding, and the compiler's _Float16.
+// the nearest representable value (ties to even) for encoding, and the compiler's _Float16; and
+// the SIMD conversions of the cache writes against it.
 #include "f16.hpp"
 
 #include <gtest/gtest.h>
+
+#include <vector>
+
+#include "attention.hpp"
+#include "attention_kernels.hpp"
 
 #include <bit>
 #include <cmath>
@@ -11,6 +17,11 @@
 
 using graft::kv::f16_to_f32;
 using graft::kv::f32_to_f16;
+using graft::kv::AttnKernels;
+using graft::kv::AttnSimd;
+using graft::kv::attn_kernels_avx2;
+using graft::kv::attn_kernels_avx512;
+using graft::kv::cpu_supports;
 
 namespace {
 
@@ -124,3 +135,37 @@ TEST(kvF16, MatchesCompilerFloat16OnSampledF32Patterns) {
   EXPECT_GT(checked, 4'000'000u);
 }
 #endif
+
+// The SIMD tables' narrow (the cache writes) against f32_to_f16, NaN payloads included: the same
+// stride through every f32 pattern, every f16 value's neighbours and the halfway points between
+// consecutive f16 values (the ties), at every length mod 16 (the tails).
+TEST(kvF16, EverySimdNarrowGivesTheScalarBits) {
+  std::vector<float> x;
+  for (std::uint64_t b = 0; b < (1ull << 32); b += 977) x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(b)));
+  for (std::uint32_t h = 0; h < 0x7C00u; ++h) {
+    const float v = f16_to_f32(static_cast<std::uint16_t>(h)), next = f16_to_f32(static_cast<std::uint16_t>(h + 1));
+    const float mid = static_cast<float>((static_cast<double>(v) + next) / 2);  // exact: f16 has 11 bits
+    for (float f : {v, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)}) x.insert(x.end(), {f, -f});
+  }
+  const struct {
+    const char* name;
+    AttnSimd level;
+    const AttnKernels* k;
+  } tables[] = {{"avx2", AttnSimd::avx2, attn_kernels_avx2()}, {"avx512", AttnSimd::avx512, attn_kernels_avx512()}};
+  int ran = 0;
+  for (const auto& t : tables) {
+    if (!t.k || !cpu_supports(t.level)) continue;
+    ++ran;
+    std::vector<std::uint16_t> got(x.size());
+    t.k->narrow(x.data(), got.data(), static_cast<std::uint32_t>(x.size()));
+    for (std::size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(got[i], f32_to_f16(x[i])) << t.name << " x bits " << std::hex << std::bit_cast<std::uint32_t>(x[i]);
+    for (std::uint32_t len = 1; len <= 33; ++len) {
+      std::vector<std::uint16_t> part(len + 1, 0xBEEF);
+      t.k->narrow(x.data() + 100, part.data(), len);
+      for (std::uint32_t i = 0; i < len; ++i) ASSERT_EQ(part[i], f32_to_f16(x[100 + i])) << t.name << " len " << len;
+      EXPECT_EQ(part[len], 0xBEEF) << t.name << ": wrote past n = " << len;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no SIMD attention level on this CPU";
+}

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention_job.hpp"
+#include "f16.hpp"
 #include "views.hpp"
 
 namespace graft::kv {
@@ -74,14 +75,37 @@ Expected<AttnSimd> parse_attn_simd(std::string_view text) {
   return Status(Errc::invalid_argument, prefix + "expected auto, amx, avx512, avx2 or scalar");
 }
 
-Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& b,
-              const TensorView& out) {
+namespace {
+// $GRAFT_CPU_SIMD, read once per process.
+const Expected<AttnSimd>& process_level() {
   static const Expected<AttnSimd> level = [] {
     const char* env = std::getenv(kAttnSimdEnvVar);
     return parse_attn_simd(env ? env : "");
   }();
+  return level;
+}
+}  // namespace
+
+Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& b,
+              const TensorView& out) {
+  const Expected<AttnSimd>& level = process_level();
   if (!level) return level.status();
   return attend(backend, c, q, b, out, *level);
+}
+
+void narrow_to_f16(const float* src, std::uint16_t* dst, std::uint32_t n) noexcept {
+  static const AttnKernels* const kernels = [] {
+    const Expected<AttnSimd>& level = process_level();
+    if (!level) return static_cast<const AttnKernels*>(nullptr);
+    switch (*level) {
+      case AttnSimd::avx512: return attn_kernels_avx512();
+      case AttnSimd::avx2: return attn_kernels_avx2();
+      case AttnSimd::portable: break;
+    }
+    return static_cast<const AttnKernels*>(nullptr);
+  }();
+  if (kernels) return kernels->narrow(src, dst, n);
+  for (std::uint32_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
 Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& b,

@@ -48,4 +48,8 @@ Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, co
 Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, const AttentionBatch& batch,
               const TensorView& out, AttnSimd level);
 
+// dst[i] = f32_to_f16(src[i]) (f16.hpp) for i < n, with the conversion instructions of the level
+// attend uses ($GRAFT_CPU_SIMD; plain code where that names no usable level): the same bits.
+void narrow_to_f16(const float* src, std::uint16_t* dst, std::uint32_t n) noexcept;
+
 }  // namespace graft::kv

@@ -2,6 +2,7 @@
 // or 4 slots (two heads) per batch folded at once; 8 columns per register for V. Compiled for AVX2
 // by the target pragma; no FMA is enabled, and the plugin builds with -ffp-contract=off.
 #include "attention_kernels.hpp"
+#include "f16.hpp"
 #include "softmax_exp.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -169,6 +170,15 @@ void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
   for (std::uint32_t i = 0; i < n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));  // n % 8 == 0
 }
 
+// vcvtps2ph: f32_to_f16 bit for bit (see the AVX-512 form); the tail in plain code.
+void narrow(const float* src, std::uint16_t* dst, std::uint32_t n) {
+  std::uint32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
 // max_ps(x, m) returns m when x is NaN, so NaN scores are skipped as std::max skips them.
 float max_of(const float* x, std::uint32_t n) {
   __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -219,7 +229,7 @@ namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX2.
 const AttnKernels* attn_kernels_avx2() noexcept {
   static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
-                             &widen, &max_of, &exp_shifted, 8};
+                             &widen, &narrow, &max_of, &exp_shifted, 8};
   return &k;
 }
 }  // namespace graft::kv

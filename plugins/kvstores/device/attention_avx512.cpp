@@ -186,6 +186,20 @@ void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
 }
 
+// vcvtps2ph rounds to nearest even with subnormals and keeps a NaN's sign and top payload bits
+// (quieted): f32_to_f16 bit for bit (kvAttention.NarrowMatchesTheScalarConversion).
+void narrow(const float* src, std::uint16_t* dst, std::uint32_t n) {
+  std::uint32_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  if (i < n) {
+    const auto tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm256_mask_storeu_epi16(dst + i, tail,
+                             _mm512_cvtps_ph(_mm512_maskz_loadu_ps(tail, src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+}
+
 // max_ps(x, m) returns m when x is NaN, so NaN scores are skipped as std::max skips them.
 float max_of(const float* x, std::uint32_t n) {
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -238,7 +252,7 @@ namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX-512.
 const AttnKernels* attn_kernels_avx512() noexcept {
   static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
-                             &widen, &max_of, &exp_shifted, 8};
+                             &widen, &narrow, &max_of, &exp_shifted, 8};
   return &k;
 }
 }  // namespace graft::kv

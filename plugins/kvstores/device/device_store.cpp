@@ -139,8 +139,8 @@ Status DeviceKvStore::write_rows(std::uint32_t layer, std::uint32_t slot, std::u
       } else {
         std::uint16_t* ko = static_cast<std::uint16_t*>(kd) + dst * hk;
         std::uint16_t* vo = static_cast<std::uint16_t*>(vd) + dst * hv;
-        for (std::uint32_t d = 0; d < hk; ++d) ko[d] = f32_to_f16(ks[d]);
-        for (std::uint32_t d = 0; d < hv; ++d) vo[d] = f32_to_f16(vs[d]);
+        narrow_to_f16(ks, ko, hk);
+        narrow_to_f16(vs, vo, hv);
       }
     }
   };
