@@ -45,7 +45,7 @@ void quantize_activations(Backend& backend, SimdLevel level, const float* x, std
                           std::int32_t offset, bool pairs, Q8Activations& out) {
 #ifdef __x86_64__
   const auto row_fn = for_level(level, &quantize_activation_row, &quantize_activation_row_avx2,
-                                &quantize_activation_row_avx2);
+                                &quantize_activation_row_avx512);
 #else
   (void)level;
   const auto row_fn = &quantize_activation_row;

@@ -59,11 +59,14 @@ struct Q8Activations {
 // A number no fill of activations (Q8Activations, Q8KActivations) in this process had before.
 std::uint64_t next_activation_generation() noexcept;
 
-// One row of k (a multiple of 32) values; the AVX2 form gives identical bits, faster.
+// One row of k (a multiple of 32) values; the AVX2 and AVX-512 forms give identical bits, faster
+// (blocks holding a NaN: up to the NaN's payload).
 void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
                              std::int32_t* lane_offsets) noexcept;
 void quantize_activation_row_avx2(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
                                   std::int32_t* lane_offsets) noexcept;
+void quantize_activation_row_avx512(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
+                                    std::int32_t* lane_offsets) noexcept;
 
 // All n rows of x (row stride k); rows are split across the backend's threads when n is large.
 // `pairs` also builds the interleaved column pairs.
