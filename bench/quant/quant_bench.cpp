@@ -9,7 +9,7 @@
 // With a small --m and --mib 0 (one matrix that stays in cache) it measures the kernels' compute
 // speed instead of memory streaming. --quantize 1 instead times each format's quantizer (one
 // thread, 4096 x 256 pseudo-random weights, best of --reps). --against DIR compares the format
-// plugins of another build (B) with --plugin-dir's (A): passes alternate A, B, A, B, ... on the
+// plugins of another build (B) with --plugin-dir's (A): passes alternate A, B, B, A, ... on the
 // same matrices, and the figure is the median of the B/A speed ratios of adjacent passes, which a
 // machine whose speed drifts by tens of percent between runs still measures to a few percent.
 #include <algorithm>

@@ -60,7 +60,7 @@ struct Q8Activations {
 std::uint64_t next_activation_generation() noexcept;
 
 // One row of k (a multiple of 32) values; the AVX2 and AVX-512 forms give identical bits, faster
-// (blocks holding a NaN: up to the NaN's payload).
+// (except where the scalar's cast is undefined, amax below ~3.7e-37, and for NaN inputs).
 void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
                              std::int32_t* lane_offsets) noexcept;
 void quantize_activation_row_avx2(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,
