@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "block_format.hpp"
+#include "gnu_vectors.hpp"
 #include "half.hpp"
 #include "q2_k_block.hpp"
 #include "q2_k_gemm.hpp"
@@ -59,25 +60,6 @@ inline int clamp_code(float t, int nmax) {
 
 // The code of x for one sub-block's dequantization dl * q - ml.
 inline int code_for(float x, float dl, float ml) { return dl > 0.0f ? code3((x + ml) / dl) : 0; }
-
-// One specialisation per width: GCC drops a vector_size that depends on a template parameter.
-template <int W>
-struct Vectors;
-template <>
-struct Vectors<4> {
-  using F = float __attribute__((vector_size(16)));
-  using I = std::int32_t __attribute__((vector_size(16)));
-};
-template <>
-struct Vectors<8> {
-  using F = float __attribute__((vector_size(32)));
-  using I = std::int32_t __attribute__((vector_size(32)));
-};
-template <>
-struct Vectors<16> {
-  using F = float __attribute__((vector_size(64)));
-  using I = std::int32_t __attribute__((vector_size(64)));
-};
 
 // Step 1: least-squares (scale a >= 0, offset b <= 0) with codes from a sweep of trial steps.
 Q2K_INLINE void fit_sub_block(const float* x, float& scale, float& neg_min) {

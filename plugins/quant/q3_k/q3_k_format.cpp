@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "block_format.hpp"
+#include "gnu_vectors.hpp"
 #include "half.hpp"
 #include "q3_k_block.hpp"
 #include "q3_k_gemm.hpp"
@@ -36,26 +37,6 @@ constexpr int kSub = 16;
 // version did, in the same order. The functions are inlined into one entry point per x86 level
 // (target attributes, see x86_simd.hpp); each lane does the same IEEE operations at every level.
 #define Q3K_INLINE [[gnu::always_inline]] inline
-
-// Native vectors of W floats: 4 (SSE2), 8 (AVX2), 16 (AVX-512). One specialisation per width: GCC
-// drops a vector_size that depends on a template parameter.
-template <int W>
-struct Vectors;
-template <>
-struct Vectors<4> {
-  using F = float __attribute__((vector_size(16)));
-  using I = std::int32_t __attribute__((vector_size(16)));
-};
-template <>
-struct Vectors<8> {
-  using F = float __attribute__((vector_size(32)));
-  using I = std::int32_t __attribute__((vector_size(32)));
-};
-template <>
-struct Vectors<16> {
-  using F = float __attribute__((vector_size(64)));
-  using I = std::int32_t __attribute__((vector_size(64)));
-};
 
 // Nearest integer in lo..hi (half to even); NaN gives 0.
 inline int clamp_code(float t, int lo, int hi) {
