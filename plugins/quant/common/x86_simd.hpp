@@ -27,6 +27,16 @@ GRAFT_TARGET_AVX2 static inline float hsum8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
 }
 
+// vpshufb control for 8 int16 scales duplicated in both 128-bit halves: every word of the low half
+// takes scale 2t, every word of the high half scale 2t + 1 (the K-quants' AVX2 kernels, sub-blocks
+// of 16 per half).
+GRAFT_TARGET_AVX2 static inline __m256i scale_pair_shuffle(int t) {
+  const char lo0 = static_cast<char>(4 * t), lo1 = static_cast<char>(4 * t + 1);
+  const char hi0 = static_cast<char>(4 * t + 2), hi1 = static_cast<char>(4 * t + 3);
+  return _mm256_setr_epi8(lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1,
+                          hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1);
+}
+
 // The upper 256 bits with AVX-512F only (the f32x8 forms need AVX512DQ, not in our targets).
 GRAFT_TARGET_AVX512 static inline __m256 high_half(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));

@@ -15,15 +15,6 @@ namespace graft::quant {
 
 namespace {
 
-// For v % 4: int16 scale 2(v%4) of the (duplicated) 8-scale lane in the low 128 bits, 2(v%4)+1 in
-// the high ones.
-GRAFT_TARGET_AVX2 inline __m256i scale_shuffle(int t) {
-  const char lo0 = static_cast<char>(4 * t), lo1 = static_cast<char>(4 * t + 1);
-  const char hi0 = static_cast<char>(4 * t + 2), hi1 = static_cast<char>(4 * t + 3);
-  return _mm256_setr_epi8(lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1,
-                          hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1);
-}
-
 struct Q2KAvx2 {
   template <int R, int C>
   GRAFT_TARGET_AVX2 static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
@@ -73,7 +64,7 @@ struct Q2KAvx2 {
             for (int s = 0; s < 4; ++s) {
               const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * s), m3);
               const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 128 * h + 32 * s));
-              const __m256i sc = _mm256_shuffle_epi8(scl[i][h], scale_shuffle(s));
+              const __m256i sc = _mm256_shuffle_epi8(scl[i][h], x86::scale_pair_shuffle(s));
               sum = _mm256_add_epi32(sum, _mm256_madd_epi16(sc, _mm256_maddubs_epi16(q, x)));
             }
           }
