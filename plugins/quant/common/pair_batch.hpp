@@ -5,13 +5,15 @@
 // the pair layout (an odd start, or past 2 n_pairs) take the per-column kernel S: the same values.
 //
 // K provides: kRows, kColumns (even), kExpandedBytes (a multiple of 64), kBlockElems,
-// expand(a, row, b, out) and tile<R, C>(a, ex, r, c) with ex = the tile's expansion, [nb][R].
+// expand(a, row, b, out) and tile<R, C>(a, ex, r, c) with ex = the tile's expansion, [nb][R]
+// (PairBatchTile<W> below is that tile for blocks of 256 whose steps W gives).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
 #include "gemm.hpp"
+#include "q8k_activations.hpp"
 #include "x86_simd.hpp"
 
 namespace graft::quant {
@@ -36,6 +38,45 @@ GRAFT_TARGET_AVX512 inline __m512i pair_lane_sums(const __m512i wq[4], const std
   }
   return x86::fold_pair(s0, s1);
 }
+
+// The tile of K: R expanded rows x C columns (C even, from an even column c), two columns per
+// 512-bit f32 register, each output's 8 lanes folded by x86::hsum8. The format's steps W provide
+// kExpandedBytes, Row, load_row(e) -> Row (what a row's expanded block holds besides its 256 code
+// bytes) and step(row, wq, pb, acc) -> acc (the block's integer sums and f32 steps for the column
+// pair whose quants start at pb).
+template <class W>
+struct PairBatchTile {
+  template <int R, int C>
+  GRAFT_TARGET_AVX512 static void tile(const GemmArgs& a, const std::uint8_t* ex, std::int64_t r, std::int64_t c) {
+    constexpr int P = C / 2;
+    constexpr std::int64_t kPB = Q8KActivations::kPairBytes;
+    const std::int64_t nb = a.k / kQK_K;
+    __m512 acc[R][P];
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
+    const std::int8_t* xp = a.xk->pair_block(c / 2, 0);
+    const std::int64_t x_step = a.xk->n_pairs * kPB;
+    for (std::int64_t b = 0; b < nb; ++b, xp += x_step, ex += R * W::kExpandedBytes) {
+      _Pragma("GCC unroll 8")
+      for (int i = 0; i < R; ++i) {
+        const std::uint8_t* e = ex + i * W::kExpandedBytes;
+        __m512i wq[4];
+        _Pragma("GCC unroll 4")
+        for (int z = 0; z < 4; ++z) wq[z] = _mm512_load_si512(e + 64 * z);
+        const typename W::Row row = W::load_row(e);
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < P; ++p) acc[i][p] = W::step(row, wq, xp + p * kPB, acc[i][p]);
+      }
+    }
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int p = 0; p < P; ++p)
+        x86::store_hsum8_halves(acc[i][p], a.y + (c + 2 * p) * a.y_stride + r + i, a.y + (c + 2 * p + 1) * a.y_stride + r + i);
+  }
+};
 
 template <class K, class S, int R, int C>
 inline void pair_batch_columns(const GemmArgs& a, const std::uint8_t* ex, std::int64_t r, std::int64_t c,

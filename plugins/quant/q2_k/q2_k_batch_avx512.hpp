@@ -54,55 +54,32 @@ GRAFT_TARGET_AVX512 inline void expand_block(__m128i sm, const StepCodes& codes,
   std::memcpy(out + 324, &ndmin, 4);
 }
 
-// The tile; users add expand(a, row, b, out) for their layout.
-struct Q2KAvx512Batch {
-  // R rows (expanded in ex, [nb][R] blocks) x C columns, C even, from column c (even).
-  template <int R, int C>
-  GRAFT_TARGET_AVX512 static void tile(const GemmArgs& a, const std::uint8_t* ex, std::int64_t r, std::int64_t c) {
-    constexpr int P = C / 2;
-    constexpr std::int64_t kPB = Q8KActivations::kPairBytes;
-    const std::int64_t nb = a.k / kQ2KBlockElems;
-    __m512 acc[R][P];
-    _Pragma("GCC unroll 8")
-    for (int i = 0; i < R; ++i)
-      _Pragma("GCC unroll 8")
-      for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
-    const std::int8_t* xp = a.xk->pair_block(c / 2, 0);
-    const std::int64_t x_step = a.xk->n_pairs * kPB;
-    for (std::int64_t b = 0; b < nb; ++b, xp += x_step, ex += R * kQ2KExpandedBytes) {
-      _Pragma("GCC unroll 8")
-      for (int i = 0; i < R; ++i) {
-        const std::uint8_t* e = ex + i * kQ2KExpandedBytes;
-        __m512i wq[4];
-        _Pragma("GCC unroll 4")
-        for (int z = 0; z < 4; ++z) wq[z] = _mm512_load_si512(e + 64 * z);
-        const __m512i mins2 = _mm512_load_si512(e + 256);
-        const __m512 dw = _mm512_set1_ps(*reinterpret_cast<const float*>(e + 320));
-        const __m512 ndmw = _mm512_set1_ps(*reinterpret_cast<const float*>(e + 324));
-        _Pragma("GCC unroll 8")
-        for (int p = 0; p < P; ++p) {
-          const std::int8_t* pb = xp + p * kPB;
-          const __m512i sum = pair_lane_sums(wq, pb, _mm512_setzero_si512(), _mm512_setzero_si512());
-          const __m512i msum = _mm512_madd_epi16(mins2, _mm512_load_si512(pb + 512));
-          const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
-          // -d_x * dmin equals d_x * -dmin exactly (rounding is sign-symmetric).
-          acc[i][p] = _mm512_fmadd_ps(_mm512_mul_ps(dxv, ndmw), _mm512_cvtepi32_ps(msum), acc[i][p]);
-          acc[i][p] = _mm512_fmadd_ps(_mm512_mul_ps(dxv, dw), _mm512_cvtepi32_ps(sum), acc[i][p]);
-        }
-      }
-    }
-    _Pragma("GCC unroll 8")
-    for (int i = 0; i < R; ++i)
-      _Pragma("GCC unroll 8")
-      for (int p = 0; p < P; ++p) {
-        x86::store_hsum8_halves(acc[i][p], a.y + (c + 2 * p) * a.y_stride + r + i, a.y + (c + 2 * p + 1) * a.y_stride + r + i);
-      }
+// The block's steps for PairBatchTile: the mins' sums against the activations' 16-element sums
+// first, then the codes' (-d_x * dmin equals d_x * -dmin exactly: rounding is sign-symmetric).
+struct Q2KPairSteps {
+  static constexpr std::int64_t kExpandedBytes = kQ2KExpandedBytes;
+  struct Row {
+    __m512i mins2;
+    __m512 dw, ndmw;
+  };
+  GRAFT_TARGET_AVX512 static Row load_row(const std::uint8_t* e) {
+    return {_mm512_load_si512(e + 256), _mm512_set1_ps(*reinterpret_cast<const float*>(e + 320)),
+            _mm512_set1_ps(*reinterpret_cast<const float*>(e + 324))};
   }
+  GRAFT_TARGET_AVX512 static __m512 step(const Row& row, const __m512i wq[4], const std::int8_t* pb, __m512 acc) {
+    const __m512i sum = pair_lane_sums(wq, pb, _mm512_setzero_si512(), _mm512_setzero_si512());
+    const __m512i msum = _mm512_madd_epi16(row.mins2, _mm512_load_si512(pb + 512));
+    const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(dxv, row.ndmw), _mm512_cvtepi32_ps(msum), acc);
+    return _mm512_fmadd_ps(_mm512_mul_ps(dxv, row.dw), _mm512_cvtepi32_ps(sum), acc);
+  }
+};
 
+// The tile; users add expand(a, row, b, out) for their layout.
+struct Q2KAvx512Batch : PairBatchTile<Q2KPairSteps> {
   static constexpr int kRows = 4, kColumns = 8;
   static constexpr std::int64_t kBlockElems = kQ2KBlockElems, kExpandedBytes = kQ2KExpandedBytes;
 };
-
 
 }  // namespace
 }  // namespace graft::quant

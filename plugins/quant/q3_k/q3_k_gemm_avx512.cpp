@@ -132,45 +132,24 @@ GRAFT_TARGET_AVX512 void expand_q3k_block(const BlockQ3K* blk, const float* fp16
   std::memcpy(out + 256, &dw, 4);
 }
 
-struct Q3KAvx512Batch {
-  // R rows (expanded in ex, [nb][R] blocks) x C columns, C even, from column c (even).
-  template <int R, int C>
-  GRAFT_TARGET_AVX512 static void tile(const GemmArgs& a, const std::uint8_t* ex, std::int64_t r, std::int64_t c) {
-    constexpr int P = C / 2;
-    constexpr std::int64_t kPB = Q8KActivations::kPairBytes;
-    const std::int64_t nb = a.k / kQ3KBlockElems;
-    __m512 acc[R][P];
-    _Pragma("GCC unroll 8")
-    for (int i = 0; i < R; ++i)
-      _Pragma("GCC unroll 8")
-      for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
-    const std::int8_t* xp = a.xk->pair_block(c / 2, 0);
-    const std::int64_t x_step = a.xk->n_pairs * kPB;
-    for (std::int64_t b = 0; b < nb; ++b, xp += x_step, ex += R * kQ3KExpandedBytes) {
-      _Pragma("GCC unroll 8")
-      for (int i = 0; i < R; ++i) {
-        const std::uint8_t* e = ex + i * kQ3KExpandedBytes;
-        __m512i wq[4];
-        _Pragma("GCC unroll 4")
-        for (int z = 0; z < 4; ++z) wq[z] = _mm512_load_si512(e + 64 * z);
-        const __m512 dw = _mm512_set1_ps(*reinterpret_cast<const float*>(e + 256));
-        _Pragma("GCC unroll 8")
-        for (int p = 0; p < P; ++p) {
-          const std::int8_t* pb = xp + p * kPB;
-          const __m512i sum = pair_lane_sums(wq, pb, _mm512_load_si512(pb + 640), _mm512_load_si512(pb + 704));
-          const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
-          acc[i][p] = _mm512_fmadd_ps(_mm512_mul_ps(dxv, dw), _mm512_cvtepi32_ps(sum), acc[i][p]);
-        }
-      }
-    }
-    _Pragma("GCC unroll 8")
-    for (int i = 0; i < R; ++i)
-      _Pragma("GCC unroll 8")
-      for (int p = 0; p < P; ++p) {
-        x86::store_hsum8_halves(acc[i][p], a.y + (c + 2 * p) * a.y_stride + r + i, a.y + (c + 2 * p + 1) * a.y_stride + r + i);
-      }
+// The block's steps for PairBatchTile: the expanded bytes are code x scale + 124 (unsigned for
+// vpdpbusd), so the sums start from the pair layout's -124 x (lane sums of x) (kLaneBias).
+struct Q3KPairSteps {
+  static constexpr std::int64_t kExpandedBytes = kQ3KExpandedBytes;
+  struct Row {
+    __m512 dw;
+  };
+  GRAFT_TARGET_AVX512 static Row load_row(const std::uint8_t* e) {
+    return {_mm512_set1_ps(*reinterpret_cast<const float*>(e + 256))};
   }
+  GRAFT_TARGET_AVX512 static __m512 step(const Row& row, const __m512i wq[4], const std::int8_t* pb, __m512 acc) {
+    const __m512i sum = pair_lane_sums(wq, pb, _mm512_load_si512(pb + 640), _mm512_load_si512(pb + 704));
+    const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
+    return _mm512_fmadd_ps(_mm512_mul_ps(dxv, row.dw), _mm512_cvtepi32_ps(sum), acc);
+  }
+};
 
+struct Q3KAvx512Batch : PairBatchTile<Q3KPairSteps> {
   static void expand(const GemmArgs& a, std::int64_t row, std::int64_t b, std::uint8_t* out) {
     expand_q3k_block(reinterpret_cast<const BlockQ3K*>(a.w + row * a.w_stride + b * sizeof(BlockQ3K)), a.fp16, out);
   }
