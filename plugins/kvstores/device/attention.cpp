@@ -16,16 +16,21 @@ namespace graft::kv {
 
 namespace {
 
-// The SIMD path needs head sizes that are multiples of 8 (its partial sums are 8 wide and it has
-// no scalar tails); anything else runs the portable kernel, which computes the same bits.
-const AttnKernels* kernels_for(AttnSimd level, const LayerCache& c) noexcept {
-  if (c.head_dim_k % 8 != 0 || c.head_dim_v % 8 != 0) return nullptr;
+// The kernel table of a level; null for the portable kernel.
+const AttnKernels* table_for(AttnSimd level) noexcept {
   switch (level) {
     case AttnSimd::avx512: return attn_kernels_avx512();
     case AttnSimd::avx2: return attn_kernels_avx2();
     case AttnSimd::portable: break;
   }
   return nullptr;
+}
+
+// The SIMD path needs head sizes that are multiples of 8 (its partial sums are 8 wide and it has
+// no scalar tails); anything else runs the portable kernel, which computes the same bits.
+const AttnKernels* kernels_for(AttnSimd level, const LayerCache& c) noexcept {
+  if (c.head_dim_k % 8 != 0 || c.head_dim_v % 8 != 0) return nullptr;
+  return table_for(level);
 }
 
 }  // namespace
@@ -96,13 +101,7 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
 void narrow_to_f16(const float* src, std::uint16_t* dst, std::uint32_t n) noexcept {
   static const AttnKernels* const kernels = [] {
     const Expected<AttnSimd>& level = process_level();
-    if (!level) return static_cast<const AttnKernels*>(nullptr);
-    switch (*level) {
-      case AttnSimd::avx512: return attn_kernels_avx512();
-      case AttnSimd::avx2: return attn_kernels_avx2();
-      case AttnSimd::portable: break;
-    }
-    return static_cast<const AttnKernels*>(nullptr);
+    return level ? table_for(*level) : nullptr;
   }();
   if (kernels) return kernels->narrow(src, dst, n);
   for (std::uint32_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);

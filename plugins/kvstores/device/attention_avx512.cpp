@@ -187,7 +187,7 @@ void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
 }
 
 // vcvtps2ph rounds to nearest even with subnormals and keeps a NaN's sign and top payload bits
-// (quieted): f32_to_f16 bit for bit (kvAttention.NarrowMatchesTheScalarConversion).
+// (quieted): f32_to_f16 bit for bit (kvF16.EverySimdNarrowGivesTheScalarBits).
 void narrow(const float* src, std::uint16_t* dst, std::uint32_t n) {
   std::uint32_t i = 0;
   for (; i + 16 <= n; i += 16)
