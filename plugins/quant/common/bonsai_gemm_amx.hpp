@@ -68,10 +68,7 @@ struct BonsaiAmxGemm {
     AlignedVector<float> lanes;         // [lane][column][row]: 16 x 16 x 16
     AlignedVector<std::int32_t> c;      // two C tiles as stored: [2][16 columns][16 rows]
     AlignedVector<std::int32_t> items;  // (g, h, last in lane) per product, in lane order
-    // What a_tiles and pad_scales were built from: the pool hands a thread several row ranges of
-    // one call, which all share them.
-    std::uint64_t generation = 0;
-    std::int64_t c0 = -1, c1 = -1, k = -1;
+    DerivedFrom from;  // what a_tiles and pad_scales were built from (the fill fixes k)
   };
 
   // One tile product into C tile 0 (A in tile 2, B in 4) or C tile 1 (A 3, B 5): the tile
@@ -115,7 +112,7 @@ struct BonsaiAmxGemm {
     // and the loads were the kernel's hot spot. A partial last column tile's missing columns are
     // zero, and so are their scales (a zero-padded copy).
     const std::int64_t last = c0 + (c1 - c0) / 16 * 16;
-    const bool built = xq.generation != 0 && s.generation == xq.generation && s.c0 == c0 && s.c1 == c1 && s.k == k;
+    const bool built = s.from.holds(xq.generation, c0, c1);
     if (!built && last < c1) {
       s.pad_scales.assign(static_cast<std::size_t>(16 * nsub), 0.0f);
       for (std::int64_t m = 0; m < c1 - last; ++m)
@@ -133,7 +130,7 @@ struct BonsaiAmxGemm {
           else std::memset(dst, 0, 32);
         }
     }
-    s.generation = xq.generation, s.c0 = c0, s.c1 = c1, s.k = k;
+    s.from.set(xq.generation, c0, c1);
     // Plain pointers from here on: the scratch is thread_local, and every tile store's memory
     // clobber would otherwise send each access back through __tls_get_addr (a call, which also
     // flushes the accumulators out of the vector registers).

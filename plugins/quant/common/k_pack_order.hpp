@@ -58,16 +58,15 @@ inline const std::int8_t* k_pack_activations(const Q8KActivations& xk, std::int6
   }();
   // The pool hands a thread several row ranges of one call: the columns are permuted once.
   struct Permuted {
-    std::uint64_t generation = 0;
-    std::int64_t c0 = -1, c1 = -1;
+    DerivedFrom from;
     AlignedVector<std::int8_t> bytes;
   };
   thread_local Permuted buf;
-  if (xk.generation != 0 && buf.generation == xk.generation && buf.c0 == c0 && buf.c1 == c1) return buf.bytes.data();
+  if (buf.from.holds(xk.generation, c0, c1)) return buf.bytes.data();
   const std::int64_t nb = xk.nb;
   const auto bytes = static_cast<std::size_t>((c1 - c0) * nb * kQK_K);
   if (buf.bytes.size() < bytes) buf.bytes.resize(bytes);
-  buf.generation = xk.generation, buf.c0 = c0, buf.c1 = c1;
+  buf.from.set(xk.generation, c0, c1);
   const __m512i pa = _mm512_load_si512(kPerm.idx[0]), pb = _mm512_load_si512(kPerm.idx[1]);
   std::int8_t* out = buf.bytes.data();
   for (std::int64_t c = c0; c < c1; ++c)

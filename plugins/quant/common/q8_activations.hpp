@@ -59,6 +59,19 @@ struct Q8Activations {
 // A number no fill of activations (Q8Activations, Q8KActivations) in this process had before.
 std::uint64_t next_activation_generation() noexcept;
 
+// What a kernel's per-thread cache derived from activations was built from: the fill (its
+// generation; 0 never matches) and the columns [c0, c1). The pool hands a thread several row
+// ranges of one call, which all share such a cache (Q1_0's lookup tables, the Bonsai AMX A tiles,
+// the packed K-quants' activation order).
+struct DerivedFrom {
+  std::uint64_t generation = 0;
+  std::int64_t c0 = -1, c1 = -1;
+  bool holds(std::uint64_t g, std::int64_t from, std::int64_t to) const noexcept {
+    return g != 0 && generation == g && c0 == from && c1 == to;
+  }
+  void set(std::uint64_t g, std::int64_t from, std::int64_t to) noexcept { generation = g, c0 = from, c1 = to; }
+};
+
 // One row of k (a multiple of 32) values; the AVX2 and AVX-512 forms give identical bits, faster
 // (except where the scalar's cast is undefined, amax below ~3.7e-37, and for NaN inputs).
 void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset, std::int8_t* qs, float* d,

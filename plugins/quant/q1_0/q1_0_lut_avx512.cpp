@@ -242,16 +242,15 @@ void q1_0_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1
   if (c1 - c0 == 1) {
     // The pool hands a thread several row ranges of one call: the tables are built once per call.
     struct Tables {
-      std::uint64_t generation = 0;
-      std::int64_t column = -1;
+      DerivedFrom from;
       AlignedVector<std::uint8_t> bytes;
     };
     thread_local Tables tables;
-    if (xq.generation == 0 || tables.generation != xq.generation || tables.column != c0) {
+    if (!tables.from.holds(xq.generation, c0, c1)) {
       const std::size_t bytes = static_cast<std::size_t>(nsub) * kTableBytes;
       if (tables.bytes.size() < bytes) tables.bytes.resize(bytes);
       build_tables(xq.block_qs(c0, 0), nsub, tables.bytes.data());
-      tables.generation = xq.generation, tables.column = c0;
+      tables.from.set(xq.generation, c0, c1);
     }
     for (std::int64_t r = r0; r < r1; r += kQ1GroupRows)
       group_column<true>(a.w + r * static_cast<std::int64_t>(a.w_stride), nb, tables.bytes.data(), xq.scales(c0),
