@@ -211,6 +211,30 @@ Side open_side(const std::string& dir, const std::string& name, const std::strin
   return s;
 }
 
+// The matrices in the side's kernels' own layout where they have one (as the model loads them),
+// or (prep == 0) nothing prepared: the file's layout.
+void prepare_side(Side& sd, Backend& b, const Matrices& mx, bool prep) {
+  sd.prepared.clear();
+  sd.prepared.resize(mx.buffers.size());
+  for (std::size_t i = 0; i < mx.buffers.size() && prep; ++i)
+    if (const Status st = sd.kern->prepare(b, view(mx, i), sd.prepared[i]); !st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      std::exit(1);
+    }
+}
+
+// One pass: every matrix times the first n columns of xy.
+void run_pass(const Side& sd, Backend& b, const Matrices& mx, const Columns& xy, std::int64_t n) {
+  for (std::size_t i = 0; i < mx.buffers.size(); ++i) {
+    const Status st = sd.kern->matmul(b, view(mx, i), sd.prepared[i].get(), f32_view(xy.x, mx.k, n),
+                                      f32_view(xy.y, mx.m, n));
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      std::exit(1);
+    }
+  }
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -295,25 +319,8 @@ int compare(const Options& o, DefaultHostServices& host, PluginLibrary& cpu_lib)
                                             scale_offsets(name));
           const std::size_t count = mx.buffers.size();
           const Columns xy = make_columns(b, k, mx.m, std::max(1L, o.prefill));
-          for (Side& sd : sides) {
-            sd.prepared.clear();
-            sd.prepared.resize(count);
-            for (std::size_t i = 0; i < count && prep; ++i)
-              if (const Status st = sd.kern->prepare(b, view(mx, i), sd.prepared[i]); !st.ok()) {
-                std::fprintf(stderr, "error: %s\n", st.message().c_str());
-                return 1;
-              }
-          }
-          auto pass = [&](Side& sd, std::int64_t n) {
-            for (std::size_t i = 0; i < count; ++i) {
-              const Status st = sd.kern->matmul(b, view(mx, i), sd.prepared[i].get(), f32_view(xy.x, k, n),
-                                                f32_view(xy.y, mx.m, n));
-              if (!st.ok()) {
-                std::fprintf(stderr, "error: %s\n", st.message().c_str());
-                std::exit(1);
-              }
-            }
-          };
+          for (Side& sd : sides) prepare_side(sd, b, mx, prep != 0);
+          auto pass = [&](const Side& sd, std::int64_t n) { run_pass(sd, b, mx, xy, n); };
           pass(sides[0], 1), pass(sides[1], 1);  // warm up
           const AbResult dec = alternate(o.reps, [&] { pass(sides[0], 1); }, [&] { pass(sides[1], 1); });
           AbResult pf;
@@ -350,38 +357,15 @@ int main(int argc, char** argv) {
     if (!backend) return 1;
     Backend& b = **backend;
     for (const auto& name : o.formats) {
-      auto lib = load(o.plugin_dir, "libgraft_quant_" + name + ".so");
-      Config fcfg;
-      fcfg.set("simd", o.simd);
-      auto fmt = lib->create<WeightFormat>(host, fcfg);
-      if (!fmt) {
-        std::fprintf(stderr, "error: %s\n", fmt.status().message().c_str());
-        return 1;
-      }
-      FormatKernels* kern = (*fmt)->kernels("cpu");
+      Side side = open_side(o.plugin_dir, name, o.simd, host);
       for (long k : o.ks)
         for (long prep : o.prepare) {
-        const Matrices mx = make_matrices(b, (*fmt)->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20,
+        const Matrices mx = make_matrices(b, side.fmt->types()[0], k, o.m, static_cast<std::size_t>(o.mib) << 20,
                                           scale_offsets(name));
         const std::size_t count = mx.buffers.size();
         const Columns xy = make_columns(b, k, mx.m, std::max(1L, o.prefill));
-        // The kernels' own layout where they have one, as the model loads it.
-        std::vector<std::unique_ptr<PreparedWeights>> prepared(count);
-        for (std::size_t i = 0; i < count && prep; ++i)
-          if (const Status st = kern->prepare(b, view(mx, i), prepared[i]); !st.ok()) {
-            std::fprintf(stderr, "error: %s\n", st.message().c_str());
-            return 1;
-          }
-        auto pass = [&](std::int64_t n) {
-          for (std::size_t i = 0; i < count; ++i) {
-            const Status st =
-                kern->matmul(b, view(mx, i), prepared[i].get(), f32_view(xy.x, k, n), f32_view(xy.y, mx.m, n));
-            if (!st.ok()) {
-              std::fprintf(stderr, "error: %s\n", st.message().c_str());
-              std::exit(1);
-            }
-          }
-        };
+        prepare_side(side, b, mx, prep != 0);
+        auto pass = [&](std::int64_t n) { run_pass(side, b, mx, xy, n); };
         pass(1);  // warm up: page in, wake threads
         const unsigned nt = b.n_threads();
         const Timing dec = best_of(o.reps, nt, [&] { pass(1); });
@@ -398,7 +382,7 @@ int main(int argc, char** argv) {
         const double dec_tps = 1.0 / dec.wall, pf_tps = o.prefill > 0 ? np / pf.wall : 0.0;
         std::printf("%-6s %5ld %3ld %11.2f %10.2f %6.2f %12.1f %14.1f %8.2f %5.2f  %s\n", name.c_str(), k, threads, gbs, rd,
                     gbs / rd, dec_tps, pf_tps, o.prefill > 0 ? pf_tps / dec_tps : 0.0, dec.cpu / dec.wall,
-                    prepared[0] ? prepared[0]->layout() : "file");
+                    side.prepared[0] ? side.prepared[0]->layout() : "file");
         std::fflush(stdout);
       }
     }
