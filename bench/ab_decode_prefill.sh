@@ -24,15 +24,11 @@ if [[ $# -lt 3 ]]; then
 fi
 old=$1 new=$2
 shift 2
-mkdir -p "$new/bench-models"
+# shellcheck source=bench_model.sh
+source "$(dirname "$0")/bench_model.sh"
 printf "%-12s %-6s %-4s %4s %12s %12s %13s %8s\n" preset type side pair prefill_tps decode_tps decode_of_bw pf/dec
 for t in "$@"; do
-  m="$new/bench-models/$preset-$t.gguf"
-  if [[ ! -f $m ]]; then
-    "$new/bin/graft" synth --preset "$preset" --type "$t" --out "$m.tmp" > "$m.log" 2>&1 ||
-      { echo "synth $preset $t failed: $(tail -1 "$m.log")" >&2; rm -f "$m.tmp"; continue; }
-    mv "$m.tmp" "$m"
-  fi
+  m=$(bench_model "$new" "$preset" "$t") || continue
   for i in $(seq "$pairs"); do
     for side in old new; do
       build=$old

@@ -22,18 +22,11 @@ shift $(( $# > 2 ? 2 : $# ))
 types=("$@")
 ((${#types[@]})) || types=(q8_0 q4_0)
 graft="$build/bin/graft"
-models="$build/bench-models"
-mkdir -p "$models"
-tag=$(tr -c 'A-Za-z0-9_.-' '_' <<< "$synth_args" | sed 's/_*$//')
+# shellcheck source=bench_model.sh
+source "$(dirname "$0")/bench_model.sh"
 printf "%-12s %-6s %9s %12s %12s %10s %14s %10s\n" preset type "GiB" prefill_tps decode_tps "bw_GB/s" decode_of_bw "pf/dec"
 for t in "${types[@]}"; do
-  m="$models/$preset-$t${tag:+-$tag}.gguf"
-  if [[ ! -f $m ]]; then
-    # shellcheck disable=SC2086
-    "$graft" synth --preset "$preset" --type "$t" $synth_args --out "$m.tmp" > "$m.log" 2>&1 ||
-      { echo "synth $preset $t failed: $(tail -1 "$m.log")" >&2; rm -f "$m.tmp"; continue; }
-    mv "$m.tmp" "$m"
-  fi
+  m=$(bench_model "$build" "$preset" "$t" "$synth_args") || continue
   "$graft" bench --model "$m" -t "$threads" --prompt-tokens 256 --gen-tokens 64 --reps 3 --json 2>/dev/null |
     python3 -c '
 import json, os, sys
