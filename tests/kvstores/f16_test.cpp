@@ -5,23 +5,16 @@
 
 #include <gtest/gtest.h>
 
-#include <vector>
-
-#include "attention.hpp"
-#include "attention_kernels.hpp"
-
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
+
+#include "kv_test_util.hpp"
 
 using graft::kv::f16_to_f32;
 using graft::kv::f32_to_f16;
-using graft::kv::AttnKernels;
-using graft::kv::AttnSimd;
-using graft::kv::attn_kernels_avx2;
-using graft::kv::attn_kernels_avx512;
-using graft::kv::cpu_supports;
 
 namespace {
 
@@ -147,15 +140,9 @@ TEST(kvF16, EverySimdNarrowGivesTheScalarBits) {
     const float mid = static_cast<float>((static_cast<double>(v) + next) / 2);  // exact: f16 has 11 bits
     for (float f : {v, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)}) x.insert(x.end(), {f, -f});
   }
-  const struct {
-    const char* name;
-    AttnSimd level;
-    const AttnKernels* k;
-  } tables[] = {{"avx2", AttnSimd::avx2, attn_kernels_avx2()}, {"avx512", AttnSimd::avx512, attn_kernels_avx512()}};
-  int ran = 0;
+  const auto tables = kvtest::simd_tables();
+  if (tables.empty()) GTEST_SKIP() << "no SIMD attention level on this CPU";
   for (const auto& t : tables) {
-    if (!t.k || !cpu_supports(t.level)) continue;
-    ++ran;
     std::vector<std::uint16_t> got(x.size());
     t.k->narrow(x.data(), got.data(), static_cast<std::uint32_t>(x.size()));
     for (std::size_t i = 0; i < x.size(); ++i)
@@ -167,5 +154,4 @@ TEST(kvF16, EverySimdNarrowGivesTheScalarBits) {
       EXPECT_EQ(part[len], 0xBEEF) << t.name << ": wrote past n = " << len;
     }
   }
-  if (ran == 0) GTEST_SKIP() << "no SIMD attention level on this CPU";
 }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "attention.hpp"
+#include "attention_kernels.hpp"
 #include "f16.hpp"
 #include "graft/graft.hpp"
 #include "plugin_host/host_services.hpp"
@@ -242,5 +244,18 @@ struct Harness {
     std::copy(src.begin(), src.end(), dst.begin() + static_cast<std::ptrdiff_t>(slot * per_slot));
   }
 };
+
+// The SIMD kernel tables of the attention this CPU runs, with their level names.
+struct SimdTable {
+  const char* name;
+  const kv::AttnKernels* k;
+};
+inline std::vector<SimdTable> simd_tables() {
+  std::vector<SimdTable> t;
+  if (kv::attn_kernels_avx2() && kv::cpu_supports(kv::AttnSimd::avx2)) t.push_back({"avx2", kv::attn_kernels_avx2()});
+  if (kv::attn_kernels_avx512() && kv::cpu_supports(kv::AttnSimd::avx512))
+    t.push_back({"avx512", kv::attn_kernels_avx512()});
+  return t;
+}
 
 }  // namespace kvtest

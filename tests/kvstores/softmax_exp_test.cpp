@@ -10,8 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "attention.hpp"
-#include "attention_kernels.hpp"
+#include "kv_test_util.hpp"
 #include "softmax_exp.hpp"
 
 using namespace graft;
@@ -68,16 +67,9 @@ TEST(SoftmaxExp, EdgesAreZeroInfinityAndNaN) {
 
 TEST(SoftmaxExp, EverySimdTableGivesTheScalarBits) {
   const std::vector<float> x = sweep();
-  const struct {
-    const char* name;
-    kv::AttnSimd level;
-    const kv::AttnKernels* k;
-  } tables[] = {{"avx2", kv::AttnSimd::avx2, kv::attn_kernels_avx2()},
-                {"avx512", kv::AttnSimd::avx512, kv::attn_kernels_avx512()}};
-  int ran = 0;
+  const auto tables = kvtest::simd_tables();
+  if (tables.empty()) GTEST_SKIP() << "no SIMD attention level on this CPU";
   for (const auto& t : tables) {
-    if (!t.k || !kv::cpu_supports(t.level)) continue;
-    ++ran;
     // Shifted by a maximum as the softmax does, at every length mod 16 (the tails).
     for (float m : {0.0f, 3.5f, -2.25f})
       for (std::uint32_t len : {1u, 7u, 8u, 15u, 16u, 17u, 33u, static_cast<std::uint32_t>(x.size())}) {
@@ -94,7 +86,6 @@ TEST(SoftmaxExp, EverySimdTableGivesTheScalarBits) {
         }
       }
   }
-  if (ran == 0) GTEST_SKIP() << "no SIMD attention level on this CPU";
 }
 
 }  // namespace
