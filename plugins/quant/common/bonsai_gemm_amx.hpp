@@ -164,7 +164,7 @@ struct BonsaiAmxGemm {
         // The 16 output lines this tile writes at its end, owned early: stores commit in order, so
         // a store that misses holds up the tile stores behind it, and with them the f32 steps
         // (the column tiles' outputs are lines 4 x m bytes apart; without this the kernel ran
-        // 1.2-1.25x slower, quant_bench --against).
+        // 1.17-1.25x slower, quant_bench --against).
         for (std::int64_t m = 0; m < valid; ++m)
           _m_prefetchw(a.y + (first + m) * static_cast<std::int64_t>(a.y_stride) + r);
         asm volatile("" ::: "memory");  // the tile loads' asm does not tell the compiler it reads memory
