@@ -213,14 +213,15 @@ Side open_side(const std::string& dir, const std::string& name, const std::strin
 
 // The matrices in the side's kernels' own layout where they have one (as the model loads them),
 // or (prep == 0) nothing prepared: the file's layout.
+// The new ones are made before the old ones are freed, so they land on other pages.
 void prepare_side(Side& sd, Backend& b, const Matrices& mx, bool prep) {
-  sd.prepared.clear();
-  sd.prepared.resize(mx.buffers.size());
+  std::vector<std::unique_ptr<PreparedWeights>> fresh(mx.buffers.size());
   for (std::size_t i = 0; i < mx.buffers.size() && prep; ++i)
-    if (const Status st = sd.kern->prepare(b, view(mx, i), sd.prepared[i]); !st.ok()) {
+    if (const Status st = sd.kern->prepare(b, view(mx, i), fresh[i]); !st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       std::exit(1);
     }
+  sd.prepared = std::move(fresh);
 }
 
 // One pass: every matrix times the first n columns of xy.
@@ -246,8 +247,8 @@ double median(std::vector<double> v) {
 struct AbResult {
   double best_a = 1e30, best_b = 1e30, median_ratio = 0, low = 0, high = 0;
 };
-template <class FA, class FB>
-AbResult alternate(long reps, FA&& run_a, FB&& run_b) {
+template <class FP, class FA, class FB>
+AbResult alternate(long reps, FP&& before_pair, FA&& run_a, FB&& run_b) {
   auto time = [](auto& fn) {
     const auto t0 = Clock::now();
     fn();
@@ -256,6 +257,7 @@ AbResult alternate(long reps, FA&& run_a, FB&& run_b) {
   AbResult r;
   std::vector<double> ratios;
   for (long i = 0; i < reps; ++i) {
+    before_pair();
     double ta, tb;
     if (i % 2 == 0) ta = time(run_a), tb = time(run_b);
     else tb = time(run_b), ta = time(run_a);
@@ -299,7 +301,22 @@ int quantize_speed(const Options& o, DefaultHostServices& host) {
   return 0;
 }
 
-// --against: the same matrices through A's and B's kernels, passes alternating.
+// Reads a buffer larger than the L3 (300 MiB here), so that no pass starts with its matrices cached
+// because they were written or read last.
+void scrub_caches() {
+  static std::vector<std::uint64_t> buf(std::size_t{640} << 17, 1);  // 640 MiB
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < buf.size(); i += 8) sum += buf[i];
+  volatile std::uint64_t sink = sum;
+  (void)sink;
+}
+
+// --against: the same matrices through A's and B's kernels, passes alternating. When the weights
+// stream from memory (--mib > 0), both sides' prepared matrices are made anew, in fresh
+// allocations, before every pair, and the caches scrubbed: with one allocation per side for the
+// whole run, the same build against itself came out anywhere from 0.96 to 1.09 with quartiles
+// within 0.02 of it (where each side's pages happened to land), a bias larger than the effects
+// measured. Fresh pages every pair turn it into noise that the median takes out.
 int compare(const Options& o, DefaultHostServices& host, PluginLibrary& cpu_lib) {
   std::printf("A: %s\nB: %s\nweights per pass: %ld MiB (matrices of k x %ld); %ld alternating pairs\n",
               o.plugin_dir.c_str(), o.against.c_str(), o.mib, o.m, o.reps);
@@ -322,10 +339,18 @@ int compare(const Options& o, DefaultHostServices& host, PluginLibrary& cpu_lib)
           for (Side& sd : sides) prepare_side(sd, b, mx, prep != 0);
           auto pass = [&](const Side& sd, std::int64_t n) { run_pass(sd, b, mx, xy, n); };
           pass(sides[0], 1), pass(sides[1], 1);  // warm up
-          const AbResult dec = alternate(o.reps, [&] { pass(sides[0], 1); }, [&] { pass(sides[1], 1); });
+          long pairs = 0;
+          auto before_pair = [&] {
+            if (o.mib == 0) return;
+            if (pairs++ % 2 == 0) prepare_side(sides[0], b, mx, prep != 0), prepare_side(sides[1], b, mx, prep != 0);
+            else prepare_side(sides[1], b, mx, prep != 0), prepare_side(sides[0], b, mx, prep != 0);
+            scrub_caches();
+          };
+          const AbResult dec = alternate(o.reps, before_pair, [&] { pass(sides[0], 1); }, [&] { pass(sides[1], 1); });
           AbResult pf;
           if (o.prefill > 0)
-            pf = alternate(std::max(2L, o.reps / 2), [&] { pass(sides[0], o.prefill); }, [&] { pass(sides[1], o.prefill); });
+            pf = alternate(std::max(2L, o.reps / 2), before_pair, [&] { pass(sides[0], o.prefill); },
+                           [&] { pass(sides[1], o.prefill); });
           const double bytes = static_cast<double>(mx.bytes_each * count), np = static_cast<double>(o.prefill);
           std::printf("%-6s %5ld %3ld %9.2f %9.2f %6.3f (%.2f-%.2f) %11.1f %11.1f %6.3f (%.2f-%.2f)  %s\n", name.c_str(), k,
                       threads, bytes / dec.best_a / 1e9, bytes / dec.best_b / 1e9, dec.median_ratio, dec.low, dec.high,

@@ -14,10 +14,11 @@
 namespace graft::quant {
 
 // Whether `level` is one whose packed-layout kernels run on this CPU: avx512 and amx, with
-// AVX512-VBMI (vpermb, vpermt2b, vpmultishiftqb); elsewhere the file's layout is read.
+// AVX512-VBMI (vpermb, vpermt2b, vpmultishiftqb) and GFNI (Q2_K's code fields); elsewhere the
+// file's layout is read. (Every CPU with VBMI has GFNI but Cannon Lake.)
 inline bool packed_layout_level(SimdLevel level) noexcept {
 #ifdef __x86_64__
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
   return (level == SimdLevel::avx512 || level == SimdLevel::amx) && vbmi;
 #else
   (void)level;

@@ -118,8 +118,8 @@ GRAFT_TARGET_AVX512_VBMI __attribute__((always_inline)) inline void column_block
   const std::uint8_t* blk = grp + b * kQ1GroupBlockBytes;
   if constexpr (kPrefetch) {
     // 4 KiB ahead in the one stream the packed matrix is, into L2 (quant_bench --against, two
-    // threads, streaming: 1.07-1.13x a T0 prefetch 2 KiB ahead at k = 1024 and 2048, the same at
-    // 6144; 8 KiB ahead no better; none 0.81-0.82x).
+    // threads, streaming, fresh pages every pair: 1.02-1.05x a T0 prefetch 2 KiB ahead at k = 1024,
+    // 2048 and 6144; none 0.79-0.80x).
     for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(blk + 4096 + 64 * l), _MM_HINT_T1);
   }
   const __m512 dw = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));

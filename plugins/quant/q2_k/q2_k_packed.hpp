@@ -12,7 +12,7 @@
 // Groups follow each other, ceil(m / 4) of them; the rows past m in the last group are zero (their
 // outputs are never stored). The same bytes as the file's rows, rearranged.
 //
-// Read at the avx512 and amx levels on CPUs with AVX512-VBMI (the batches' expansion uses vpermt2b);
+// Read at the avx512 and amx levels on CPUs with AVX512-VBMI and GFNI (packed_groups.hpp);
 // the other levels read the file's layout, and every level gives the same bits (q2_k_gemm.hpp).
 #pragma once
 
