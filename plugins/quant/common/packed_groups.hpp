@@ -18,8 +18,8 @@ namespace graft::quant {
 // file's layout is read. (Every CPU with VBMI has GFNI but Cannon Lake.)
 inline bool packed_layout_level(SimdLevel level) noexcept {
 #ifdef __x86_64__
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
-  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && vbmi;
+  static const bool isa = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
+  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && isa;
 #else
   (void)level;
   return false;

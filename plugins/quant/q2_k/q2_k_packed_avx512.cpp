@@ -67,9 +67,8 @@ struct Fields {
 };
 // (v >> s) & 3 per byte as one GF(2) affine step: bit i of a result byte is the parity of matrix
 // byte 7 - i AND the input byte, so bytes 7 and 6 pick input bits s and s + 1. One operation
-// instead of a shift and an and, and not on the shift port, which the kernels' other shifts share:
-// decode 1.12x with the weights in L2 (one thread), 1.06-1.07x streamed (two threads, quant_bench
-// --against, fresh pages every pair).
+// instead of a shift and an and: decode 1.12x with the weights in L2 (one thread), 1.06-1.07x
+// streamed (two threads, quant_bench --against, fresh pages every pair).
 constexpr long long field_matrix(int s) { return static_cast<long long>((1ull << s) << 56 | (1ull << (s + 1)) << 48); }
 GRAFT_Q2P_TARGET inline __attribute__((always_inline)) Fields load_fields(const std::uint8_t* codes) {
   const __m512i v = _mm512_loadu_si512(codes);
