@@ -156,7 +156,8 @@ TEST(Q8KActivations, SimdRowsMatchScalarBitForBitOnHardBlocks) {
   expect_same_bits(quantize_with(&quantize_q8k_row_avx512, x), want, "avx512");
 }
 
-// The column-pair layout holds each pair's quants, sums and repeated scales per block.
+// The column-pair layout holds each pair's quants (chunks of 32 interleaved), sums and repeated
+// scales per block.
 TEST(Q8KActivations, PairLayoutCopiesBothColumnsPerBlock) {
   constexpr std::int64_t n = 5, k = 768;
   std::mt19937 rng(3);
@@ -170,11 +171,12 @@ TEST(Q8KActivations, PairLayoutCopiesBothColumnsPerBlock) {
     for (std::int64_t b = 0; b < 3; ++b) {
       const std::int8_t* blk = a.pair_block(p, b);
       for (int h = 0; h < 2; ++h) {
-        EXPECT_EQ(std::memcmp(blk + 256 * h, a.block_qs(2 * p + h, b), 256), 0);
+        for (int j = 0; j < 8; ++j)
+          EXPECT_EQ(std::memcmp(blk + 64 * j + 32 * h, a.block_qs(2 * p + h, b) + 32 * j, 32), 0) << "chunk " << j;
         EXPECT_EQ(std::memcmp(blk + 512 + 32 * h, a.block_bsums(2 * p + h, b), 32), 0);
-        std::int32_t lanes[16] = {};
-        for (int e = 0; e < 256; ++e) lanes[(e % 64) / 4] += a.block_qs(2 * p + h, b)[e] * Q8KActivations::kLaneBias;
-        EXPECT_EQ(std::memcmp(blk + 640 + 64 * h, lanes, 64), 0);
+        std::int32_t lanes[8] = {};
+        for (int e = 0; e < 256; ++e) lanes[(e % 32) / 4] += a.block_qs(2 * p + h, b)[e] * Q8KActivations::kLaneBias;
+        EXPECT_EQ(std::memcmp(blk + 640 + 32 * h, lanes, 32), 0);
         for (int l = 0; l < 8; ++l) {
           float s;
           std::memcpy(&s, blk + 576 + 32 * h + 4 * l, 4);

@@ -48,9 +48,9 @@ void quantize_q8k_row(const float* x, std::int64_t k, std::int8_t* qs, float* d,
 }
 
 void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept {
-  for (int l = 0; l < 16; ++l) out[l] = 0;
-  for (int e = 0; e < kQK_K; ++e) out[(e % 64) / 4] += qs[e];
-  for (int l = 0; l < 16; ++l) out[l] *= bias;
+  for (int l = 0; l < 8; ++l) out[l] = 0;
+  for (int e = 0; e < kQK_K; ++e) out[(e % 32) / 4] += qs[e];
+  for (int l = 0; l < 8; ++l) out[l] *= bias;
 }
 
 void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
@@ -90,13 +90,13 @@ void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x,
         auto* dst = const_cast<std::int8_t*>(out.pair_block(p, b));
         for (std::int64_t h = 0; h < 2; ++h) {
           const std::int64_t row = 2 * p + h;
-          std::memcpy(dst + 256 * h, out.block_qs(row, b), 256);
+          for (int j = 0; j < 8; ++j) std::memcpy(dst + 64 * j + 32 * h, out.block_qs(row, b) + 32 * j, 32);
           std::memcpy(dst + 512 + 32 * h, out.block_bsums(row, b), 32);
           const float s = out.scale(row, b);
           for (int l = 0; l < 8; ++l) std::memcpy(dst + 576 + 32 * h + 4 * l, &s, 4);
-          std::int32_t lanes[16];
+          std::int32_t lanes[8];
           lane_sums_fn(out.block_qs(row, b), Q8KActivations::kLaneBias, lanes);
-          std::memcpy(dst + 640 + 64 * h, lanes, 64);
+          std::memcpy(dst + 640 + 32 * h, lanes, 32);
         }
       }
     }

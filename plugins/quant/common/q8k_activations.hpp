@@ -31,12 +31,14 @@ struct Q8KActivations {
 
   // Column pairs (rows 2p, 2p + 1), built only for the AVX-512 batch tiles, block-major so a
   // tile's pairs for one block are adjacent (one pointer, constant offsets): per pair and block
-  // kPairBytes = quants of 2p (256) | quants of 2p + 1 (256) | bsums of 2p, of 2p + 1 (16 int16
-  // each) | scale of 2p x 8, of 2p + 1 x 8 (f32) | kLaneBias x the lane sums of 2p, of 2p + 1
-  // (16 int32 each: lane L = the quants 64z + 4L .. 64z + 4L + 3 over z = 0..3, a vpdpbusd lane).
-  // One 512-bit load brings both columns' sums or scales in the halves of the f32 registers; the
-  // lane sums start the accumulators of kernels whose weights are stored + kLaneBias (Q3_K).
-  static constexpr std::int64_t kPairBytes = 768;
+  // kPairBytes = for each chunk j = 0..7 of 32 quants, 2p's then 2p + 1's (512) | bsums of 2p, of
+  // 2p + 1 (16 int16 each) | scale of 2p x 8, of 2p + 1 x 8 (f32) | kLaneBias x the lane sums of
+  // 2p, of 2p + 1 (8 int32 each: lane l = the quants 32j + 4l .. 32j + 4l + 3 over j). One 512-bit
+  // load brings chunk j of both columns, and vpdpbusd against a weight chunk in both halves adds
+  // each column's definition lanes l (the groups (j, l)) straight into dwords l and 8 + l; the
+  // sums and scales land the same way in the halves of the f32 registers; the lane sums start the
+  // accumulators of kernels whose weights are stored + kLaneBias (Q3_K).
+  static constexpr std::int64_t kPairBytes = 704;
   static constexpr std::int32_t kLaneBias = -124;
   std::int64_t n_pairs = 0;
   AlignedVector<std::int8_t> pairs;  // [nb][n_pairs][kPairBytes]
@@ -52,8 +54,8 @@ void quantize_q8k_row(const float* x, std::int64_t k, std::int8_t* qs, float* d,
 void quantize_q8k_row_avx2(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int16_t* bsums) noexcept;
 void quantize_q8k_row_avx512(const float* x, std::int64_t k, std::int8_t* qs, float* d, std::int16_t* bsums) noexcept;
 
-// out[L] = bias * (sum of qs[64z + 4L .. 64z + 4L + 3] over z = 0..3), for a block of 256 quants:
-// the pair layout's lane sums, in plain loops and with vpdpbusd (equal exact integers).
+// out[l] = bias * (sum of qs[32j + 4l .. 32j + 4l + 3] over j = 0..7), l < 8, for a block of 256
+// quants: the pair layout's lane sums, in plain loops and with vpdpbusd (equal exact integers).
 void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept;
 void q8k_lane_sums_avx512(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept;
 

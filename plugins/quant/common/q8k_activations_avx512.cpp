@@ -63,7 +63,9 @@ GRAFT_TARGET_AVX512 void quantize_q8k_row_avx512(const float* x, std::int64_t k,
 GRAFT_TARGET_AVX512 void q8k_lane_sums_avx512(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept {
   __m512i s = _mm512_setzero_si512();
   for (int z = 0; z < 4; ++z) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(1), _mm512_loadu_si512(qs + 64 * z));
-  _mm512_storeu_si512(out, _mm512_mullo_epi32(s, _mm512_set1_epi32(bias)));
+  // Dword L sums elements 64z + 4L..: lane L % 8 of chunk 2z + L / 8, so the halves add to lane l.
+  const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_mullo_epi32(l8, _mm256_set1_epi32(bias)));
 }
 
 }  // namespace graft::quant

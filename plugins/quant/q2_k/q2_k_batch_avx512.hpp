@@ -66,8 +66,8 @@ struct Q2KPairSteps {
     return {_mm512_load_si512(e + 256), _mm512_set1_ps(*reinterpret_cast<const float*>(e + 320)),
             _mm512_set1_ps(*reinterpret_cast<const float*>(e + 324))};
   }
-  GRAFT_TARGET_AVX512 static __m512 step(const Row& row, const __m512i wq[4], const std::int8_t* pb, __m512 acc) {
-    const __m512i sum = pair_lane_sums(wq, pb, _mm512_setzero_si512(), _mm512_setzero_si512());
+  GRAFT_TARGET_AVX512 static __m512 step(const Row& row, const __m512i wq[8], const std::int8_t* pb, __m512 acc) {
+    const __m512i sum = pair_lane_sums(wq, pb, _mm512_setzero_si512());
     const __m512i msum = _mm512_madd_epi16(row.mins2, _mm512_load_si512(pb + 512));
     const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
     acc = _mm512_fmadd_ps(_mm512_mul_ps(dxv, row.ndmw), _mm512_cvtepi32_ps(msum), acc);
