@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench_options.hpp"
+#include "cpu/core_clock.hpp"
 
 namespace {
 
@@ -27,11 +28,6 @@ double seconds_of(void (*fn)(long)) {
 #if defined(__x86_64__)
 #define PB_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni,avx512vbmi,gfni"), noinline))
 
-// 2 dependent imul per iteration: 6 cycles.
-PB_TARGET void imul_chain(long n) {
-  long x = 3;
-  asm volatile("1: imul %0, %0\n imul %0, %0\n dec %1\n jnz 1b" : "+r"(x), "+r"(n));
-}
 
 #define PB_CLOBBER \
   "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
@@ -103,9 +99,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "port_bench: needs AVX-512 F/BW/VNNI/VBMI and GFNI\n");
     return 1;
   }
-  double clock_s = 1e30;
-  for (long r = 0; r < reps; ++r) clock_s = std::min(clock_s, seconds_of(imul_chain));
-  const double hz = 6.0 * kIters / clock_s;
+  const double hz = graft::bench::core_clock_hz(reps);
   std::printf("clock: %.2f GHz (dependent imul chain, best of %ld)\n", hz / 1e9, reps);
   const Case cases[] = {
       {"vpdpbusd zmm", vpdpbusd16, 16, "cycles/instr"},
