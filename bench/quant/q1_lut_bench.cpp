@@ -6,8 +6,9 @@
 //
 //   q1_lut_bench [--k 1024] [--m 256,2048,262144] [--reps 5]
 //
-// Each (k, m) line is the best and the median of --reps runs of ~40 M weights x m... passes; a
-// median far above the best means the core was shared while it ran (bench/cpu/port_bench).
+// Each (k, m) line: the best and the median of --reps runs, each of as many passes over the matrix
+// as make ~640 M weights; a median far above the best means the core was shared while it ran
+// (bench/cpu/port_bench).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
       GemmArgs a;
       a.w = w.data(), a.w_stride = static_cast<std::size_t>(row_bytes), a.k = k, a.xq = &xq;
       a.y = y.data(), a.y_stride = static_cast<std::size_t>(m);
-      const long passes = std::max(1L, 40'000'000L * 16 / (m * k));  // ~40 M weights x 16 per run
+      const long passes = std::max(1L, 640'000'000L / (m * k));
       q1_0_packed_gemm_avx512(a, 0, m, 0, 1);                        // tables, first touch
       std::vector<double> secs;
       for (long r = 0; r < reps; ++r) {
