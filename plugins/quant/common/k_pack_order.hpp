@@ -1,13 +1,13 @@
-// The element order of the K-quant packed layouts (Q4_K's q4_k_rows4, Q2_K's q2_k_rows4). A
-// block's 256 codes form 4 vectors of 64 bytes, A and B for p = 0, 1 (Q4_K: the low and high
-// nibbles of code vector p; Q2_K: the 2-bit fields 2p and 2p + 1 of the one code vector); dword n
+// The element order of Q4_K's (and Q5_K's) packed layout, q4_k_rows4. A block's 256 codes form 4
+// vectors of 64 bytes, A and B for p = 0, 1 (the low and high nibbles of code vector p); dword n
 // of each holds 4 consecutive elements, the group (j, l) = elements 32j + 4l .. 32j + 4l + 3, where
 // l is the definition's lane (S[l] sums its groups over all j, each times its sub-block scale). The
 // groups are placed so that after one vpdpbusd of A and of B against the activations in the same
 // order, vpackssdw(A, B) leaves in dword q the sums of groups (4p + 2 (q / 8), l) (low word) and
 // (4p + 2 (q / 8) + 1, l) (high word) with l = q % 8: one vpdpwssd against the matching scale
 // words then adds both into lane l or 8 + l of a 16-lane sum, folded to 8 lanes at the end.
-// (Q4_K's sub-blocks of 32 are the j; Q2_K's S[l] sums sc[2j + l / 4] times the group (j, l).)
+// (Q4_K's sub-blocks of 32 are the j. Q2_K's layout pairs two rows per code vector so that no
+// fold is needed: q2_k_packed.hpp.)
 #pragma once
 
 #include <cstdint>

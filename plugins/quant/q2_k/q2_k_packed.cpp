@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "k_pack_order.hpp"
 #include "packed_groups.hpp"
 #include "q2_k_block.hpp"
 #ifdef __x86_64__
@@ -17,21 +16,38 @@ static_assert(kQ2GroupCodesAt + kQ2GroupRows * 64 == kQ2GroupBlockBytes);
 
 #ifdef GRAFT_QUANT_X86
 namespace {
-// The file block's codes into the packed order: field f = 2p + h of each byte from the element-order
-// codes of 128p .. 128p + 127. (Only called where the packed layout is used: AVX512-VBMI.)
+// vpermb controls: byte 4q + e of field f's vector (f % 2 = odd) from the element-order codes of
+// elements 64 (2V + f / 2) .. + 63, where q2_pair_element puts it (independent of V and of f / 2).
+struct PackCtrl {
+  alignas(64) std::uint8_t field[2][64];
+};
+constexpr PackCtrl make_pack_ctrl() {
+  PackCtrl c{};
+  for (int odd = 0; odd < 2; ++odd)
+    for (int q = 0; q < 16; ++q)
+      for (int e = 0; e < 4; ++e) c.field[odd][4 * q + e] = static_cast<std::uint8_t>(q2_pair_element(0, q, e, odd) % 64);
+  return c;
+}
+constexpr PackCtrl kPackCtrl = make_pack_ctrl();
+
+// Row i's codes into its pair's two vectors (its 128-bit lanes only; the other row fills the rest).
+// (Only called where the packed layout is used: AVX512-VBMI.)
 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
-void pack_codes(const std::uint8_t* blk, std::uint8_t* out) {
-  const StepCodes z = file_step_codes(blk);
-  __m512i v = _mm512_setzero_si512();
-  for (int f = 0; f < 4; ++f) {
-    const __m512i field = k_pack_gather(z.z[2 * (f / 2)], z.z[2 * (f / 2) + 1], f % 2);
-    v = _mm512_or_si512(v, _mm512_slli_epi16(field, 2 * f));  // codes <= 3: no bit crosses a byte
+void pack_codes(const std::uint8_t* blk, int i, std::uint8_t* out) {
+  const StepCodes z = file_step_codes(blk);  // z[s]: the codes of elements 64s .. 64s + 63
+  const __mmask64 lanes = i % 2 ? 0xFFFF0000FFFF0000ull : 0x0000FFFF0000FFFFull;
+  for (int v = 0; v < 2; ++v) {
+    __m512i codes = _mm512_setzero_si512();
+    for (int f = 0; f < 4; ++f) {
+      const __m512i field = _mm512_permutexvar_epi8(_mm512_load_si512(kPackCtrl.field[f % 2]), z.z[2 * v + f / 2]);
+      codes = _mm512_or_si512(codes, _mm512_slli_epi16(field, 2 * f));  // codes <= 3: no bit crosses a byte
+    }
+    _mm512_mask_storeu_epi8(out + 128 * (i / 2) + 64 * v, lanes, codes);
   }
-  _mm512_storeu_si512(out, v);
 }
 }  // namespace
 #else
-void pack_codes(const std::uint8_t*, std::uint8_t*) {}  // never called: nothing is packed off x86
+void pack_codes(const std::uint8_t*, int, std::uint8_t*) {}  // never called: nothing is packed off x86
 #endif
 
 std::uint64_t q2_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept {
@@ -48,7 +64,7 @@ void q2_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
                     std::memcpy(o + 2 * i, &blk.d, 2);
                     std::memcpy(o + kQ2GroupNegDminAt + 2 * i, &neg_dmin, 2);
                     std::memcpy(o + kQ2GroupScalesAt + 16 * i, blk.scales, 16);
-                    pack_codes(src, o + kQ2GroupCodesAt + 64 * i);
+                    pack_codes(src, i, o + kQ2GroupCodesAt);
                   });
 }
 

@@ -1,14 +1,17 @@
 // Q2_K in the kernels' own layout ("q2_k_rows4", FormatKernels::prepare): 4 weight rows interleaved
-// per 256-element block, the codes in the K-quant packed order (k_pack_order.hpp), so that the
-// decode kernel pairs two groups' sums per dword with vpackssdw instead of unpacking and applying
-// each sub-block scale separately, and the 4 rows' fp16 factors convert in one instruction.
+// per 256-element block, two rows sharing each code vector (128-bit lanes 0 and 2 the first row's,
+// 1 and 3 the second's), in an order where the decode kernel's vpdpbusd, vpackssdw and vpdpwssd
+// leave each row's definition lanes S[l] whole in their own dwords: [first row l = 0..3 | second
+// row l = 0..3 | first row 4..7 | second row 4..7], no fold of two halves per row; the 4 rows' fp16
+// factors convert in one instruction.
 //
 // A group of 4 rows holds, per block b of those rows (336 bytes, 4 x 84):
 //   [0, 8)      the rows' fp16 d (row i at 2i)
 //   [8, 16)     the rows' fp16 dmin with the sign flipped (-dmin: exact)
 //   [16, 80)    row i's 16 scale bytes at 16 + 16i, as in the file (scale low nibble, min high)
-//   [80, 336)   row i's codes at 80 + 64i: bits 2f, 2f + 1 of byte 4n + e hold the code of element
-//               k_pack_first(f / 2, f % 2, n) + e (f = 0..3)
+//   [80, 336)   rows 2h and 2h + 1's codes at 80 + 128h: two 64-byte vectors V = 0, 1; bits 2f,
+//               2f + 1 of byte 4q + e of vector V hold the code of element q2_pair_element(V, q,
+//               e, f) of row 2h + (q / 4) % 2
 // Groups follow each other, ceil(m / 4) of them; the rows past m in the last group are zero (their
 // outputs are never stored). The same bytes as the file's rows, rearranged.
 //
@@ -25,6 +28,15 @@
 namespace graft::quant {
 
 inline constexpr int kQ2GroupRows = 4;
+
+// Group (j, l) = elements 32j + 4l .. 32j + 4l + 3 of the definition (q2_k_gemm.hpp). After
+// vpdpbusd of field f of vector V, vpackssdw of fields 2P and 2P + 1 puts dword q's group in word
+// q % 2 of dword 4 (q / 4) + 2 (f % 2) + (q % 4) / 2: every group landing in one dword then has
+// the same l, and j = 4V + 2P + q % 2 runs over all 8.
+constexpr int q2_pair_element(int v, int q, int e, int f) {
+  const int j = 4 * v + 2 * (f / 2) + q % 2, l = 4 * ((q / 4) / 2) + 2 * (f % 2) + (q % 4) / 2;
+  return 32 * j + 4 * l + e;
+}
 inline constexpr std::int64_t kQ2GroupBlockBytes = kQ2GroupRows * 84;
 inline constexpr std::int64_t kQ2GroupNegDminAt = 8;
 inline constexpr std::int64_t kQ2GroupScalesAt = 16;
