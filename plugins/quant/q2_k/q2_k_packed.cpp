@@ -16,20 +16,6 @@ static_assert(kQ2GroupCodesAt + kQ2GroupRows * 64 == kQ2GroupBlockBytes);
 
 #ifdef GRAFT_QUANT_X86
 namespace {
-// vpermb controls: byte 4q + e of field f's vector (f % 2 = odd) from the element-order codes of
-// elements 64 (2V + f / 2) .. + 63, where q2_pair_element puts it (independent of V and of f / 2).
-struct PackCtrl {
-  alignas(64) std::uint8_t field[2][64];
-};
-constexpr PackCtrl make_pack_ctrl() {
-  PackCtrl c{};
-  for (int odd = 0; odd < 2; ++odd)
-    for (int q = 0; q < 16; ++q)
-      for (int e = 0; e < 4; ++e) c.field[odd][4 * q + e] = static_cast<std::uint8_t>(q2_pair_element(0, q, e, odd) % 64);
-  return c;
-}
-constexpr PackCtrl kPackCtrl = make_pack_ctrl();
-
 // Row i's codes into its pair's two vectors (its 128-bit lanes only; the other row fills the rest).
 // (Only called where the packed layout is used: AVX512-VBMI.)
 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
@@ -39,7 +25,7 @@ void pack_codes(const std::uint8_t* blk, int i, std::uint8_t* out) {
   for (int v = 0; v < 2; ++v) {
     __m512i codes = _mm512_setzero_si512();
     for (int f = 0; f < 4; ++f) {
-      const __m512i field = _mm512_permutexvar_epi8(_mm512_load_si512(kPackCtrl.field[f % 2]), z.z[2 * v + f / 2]);
+      const __m512i field = _mm512_permutexvar_epi8(_mm512_load_si512(kQ2PairOrder.field[f % 2]), z.z[2 * v + f / 2]);
       codes = _mm512_or_si512(codes, _mm512_slli_epi16(field, 2 * f));  // codes <= 3: no bit crosses a byte
     }
     _mm512_mask_storeu_epi8(out + 128 * (i / 2) + 64 * v, lanes, codes);

@@ -37,6 +37,21 @@ constexpr int q2_pair_element(int v, int q, int e, int f) {
   const int j = 4 * v + 2 * (f / 2) + q % 2, l = 4 * ((q / 4) / 2) + 2 * (f % 2) + (q % 4) / 2;
   return 32 * j + 4 * l + e;
 }
+
+// vpermb controls from element order into that order, for the packer's codes and the decode
+// kernel's activations alike: byte 4q + e of field f's vector takes byte field[f % 2][4q + e] of
+// elements 64 (2V + f / 2) .. + 63 (the same for every V and f / 2).
+struct Q2PairOrder {
+  alignas(64) std::uint8_t field[2][64];
+};
+constexpr Q2PairOrder make_q2_pair_order() {
+  Q2PairOrder o{};
+  for (int odd = 0; odd < 2; ++odd)
+    for (int q = 0; q < 16; ++q)
+      for (int e = 0; e < 4; ++e) o.field[odd][4 * q + e] = static_cast<std::uint8_t>(q2_pair_element(0, q, e, odd) % 64);
+  return o;
+}
+inline constexpr Q2PairOrder kQ2PairOrder = make_q2_pair_order();
 inline constexpr std::int64_t kQ2GroupBlockBytes = kQ2GroupRows * 84;
 inline constexpr std::int64_t kQ2GroupNegDminAt = 8;
 inline constexpr std::int64_t kQ2GroupScalesAt = 16;

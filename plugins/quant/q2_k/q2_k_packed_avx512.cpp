@@ -38,7 +38,6 @@ struct Controls {
   alignas(64) std::uint8_t sc[2][2][64];   // [V][P] vpermb of two rows' scale bytes: vpdpwssd's words
   alignas(64) std::uint8_t mins[64];       // vpermb of two rows' scale bytes: M's words (min << 4)
   alignas(64) std::uint8_t unpack[2][64];  // [row of the pair] vpermt2b: elements 64 (2V + P) + t from fields 2P, 2P + 1
-  alignas(64) std::uint8_t act[2][64];     // [f % 2] vpermb: field f's activation bytes from elements 64 (2V + f / 2) ..
 };
 constexpr Controls make_controls() {
   Controls c{};
@@ -56,15 +55,13 @@ constexpr Controls make_controls() {
     const int k = b / 16, m = (b % 16) / 4, t = (b % 4) / 2;
     c.mins[b] = static_cast<std::uint8_t>(16 * (k % 2) + 2 * (4 * (k / 2) + m) + t);
   }
+  // The inverse of kQ2PairOrder over one row's 128-bit lanes of fields 2P (bytes 0..63) and 2P + 1.
   for (int r = 0; r < 2; ++r)
     for (int q = 0; q < 16; ++q)
       if ((q / 4) % 2 == r)
         for (int e = 0; e < 4; ++e)
           for (int odd = 0; odd < 2; ++odd)
-            c.unpack[r][q2_pair_element(0, q, e, odd) % 64] = static_cast<std::uint8_t>(64 * odd + 4 * q + e);
-  for (int odd = 0; odd < 2; ++odd)
-    for (int q = 0; q < 16; ++q)
-      for (int e = 0; e < 4; ++e) c.act[odd][4 * q + e] = static_cast<std::uint8_t>(q2_pair_element(0, q, e, odd) % 64);
+            c.unpack[r][kQ2PairOrder.field[odd][4 * q + e]] = static_cast<std::uint8_t>(64 * odd + 4 * q + e);
   return c;
 }
 constexpr Controls kCtrl = make_controls();
@@ -85,7 +82,7 @@ GRAFT_Q2P_TARGET const std::int8_t* q2k_pair_activations(const Q8KActivations& x
   const auto bytes = static_cast<std::size_t>(nb * kQ2ActBytes);
   if (buf.bytes.size() < bytes) buf.bytes.resize(bytes);
   buf.from.set(xk.generation, c, c + 1);
-  const __m512i odd0 = _mm512_load_si512(kCtrl.act[0]), odd1 = _mm512_load_si512(kCtrl.act[1]);
+  const __m512i odd0 = _mm512_load_si512(kQ2PairOrder.field[0]), odd1 = _mm512_load_si512(kQ2PairOrder.field[1]);
   std::int8_t* out = buf.bytes.data();
   for (std::int64_t b = 0; b < nb; ++b, out += kQ2ActBytes) {
     const std::int8_t* x = xk.block_qs(c, b);
