@@ -91,12 +91,12 @@ void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x,
         for (std::int64_t h = 0; h < 2; ++h) {
           const std::int64_t row = 2 * p + h;
           for (int j = 0; j < 8; ++j) std::memcpy(dst + 64 * j + 32 * h, out.block_qs(row, b) + 32 * j, 32);
-          std::memcpy(dst + 512 + 32 * h, out.block_bsums(row, b), 32);
+          std::memcpy(dst + Q8KActivations::kPairBsumsAt + 32 * h, out.block_bsums(row, b), 32);
           const float s = out.scale(row, b);
-          for (int l = 0; l < 8; ++l) std::memcpy(dst + 576 + 32 * h + 4 * l, &s, 4);
+          for (int l = 0; l < 8; ++l) std::memcpy(dst + Q8KActivations::kPairScalesAt + 32 * h + 4 * l, &s, 4);
           std::int32_t lanes[8];
           lane_sums_fn(out.block_qs(row, b), Q8KActivations::kLaneBias, lanes);
-          std::memcpy(dst + 640 + 32 * h, lanes, 32);
+          std::memcpy(dst + Q8KActivations::kPairLaneSumsAt + 32 * h, lanes, 32);
         }
       }
     }

@@ -38,6 +38,7 @@ struct Q8KActivations {
   // each column's definition lanes l (the groups (j, l)) straight into dwords l and 8 + l; the
   // sums and scales land the same way in the halves of the f32 registers; the lane sums start the
   // accumulators of kernels whose weights are stored + kLaneBias (Q3_K).
+  static constexpr std::int64_t kPairBsumsAt = 512, kPairScalesAt = 576, kPairLaneSumsAt = 640;
   static constexpr std::int64_t kPairBytes = 704;
   static constexpr std::int32_t kLaneBias = -124;
   std::int64_t n_pairs = 0;

@@ -68,8 +68,8 @@ struct Q2KPairSteps {
   }
   GRAFT_TARGET_AVX512 static __m512 step(const Row& row, const __m512i wq[8], const std::int8_t* pb, __m512 acc) {
     const __m512i sum = pair_lane_sums(wq, pb, _mm512_setzero_si512());
-    const __m512i msum = _mm512_madd_epi16(row.mins2, _mm512_load_si512(pb + 512));
-    const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
+    const __m512i msum = _mm512_madd_epi16(row.mins2, _mm512_load_si512(pb + Q8KActivations::kPairBsumsAt));
+    const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + Q8KActivations::kPairScalesAt));
     acc = _mm512_fmadd_ps(_mm512_mul_ps(dxv, row.ndmw), _mm512_cvtepi32_ps(msum), acc);
     return _mm512_fmadd_ps(_mm512_mul_ps(dxv, row.dw), _mm512_cvtepi32_ps(sum), acc);
   }

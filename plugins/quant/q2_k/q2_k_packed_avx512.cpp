@@ -67,7 +67,7 @@ constexpr Controls make_controls() {
 constexpr Controls kCtrl = make_controls();
 // Per block of the arranged activations: field f of vector V at 64 (4V + f), then the bsums as
 // words [0..7 | 0..7 | 8..15 | 8..15] (the pair of M's lanes l in dword 4k + m).
-constexpr std::int64_t kQ2ActBytes = 576;
+constexpr std::int64_t kQ2ActBsumsAt = 512, kQ2ActBytes = 576;
 
 // The activations of column c in that arrangement, in a per-thread buffer valid until the next
 // call on this thread for other activations or columns.
@@ -92,7 +92,7 @@ GRAFT_Q2P_TARGET const std::int8_t* q2k_pair_activations(const Q8KActivations& x
         _mm512_store_si512(out + 64 * (4 * v + f), _mm512_permutexvar_epi8(f % 2 ? odd1 : odd0, chunk));
       }
     const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xk.block_bsums(c, b))));
-    _mm512_store_si512(out + 512, _mm512_shuffle_i64x2(bs, bs, 0x50));
+    _mm512_store_si512(out + kQ2ActBsumsAt, _mm512_shuffle_i64x2(bs, bs, 0x50));
   }
   return buf.bytes.data();
 }
@@ -157,7 +157,7 @@ GRAFT_Q2P_TARGET void group_column(const GemmArgs& a, const std::int8_t* xp, std
     // d * dx and -dmin * dx of the 4 rows at once (a lane permute below moves them, unchanged).
     const __m512 dx = _mm512_set1_ps(a.xk->scale(c, b));
     const __m512 ddx = _mm512_mul_ps(d, dx), nddx = _mm512_mul_ps(nd, dx);
-    const __m512i bsums = _mm512_load_si512(x + 512);
+    const __m512i bsums = _mm512_load_si512(x + kQ2ActBsumsAt);
     _Pragma("GCC unroll 2")
     for (int h = 0; h < 2; ++h) {
       const __m512i raw =

@@ -143,8 +143,8 @@ struct Q3KPairSteps {
     return {_mm512_set1_ps(*reinterpret_cast<const float*>(e + 256))};
   }
   GRAFT_TARGET_AVX512 static __m512 step(const Row& row, const __m512i wq[8], const std::int8_t* pb, __m512 acc) {
-    const __m512i sum = pair_lane_sums(wq, pb, _mm512_load_si512(pb + 640));
-    const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + 576));
+    const __m512i sum = pair_lane_sums(wq, pb, _mm512_load_si512(pb + Q8KActivations::kPairLaneSumsAt));
+    const __m512 dxv = _mm512_load_ps(reinterpret_cast<const float*>(pb + Q8KActivations::kPairScalesAt));
     return _mm512_fmadd_ps(_mm512_mul_ps(dxv, row.dw), _mm512_cvtepi32_ps(sum), acc);
   }
 };
