@@ -5,6 +5,7 @@
 //  - approximate: a double-precision dot of the dequantized weights with the original x, within a
 //    bound derived from the Q8_K rounding of x and the f32 accumulation.
 // Plus determinism across batch position / threads / levels, get_rows and the error texts.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -127,6 +128,18 @@ TEST(Q8KFormats, MatmulOfRandomBlocksCoversEveryCode) {
     check(f, random_blocks(f, 1024, 45, 67), 1024, 45, available_levels(), {1, 2}, kSmallNs, 68);
     check(f, random_blocks(f, 4096, 13, 69), 4096, 13, available_levels(), {3}, {1, 3, 64}, 70);
   }
+}
+
+TEST(Q8KFormats, AmxTileEdgesOfQ2K) {
+  // Q2_K's amx level multiplies 16 x 16 tiles (for 16, 26-32, 39-48 and 52+ columns; the other
+  // widths here take the avx512 tiles at this level): full and partial column tiles, partial row
+  // tiles (37 and 21 rows; thread splits of 2 and 3), one and three blocks per row (an odd count:
+  // the products pair across lanes), every code, scale and min.
+  const auto levels = available_levels();
+  if (std::find(levels.begin(), levels.end(), "amx") == levels.end()) GTEST_SKIP() << "no AMX on this CPU";
+  check("q2_k", quantized_gaussian("q2_k", 1024, 37, 81), 1024, 37, {"amx"}, {1, 2, 3}, {8, 16, 17, 31, 32, 40}, 82);
+  check("q2_k", random_blocks("q2_k", 768, 21, 83), 768, 21, {"amx"}, {1, 2}, {15, 16, 40}, 84);
+  check("q2_k", random_blocks("q2_k", 256, 45, 85), 256, 45, {"amx"}, {3}, {16, 33, 64}, 86);
 }
 
 TEST(Q8KFormats, EveryColumnAloneAndUnevenBatchesGiveTheBatchBits) {

@@ -26,35 +26,14 @@
 #include <cstdint>
 #include <cstring>
 
+#include "amx_tiles.hpp"
 #include "bonsai_gemm.hpp"
 #include "gemm.hpp"
 #include "half.hpp"
 #include "q8_activations.hpp"
 
-#define GRAFT_TARGET_AMX                                                                              \
-  __attribute__((target("prfchw,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bitalg,amx-tile,amx-int8")))
-
 namespace graft::quant {
 namespace {
-
-// The tile configuration (palette 1): 64 bytes, loaded by ldtilecfg.
-struct alignas(64) AmxTileConfig {
-  std::uint8_t palette = 1, start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
-static_assert(sizeof(AmxTileConfig) == 64);
-
-// Whether an n-column batch runs here rather than on the avx512 kernel: 16 columns or more, and
-// the 16-column tiles padded by at most 25% (each 16-row tile is unpacked once per call, and a
-// tile costs the same however many of its columns are real). Measured side by side (one thread,
-// k = m = 2048, GMAC/s avx512 / amx): n = 8: 68 / 28, 12: 88 / 54, 16: 107 / 119, 24: 104 / 89,
-// 32: 106 / 142, 40: 84 / 105, 48: 109 / 150, 256: 105 / 150.
-constexpr bool amx_pays(std::int64_t n) {
-  const std::int64_t padded = (n + 15) / 16 * 16;
-  return n >= 16 && 4 * padded <= 5 * n;
-}
 
 template <class W>
 struct BonsaiAmxGemm {

@@ -164,7 +164,9 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   std::vector<float>& rounded = scratch.rounded;
   std::int64_t act_row_bytes = k * 4;
   // The column-pair copy only where this call's kernels read it.
-  const bool pairs = spec.avx512_pairs && level == SimdLevel::avx512 && n >= 2;  // AMX kernels read none
+  // (The AMX kernels read none, but at the amx level the batches they do not take run the avx512
+  // tiles, which do.)
+  const bool pairs = spec.avx512_pairs && (level == SimdLevel::avx512 || level == SimdLevel::amx) && n >= 2;
   switch (spec.activations) {
     case ActivationForm::q8_0:
       quantize_activations(backend, level, x.as<float>(), n, k, spec.activation_offset, pairs, xq);

@@ -287,7 +287,7 @@ const PackedLayout kPacked{
     &q2_k_packed_bytes,
     &q2_k_pack_groups,
 #ifdef __x86_64__
-    {nullptr, nullptr, &q2_k_packed_gemm_avx512, &q2_k_packed_gemm_avx512},
+    {nullptr, nullptr, &q2_k_packed_gemm_avx512, &q2_k_packed_gemm_amx},
 #else
     {nullptr, nullptr, nullptr, nullptr},
 #endif
@@ -300,7 +300,9 @@ const FormatSpec kSpec{
     ActivationForm::q8_k,
     0,
 #ifdef __x86_64__
-    {&q2_k_gemm_scalar, &q2_k_gemm_avx2, &q2_k_gemm_avx512},
+    // amx: the packed layout's AMX batches (the amx level always reads the packed layout; the
+    // file's layout, where a caller passes no prepared weights, runs the avx512 kernel).
+    {&q2_k_gemm_scalar, &q2_k_gemm_avx2, &q2_k_gemm_avx512, &q2_k_gemm_avx512},
 #else
     {&q2_k_gemm_scalar, nullptr, nullptr},
 #endif

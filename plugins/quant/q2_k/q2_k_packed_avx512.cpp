@@ -213,6 +213,12 @@ struct PackedBatch : Q2KAvx512Batch {
 
 }  // namespace
 
+static_assert(kQ2ExpandedBytes == kQ2KExpandedBytes);
+
+void q2_k_packed_expand(const GemmArgs& a, std::int64_t row, std::int64_t b, std::uint8_t* out) {
+  PackedBatch::expand(a, row, b, out);
+}
+
 void q2_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   if (c1 - c0 > 1) {
     pair_batch<PackedBatch, PackedColumn>(a, r0, r1, c0, c1);
