@@ -10,6 +10,18 @@
 #define GRAFT_TARGET_AMX                                                                              \
   __attribute__((target("prfchw,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bitalg,amx-tile,amx-int8")))
 
+// One signed-byte tile product into C tile `c` from A in tile `ta` (rows a_stride bytes apart) and
+// B in tile `tb` (64-byte rows). A macro: the tile numbers are part of each instruction, so they
+// must be constants where it is spelled out. The kernels alternate two sets (C 0, A 2, B 4 and C 1,
+// A 3, B 5) so one product runs while the last one's f32 steps do.
+#define GRAFT_AMX_PRODUCT(c, ta, tb, a_at, a_stride, b_at) \
+  do {                                                     \
+    _tile_loadd(ta, a_at, a_stride);                       \
+    _tile_loadd(tb, b_at, 64);                             \
+    _tile_zero(c);                                         \
+    _tile_dpbssd(c, ta, tb);                               \
+  } while (0)
+
 namespace graft::quant {
 namespace {
 

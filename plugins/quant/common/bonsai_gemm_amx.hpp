@@ -50,23 +50,6 @@ struct BonsaiAmxGemm {
     DerivedFrom from;  // what a_tiles and pad_scales were built from (the fill fixes k)
   };
 
-  // One tile product into C tile 0 (A in tile 2, B in 4) or C tile 1 (A 3, B 5): the tile
-  // numbers are part of the instruction, so each set is spelled out.
-#define GRAFT_BONSAI_AMX_ISSUE0(a_at, a_stride, b_at) \
-  do {                                                \
-    _tile_loadd(2, a_at, a_stride);                   \
-    _tile_loadd(4, b_at, 64);                         \
-    _tile_zero(0);                                    \
-    _tile_dpbssd(0, 2, 4);                            \
-  } while (0)
-#define GRAFT_BONSAI_AMX_ISSUE1(a_at, a_stride, b_at) \
-  do {                                                \
-    _tile_loadd(3, a_at, a_stride);                   \
-    _tile_loadd(5, b_at, 64);                         \
-    _tile_zero(1);                                    \
-    _tile_dpbssd(1, 3, 5);                            \
-  } while (0)
-
   GRAFT_TARGET_AMX static void run(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0,
                                    std::int64_t c1, Scratch& s) {
     const Q8Activations& xq = *a.xq;
@@ -175,13 +158,13 @@ struct BonsaiAmxGemm {
   } while (0)
         // Products in pairs (n_items is even: k / 32 is), tile set 0 then 1, each issued one
         // product ahead of the f32 steps that read it.
-        GRAFT_BONSAI_AMX_ISSUE0(a_at(items[0]), 32, b_at(items[0]));
+        GRAFT_AMX_PRODUCT(0, 2, 4, a_at(items[0]), 32, b_at(items[0]));
         for (std::int64_t idx = 0; idx < n_items; idx += 2) {
-          GRAFT_BONSAI_AMX_ISSUE1(a_at(items[idx + 1]), 32, b_at(items[idx + 1]));
+          GRAFT_AMX_PRODUCT(1, 3, 5, a_at(items[idx + 1]), 32, b_at(items[idx + 1]));
           _tile_stored(0, cbuf[0], 64);
           asm volatile("" : "+m"(*reinterpret_cast<std::int32_t(*)[256]>(cbuf[0])));
           GRAFT_BONSAI_AMX_FINISH(items[idx], cbuf[0]);
-          if (idx + 2 < n_items) GRAFT_BONSAI_AMX_ISSUE0(a_at(items[idx + 2]), 32, b_at(items[idx + 2]));
+          if (idx + 2 < n_items) GRAFT_AMX_PRODUCT(0, 2, 4, a_at(items[idx + 2]), 32, b_at(items[idx + 2]));
           _tile_stored(1, cbuf[1], 64);
           asm volatile("" : "+m"(*reinterpret_cast<std::int32_t(*)[256]>(cbuf[1])));
           GRAFT_BONSAI_AMX_FINISH(items[idx + 1], cbuf[1]);
@@ -203,8 +186,6 @@ struct BonsaiAmxGemm {
     }
     _tile_release();
   }
-#undef GRAFT_BONSAI_AMX_ISSUE0
-#undef GRAFT_BONSAI_AMX_ISSUE1
 };
 
 template <class W>

@@ -104,23 +104,6 @@ GRAFT_TARGET_AMX void build_rows(const GemmArgs& a, std::int64_t r, std::int64_t
   }
 }
 
-// One tile product into C tile 0 (A in tile 2, B in 4) or C tile 1 (A 3, B 5): the tile numbers
-// are part of the instruction, so each set is spelled out.
-#define GRAFT_Q2K_AMX_ISSUE0(a_at, b_at) \
-  do {                                   \
-    _tile_loadd(2, a_at, 32);            \
-    _tile_loadd(4, b_at, 64);            \
-    _tile_zero(0);                       \
-    _tile_dpbssd(0, 2, 4);               \
-  } while (0)
-#define GRAFT_Q2K_AMX_ISSUE1(a_at, b_at) \
-  do {                                   \
-    _tile_loadd(3, a_at, 32);            \
-    _tile_loadd(5, b_at, 64);            \
-    _tile_zero(1);                       \
-    _tile_dpbssd(1, 3, 5);               \
-  } while (0)
-
 GRAFT_TARGET_AMX void run(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1,
                           Scratch& s) {
   const Q8KActivations& xk = *a.xk;
@@ -209,13 +192,13 @@ GRAFT_TARGET_AMX void run(const GemmArgs& a, std::int64_t r0, std::int64_t r1, s
       }                                                                                                         \
     }                                                                                                           \
   } while (0)
-      GRAFT_Q2K_AMX_ISSUE0(a_tiles + tile_of(0), b_tiles + tile_of(0));
+      GRAFT_AMX_PRODUCT(0, 2, 4, a_tiles + tile_of(0), 32, b_tiles + tile_of(0));
       for (std::int64_t i = 0; i < n_items; i += 2) {
-        GRAFT_Q2K_AMX_ISSUE1(a_tiles + tile_of(i + 1), b_tiles + tile_of(i + 1));
+        GRAFT_AMX_PRODUCT(1, 3, 5, a_tiles + tile_of(i + 1), 32, b_tiles + tile_of(i + 1));
         _tile_stored(0, cbuf[0], 64);
         asm volatile("" : "+m"(*reinterpret_cast<std::int32_t(*)[256]>(cbuf[0])));
         GRAFT_Q2K_AMX_FINISH(i, cbuf[0]);
-        if (i + 2 < n_items) GRAFT_Q2K_AMX_ISSUE0(a_tiles + tile_of(i + 2), b_tiles + tile_of(i + 2));
+        if (i + 2 < n_items) GRAFT_AMX_PRODUCT(0, 2, 4, a_tiles + tile_of(i + 2), 32, b_tiles + tile_of(i + 2));
         _tile_stored(1, cbuf[1], 64);
         asm volatile("" : "+m"(*reinterpret_cast<std::int32_t(*)[256]>(cbuf[1])));
         GRAFT_Q2K_AMX_FINISH(i + 1, cbuf[1]);
@@ -234,8 +217,6 @@ GRAFT_TARGET_AMX void run(const GemmArgs& a, std::int64_t r0, std::int64_t r1, s
   }
   _tile_release();
 }
-#undef GRAFT_Q2K_AMX_ISSUE0
-#undef GRAFT_Q2K_AMX_ISSUE1
 
 }  // namespace
 
