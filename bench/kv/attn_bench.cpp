@@ -1,11 +1,13 @@
 // Decode attention of the device KV store at bench-250m's shape (16 layers, 16 query heads over 8
 // KV heads, head_dim 64) for each SIMD level, side by side in one run: the levels alternate
 // within every repetition, so a noisy, shared machine slows them alike. Medians of wall time and
-// of process CPU time per thread per step (all layers), and each level's ratio to the first. "scalar" is the portable
+// of process CPU time per thread per step (all layers), and each variant's ratio to the first. "scalar" is the portable
 // kernel, unchanged from before the SIMD path existed, so scalar / avx512 is the old / new ratio.
+// --layouts head,token compares the store's head-major cache with a token-major one (every level
+// with each layout, alternating too).
 //
 //   attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16] [--reps 300]
-//              [--levels scalar,avx2,avx512] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]
+//              [--levels scalar,avx2,avx512] [--layouts head] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
     "attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|f32] [--reps 300] "
-    "[--levels scalar,avx2,avx512] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]";
+    "[--levels scalar,avx2,avx512] [--layouts head,token] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]";
 
 struct Options {
   std::vector<long> ctx{256, 1024};
@@ -39,6 +41,7 @@ struct Options {
   long threads = 2, reps = 300, layers = 16, kv_heads = 8, heads = 16, dim = 64;
   std::string type = "f16";
   std::vector<std::string> levels{"scalar", "avx2", "avx512"};
+  std::vector<std::string> layouts{"head"};
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -52,11 +55,17 @@ bool parse(int argc, char** argv, Options& o) {
       ("reps", po::value(&o.reps), "repetitions")
       ("type", po::value(&o.type), "cache type: f16 or f32")
       ("levels", list_into(o.levels), "SIMD levels, e.g. scalar,avx2,avx512")
+      ("layouts", list_into(o.layouts), "cache layouts: head (the store's) and/or token")
       ("layers", po::value(&o.layers), "layers")
       ("kv-heads", po::value(&o.kv_heads), "KV heads")
       ("heads", po::value(&o.heads), "query heads")
       ("dim", po::value(&o.dim), "head size");
   if (!bench::parse_options(argc, argv, kUsage, d)) return false;
+  for (const auto& l : o.layouts)
+    if (l != "head" && l != "token") {
+      std::fprintf(stderr, "--layouts takes head and/or token\nusage: %s\n", kUsage);
+      return false;
+    }
   if (o.type == "f16" || o.type == "f32") return true;
   std::fprintf(stderr, "--type must be f16 or f32\nusage: %s\n", kUsage);
   return false;
@@ -96,37 +105,45 @@ int main(int argc, char** argv) {
   const auto d = static_cast<std::uint32_t>(o.dim);
   std::printf("attn_bench: %ld layers, %ld heads over %ld KV heads, head_dim %u, %s cache, %ld threads, %ld reps\n",
               o.layers, o.heads, o.kv_heads, d, o.type.c_str(), o.threads, o.reps);
-  std::printf("%6s %4s %8s %10s %10s %10s %12s %10s %s\n", "ctx", "nq", "level", "wall us", "us/layer", "vs scalar",
-              "cpu us/thr", "vs scalar", "bits");
+  std::printf("%6s %4s %8s %6s %10s %10s %10s %12s %10s %s\n", "ctx", "nq", "level", "layout", "wall us", "us/layer", "vs first",
+              "cpu us/thr", "vs first", "bits");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (long ctx : o.ctx)
     for (long nq : o.nq) {
       const std::size_t slots = static_cast<std::size_t>(ctx) + nq;
       const std::size_t elems = slots * o.kv_heads * d;
-      // Each layer has its own K/V, as in a model, so a step reads every layer's cache.
-      std::vector<std::vector<float>> k32(o.layers), v32(o.layers);
-      std::vector<std::vector<std::uint16_t>> k16(o.layers), v16(o.layers);
-      std::vector<kv::LayerCache> caches(o.layers);
+      // Each layer has its own K/V, as in a model, so a step reads every layer's cache; per layout
+      // a copy in that order (token-major: [slot][head][dim]; head-major: [head][slot][dim]).
+      const std::size_t heads = static_cast<std::size_t>(o.kv_heads);
+      std::vector<std::vector<std::vector<float>>> k32(o.layouts.size()), v32(o.layouts.size());
+      std::vector<std::vector<std::vector<std::uint16_t>>> k16(o.layouts.size()), v16(o.layouts.size());
+      std::vector<std::vector<kv::LayerCache>> caches(o.layouts.size(), std::vector<kv::LayerCache>(o.layers));
       for (long l = 0; l < o.layers; ++l) {
-        k32[l].resize(elems);
-        v32[l].resize(elems);
-        for (auto& x : k32[l]) x = u(rng);
-        for (auto& x : v32[l]) x = u(rng);
-        if (f16) {
-          k16[l].resize(elems);
-          v16[l].resize(elems);
-          for (std::size_t i = 0; i < elems; ++i) {
-            k16[l][i] = kv::f32_to_f16(k32[l][i]);
-            v16[l][i] = kv::f32_to_f16(v32[l][i]);
-          }
+        std::vector<float> kt(elems), vt(elems);
+        for (auto& x : kt) x = u(rng);
+        for (auto& x : vt) x = u(rng);
+        for (std::size_t li = 0; li < o.layouts.size(); ++li) {
+          const bool head = o.layouts[li] == "head";
+          auto& k = k32[li].emplace_back(elems);
+          auto& v = v32[li].emplace_back(elems);
+          for (std::size_t s = 0; s < slots; ++s)
+            for (std::size_t h = 0; h < heads; ++h) {
+              const std::size_t from = (s * heads + h) * d, to = head ? (h * slots + s) * d : from;
+              std::copy_n(kt.data() + from, d, k.data() + to);
+              std::copy_n(vt.data() + from, d, v.data() + to);
+            }
+          auto& kh = k16[li].emplace_back(f16 ? elems : 0);
+          auto& vh = v16[li].emplace_back(f16 ? elems : 0);
+          for (std::size_t i = 0; i < kh.size(); ++i) kh[i] = kv::f32_to_f16(k[i]), vh[i] = kv::f32_to_f16(v[i]);
+          kv::LayerCache& c = caches[li][static_cast<std::size_t>(l)];
+          c.k = f16 ? static_cast<const void*>(kh.data()) : k.data();
+          c.v = f16 ? static_cast<const void*>(vh.data()) : v.data();
+          c.type = f16 ? kv::CacheType::f16 : kv::CacheType::f32;
+          c.n_kv_heads = static_cast<std::uint32_t>(o.kv_heads);
+          c.head_dim_k = c.head_dim_v = d;
+          c.capacity = head ? static_cast<std::uint32_t>(slots) : 0;
         }
-        kv::LayerCache& c = caches[l];
-        c.k = f16 ? static_cast<const void*>(k16[l].data()) : k32[l].data();
-        c.v = f16 ? static_cast<const void*>(v16[l].data()) : v32[l].data();
-        c.type = f16 ? kv::CacheType::f16 : kv::CacheType::f32;
-        c.n_kv_heads = static_cast<std::uint32_t>(o.kv_heads);
-        c.head_dim_k = c.head_dim_v = d;
       }
       std::vector<float> q(static_cast<std::size_t>(d) * o.heads * nq);
       for (auto& x : q) x = u(rng) * 4.0f;
@@ -135,15 +152,17 @@ int main(int argc, char** argv) {
       b.n_past = static_cast<std::uint32_t>(ctx);
       b.scale = 1.0f / std::sqrt(static_cast<float>(d));
       const TensorView qv = f32_view(q.data(), d, o.heads, nq);
-      std::vector<std::vector<float>> outs(levels.size(), std::vector<float>(q.size() * o.layers));
-      std::vector<std::vector<double>> times(levels.size()), cpu(levels.size());
+      const std::size_t variants = levels.size() * o.layouts.size();  // level-major
+      std::vector<std::vector<float>> outs(variants, std::vector<float>(q.size() * o.layers));
+      std::vector<std::vector<double>> times(variants), cpu(variants);
       for (long r = 0; r < o.reps + 5; ++r)  // 5 warm-up rounds
-        for (std::size_t li = 0; li < levels.size(); ++li) {
+        for (std::size_t li = 0; li < variants; ++li) {
           const auto t0 = Clock::now();
           const double c0 = process_cpu_us();
           for (long l = 0; l < o.layers; ++l) {
             const TensorView ov = f32_view(outs[li].data() + q.size() * l, d, o.heads, nq);
-            const Status st = kv::attend(*backend, caches[l], qv, b, ov, levels[li]);
+            const Status st = kv::attend(*backend, caches[li % o.layouts.size()][static_cast<std::size_t>(l)], qv, b, ov,
+                                         levels[li / o.layouts.size()]);
             if (!st) {
               std::fprintf(stderr, "error: %s\n", st.message().c_str());
               return 1;
@@ -154,10 +173,11 @@ int main(int argc, char** argv) {
           cpu[li].push_back((process_cpu_us() - c0) / static_cast<double>(o.threads));
         }
       const double base = median(times[0]), base_cpu = median(cpu[0]);
-      for (std::size_t li = 0; li < levels.size(); ++li) {
+      for (std::size_t li = 0; li < variants; ++li) {
         const double m = median(times[li]), c = median(cpu[li]);
         const bool same = std::memcmp(outs[li].data(), outs[0].data(), outs[0].size() * sizeof(float)) == 0;
-        std::printf("%6ld %4ld %8s %10.1f %10.2f %9.2fx %12.1f %9.2fx %s\n", ctx, nq, kv::attn_simd_name(levels[li]), m,
+        std::printf("%6ld %4ld %8s %6s %10.1f %10.2f %9.2fx %12.1f %9.2fx %s\n", ctx, nq,
+                    kv::attn_simd_name(levels[li / o.layouts.size()]), o.layouts[li % o.layouts.size()].c_str(), m,
                     m / static_cast<double>(o.layers), base / m, c, base_cpu / c, same ? "same" : "DIFFERENT");
       }
     }

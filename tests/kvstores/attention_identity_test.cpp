@@ -1,7 +1,8 @@
 // Every SIMD level of the device store's attention against a plain implementation of the
 // documented operation order, compared bit for bit: random head sizes, GQA ratios, contexts,
-// batch sizes, masks, windows, f16 and f32 caches, and special values (signed zeros, subnormals,
-// overflowing scores).
+// batch sizes, masks, windows, f16 and f32 caches, token-major and head-major, and special values
+// (signed zeros, subnormals, overflowing scores).
+#include <algorithm>
 #include <cstring>
 
 #include "attention.hpp"
@@ -138,11 +139,32 @@ Input random_input(std::mt19937& rng, kv::CacheType type, std::uint32_t dk, std:
   return in;
 }
 
-std::vector<float> run(Backend& backend, const Input& in, kv::AttnSimd level) {
+// [slot][kv head][d] (as Input holds it) into [kv head][capacity][d], capacity >= the slots.
+template <class T>
+std::vector<T> head_major(const std::vector<T>& token_major, std::uint32_t heads, std::uint32_t d, std::uint32_t capacity) {
+  const std::size_t slots = token_major.size() / (static_cast<std::size_t>(heads) * d);
+  std::vector<T> out(static_cast<std::size_t>(heads) * capacity * d, T{});
+  for (std::size_t s = 0; s < slots; ++s)
+    for (std::size_t h = 0; h < heads; ++h)
+      std::copy_n(token_major.data() + (s * heads + h) * d, d, out.data() + (h * capacity + s) * d);
+  return out;
+}
+
+// The cache token-major as Input holds it, or head-major (the store's layout) with 3 spare slots
+// per head, so a head's rows do not end where the next head's begin.
+std::vector<float> run(Backend& backend, const Input& in, kv::AttnSimd level, bool head = false) {
   kv::LayerCache c;
   const bool f16 = in.type == kv::CacheType::f16;
-  c.k = f16 ? static_cast<const void*>(in.k16.data()) : in.k.data();
-  c.v = f16 ? static_cast<const void*>(in.v16.data()) : in.v.data();
+  const std::uint32_t capacity = in.n_past + in.n_query + 3;
+  std::vector<float> hk, hv;
+  std::vector<std::uint16_t> hk16, hv16;
+  if (head) {
+    c.capacity = capacity;
+    if (f16) hk16 = head_major(in.k16, in.n_kv, in.dk, capacity), hv16 = head_major(in.v16, in.n_kv, in.dv, capacity);
+    else hk = head_major(in.k, in.n_kv, in.dk, capacity), hv = head_major(in.v, in.n_kv, in.dv, capacity);
+  }
+  c.k = f16 ? static_cast<const void*>(head ? hk16.data() : in.k16.data()) : (head ? hk.data() : in.k.data());
+  c.v = f16 ? static_cast<const void*>(head ? hv16.data() : in.v16.data()) : (head ? hv.data() : in.v.data());
   c.type = in.type;
   c.n_kv_heads = in.n_kv;
   c.head_dim_k = in.dk;
@@ -193,7 +215,10 @@ void expect_levels_match_reference(const Input& in, std::int64_t threads) {
   SCOPED_TRACE(describe(in) + " threads " + std::to_string(threads));
   const auto want = reference(in);
   auto backend = cpu_backend(threads);
-  for (auto level : levels()) EXPECT_TRUE(same_bits(run(*backend, in, level), want)) << kv::attn_simd_name(level);
+  for (auto level : levels())
+    for (bool head : {false, true})
+      EXPECT_TRUE(same_bits(run(*backend, in, level, head), want))
+          << kv::attn_simd_name(level) << (head ? " head-major" : " token-major");
 }
 
 struct Shape {

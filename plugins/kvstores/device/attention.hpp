@@ -1,6 +1,7 @@
 // The CPU attention kernel over one layer of the device store, with its shape checks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -13,7 +14,9 @@ namespace graft::kv {
 
 enum class CacheType { f32, f16 };
 
-// One layer's cache: K and V, each [capacity][n_kv_heads][head_dim] in `type`.
+// One layer's cache: K and V in `type`, token-major ([slots][n_kv_heads][head_dim], capacity 0) or
+// head-major ([n_kv_heads][capacity][head_dim], what the store keeps: one KV head's rows are one
+// stream for attention to read, where token-major puts them n_kv_heads * head_dim elements apart).
 struct LayerCache {
   const void* k = nullptr;
   const void* v = nullptr;
@@ -21,6 +24,13 @@ struct LayerCache {
   std::uint32_t n_kv_heads = 0;
   std::uint32_t head_dim_k = 0;
   std::uint32_t head_dim_v = 0;
+  std::uint32_t capacity = 0;  // slots per head when head-major; 0: token-major
+
+  // Element offsets: where KV head g's rows start, and from one slot's row to the next.
+  std::size_t k_head(std::uint32_t g) const noexcept { return std::size_t{g} * head_dim_k * (capacity ? capacity : 1); }
+  std::size_t v_head(std::uint32_t g) const noexcept { return std::size_t{g} * head_dim_v * (capacity ? capacity : 1); }
+  std::size_t k_slot() const noexcept { return std::size_t{head_dim_k} * (capacity ? 1 : n_kv_heads); }
+  std::size_t v_slot() const noexcept { return std::size_t{head_dim_v} * (capacity ? 1 : n_kv_heads); }
 };
 
 // Which kernels attend() runs: portable (generic C++ vectors, any CPU), avx2 (AVX2 + F16C) or

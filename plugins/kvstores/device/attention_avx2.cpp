@@ -26,8 +26,10 @@ namespace {
 
 #define GRAFT_KV_INLINE inline __attribute__((always_inline))
 
-// Rows of one KV head are n_kv_heads * head_dim elements apart (often a page), which the hardware
-// prefetcher does not follow, so the kernels request rows ahead themselves.
+// A KV head's rows follow each other in the store's head-major cache but are n_kv_heads * head_dim
+// elements apart (often a page) in a token-major one, which the hardware prefetcher does not
+// follow; and the rows a query visits need not be consecutive slots. So the kernels request rows
+// ahead themselves.
 template <class T>
 GRAFT_KV_INLINE void prefetch_row(const T* row, std::uint32_t d) {
   const char* p = reinterpret_cast<const char*>(row);

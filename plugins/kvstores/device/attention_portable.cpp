@@ -111,8 +111,9 @@ GRAFT_KV_INLINE void axpys(float* a, const float* p, const float* const* rows, c
   for (std::uint32_t j = 0; j < n; ++j) axpy(a, p[j], rows[pick[j]], d);
 }
 
-// Consecutive slots of one KV head are n_kv_heads * head_dim elements apart (often a whole page),
-// which the hardware prefetcher does not follow; ask for rows a few slots ahead explicitly.
+// Consecutive slots of one KV head are n_kv_heads * head_dim elements apart (often a whole page) in
+// a token-major cache, which the hardware prefetcher does not follow; ask for rows a few slots
+// ahead explicitly.
 constexpr std::uint32_t kAhead = 8;
 inline void prefetch(const void* p, std::size_t bytes) noexcept {
   for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o);
@@ -207,19 +208,17 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
     return s.scores.data() + (static_cast<std::size_t>(q) * n_rep + r) * stride;
   };
 
-  const T* K = static_cast<const T*>(c.k);
-  const T* V = static_cast<const T*>(c.v);
-  const std::size_t k_slot = static_cast<std::size_t>(c.n_kv_heads) * hk;
-  const std::size_t v_slot = static_cast<std::size_t>(c.n_kv_heads) * hv;
+  const T* K = static_cast<const T*>(c.k) + c.k_head(g);
+  const T* V = static_cast<const T*>(c.v) + c.v_head(g);
+  const std::size_t k_slot = c.k_slot();
+  const std::size_t v_slot = c.v_slot();
 
   // Loads the chunk [t0, t1) of cached rows (K or V) some query of the block sees as f32 rows.
   auto load_chunk = [&](const T* base, std::size_t slot_elems, std::uint32_t dim, float* buf, std::uint32_t t0,
                         std::uint32_t t1) {
     for (std::uint32_t t = t0; t < t1; ++t) {
-      if (t + kAhead < t1)
-        prefetch(base + slot_at(t + kAhead) * slot_elems + static_cast<std::size_t>(g) * dim, dim * sizeof(T));
-      s.rows[t - t0] = as_f32(base + slot_at(t) * slot_elems + static_cast<std::size_t>(g) * dim,
-                              buf + static_cast<std::size_t>(t - t0) * dim, dim);
+      if (t + kAhead < t1) prefetch(base + slot_at(t + kAhead) * slot_elems, dim * sizeof(T));
+      s.rows[t - t0] = as_f32(base + slot_at(t) * slot_elems, buf + static_cast<std::size_t>(t - t0) * dim, dim);
     }
   };
   // The chunk rows query q sees, in order.

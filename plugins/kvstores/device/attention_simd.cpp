@@ -94,10 +94,10 @@ class Unit {
        std::uint32_t r0, std::uint32_t r1, Scratch& s)
       : job_(job), kern_(kern), b_(job.batch), s_(s), i0_(i0), nq_(i1 - i0), g_(g), r0_(r0), nh_(r1 - r0),
         hk_(job.cache.head_dim_k), hv_(job.cache.head_dim_v),
-        K_(static_cast<const T*>(job.cache.k) + static_cast<std::size_t>(g) * hk_),
-        V_(static_cast<const T*>(job.cache.v) + static_cast<std::size_t>(g) * hv_),
-        k_slot_(static_cast<std::size_t>(job.cache.n_kv_heads) * hk_),
-        v_slot_(static_cast<std::size_t>(job.cache.n_kv_heads) * hv_) {
+        K_(static_cast<const T*>(job.cache.k) + job.cache.k_head(g)),
+        V_(static_cast<const T*>(job.cache.v) + job.cache.v_head(g)),
+        k_slot_(job.cache.k_slot()),
+        v_slot_(job.cache.v_slot()) {
     lo_min_ = b_.n_past;
     for (std::uint32_t q = 0; q < nq_; ++q) {
       const std::int64_t qpos = static_cast<std::int64_t>(b_.n_past) + job.depth[i0 + q];

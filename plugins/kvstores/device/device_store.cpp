@@ -125,12 +125,12 @@ Status DeviceKvStore::write_rows(std::uint32_t layer, std::uint32_t slot, std::u
   void* kd = k_[layer]->data();
   void* vd = v_[layer]->data();
   const CacheType type = type_;
-  // Row r = t * heads + h goes to slot + t, head h: in the token-major layout that is row
-  // slot * heads + r of the layer, so a write is one contiguous range of the buffer.
+  // Row r = t * heads + h goes to slot + t of head h: row h * capacity + slot + t of the layer.
+  const std::size_t capacity = g_.capacity;
   auto rows = [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const auto t = static_cast<std::int64_t>(r / heads), h = static_cast<std::int64_t>(r % heads);
-      const std::size_t dst = static_cast<std::size_t>(slot) * heads + r;
+      const std::size_t dst = static_cast<std::size_t>(h) * capacity + slot + static_cast<std::size_t>(t);
       const float* ks = row(k, h, t);
       const float* vs = row(v, h, t);
       if (type == CacheType::f32) {
@@ -163,7 +163,8 @@ Status DeviceKvStore::attend(std::uint32_t layer, const TensorView& q, const Att
                                         std::to_string(batch.n_past) + " + n_query " + std::to_string(batch.n_query) +
                                         ") but layer " + std::to_string(layer) + " has " +
                                         std::to_string(filled_[layer]) + " filled; write the batch's K/V first");
-  const LayerCache cache{k_[layer]->data(), v_[layer]->data(), type_, g_.n_kv_heads, g_.head_dim_k, g_.head_dim_v};
+  const LayerCache cache{k_[layer]->data(), v_[layer]->data(), type_, g_.n_kv_heads, g_.head_dim_k, g_.head_dim_v,
+                         g_.capacity};
   try {
     return kv::attend(backend_, cache, q, batch, out);
   } catch (const std::bad_alloc&) {
@@ -203,22 +204,23 @@ Status DeviceKvStore::compact(std::uint32_t dst, std::span<const std::uint32_t> 
 
   // Ascending order is safe: dst + i <= src[i], and every later source lies above src[i].
   const std::size_t elt = cache_type_size(type_);
-  const std::size_t k_slot = static_cast<std::size_t>(g_.n_kv_heads) * g_.head_dim_k * elt;
-  const std::size_t v_slot = static_cast<std::size_t>(g_.n_kv_heads) * g_.head_dim_v * elt;
-  for (std::uint32_t l = 0; l < g_.n_layers; ++l) {
-    auto* kb = static_cast<char*>(k_[l]->data());
-    auto* vb = static_cast<char*>(v_[l]->data());
-    for (std::size_t i = 0; i < src.size();) {
-      std::size_t run = 1;  // consecutive sources move as one block
-      while (i + run < src.size() && src[i + run] == src[i] + run) ++run;
-      const std::size_t from = src[i], to = dst + i;
-      if (from != to) {
-        std::memmove(kb + to * k_slot, kb + from * k_slot, run * k_slot);
-        std::memmove(vb + to * v_slot, vb + from * v_slot, run * v_slot);
+  const std::size_t k_slot = g_.head_dim_k * elt, v_slot = g_.head_dim_v * elt;  // bytes of one head's row
+  const std::size_t k_head = k_slot * g_.capacity, v_head = v_slot * g_.capacity;
+  for (std::uint32_t l = 0; l < g_.n_layers; ++l)
+    for (std::uint32_t h = 0; h < g_.n_kv_heads; ++h) {
+      auto* kb = static_cast<char*>(k_[l]->data()) + h * k_head;
+      auto* vb = static_cast<char*>(v_[l]->data()) + h * v_head;
+      for (std::size_t i = 0; i < src.size();) {
+        std::size_t run = 1;  // consecutive sources move as one block
+        while (i + run < src.size() && src[i + run] == src[i] + run) ++run;
+        const std::size_t from = src[i], to = dst + i;
+        if (from != to) {
+          std::memmove(kb + to * k_slot, kb + from * k_slot, run * k_slot);
+          std::memmove(vb + to * v_slot, vb + from * v_slot, run * v_slot);
+        }
+        i += run;
       }
-      i += run;
     }
-  }
   set_all_filled(static_cast<std::uint32_t>(dst + src.size()));
   return Status::success();
 }

@@ -1,6 +1,7 @@
 // The device KV store: plain f32 or f16 K/V in backend memory, one buffer per layer for K and one
-// for V, each [capacity][n_kv_heads][head_dim] (token-major, so truncate is a counter change and
-// compact moves whole slots with one memmove per run of consecutive slots).
+// for V, each [n_kv_heads][capacity][head_dim] (head-major: decode attention reads each KV head's
+// rows as one stream; truncate is a counter change and compact moves a run of consecutive slots
+// with one memmove per head).
 #pragma once
 
 #include <memory>
