@@ -34,6 +34,19 @@ struct alignas(64) AmxTileConfig {
 };
 static_assert(sizeof(AmxTileConfig) == 64);
 
+// Loads the configuration of the kernels' two tile sets (GRAFT_AMX_PRODUCT): C tiles 0, 1 are 16
+// columns x 16 rows' int32 sums, A tiles 2, 3 16 columns x 32 activation bytes, B tiles 4, 5
+// 8 rows x (16 weight rows x 4 bytes): products with K = 32.
+GRAFT_TARGET_AMX inline void load_k32_tile_config() {
+  AmxTileConfig cfg;
+  for (int t = 0; t < 2; ++t) {
+    cfg.rows[t] = 16, cfg.colsb[t] = 64;
+    cfg.rows[2 + t] = 16, cfg.colsb[2 + t] = 32;
+    cfg.rows[4 + t] = 8, cfg.colsb[4 + t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+}
+
 // Whether an n-column batch runs on an AMX kernel rather than the avx512 one: 16 columns or more,
 // and the 16-column tiles padded by at most 25% (each 16-row tile is unpacked once per call, and a
 // tile costs the same however many of its columns are real). Measured side by side for Q1_0 (one

@@ -104,13 +104,7 @@ struct BonsaiAmxGemm {
     const float* const pad_scales = s.pad_scales.data();
     const std::int8_t* const a_tiles = s.a_tiles.data();
 
-    AmxTileConfig cfg;
-    for (int t = 0; t < 2; ++t) {
-      cfg.rows[t] = 16, cfg.colsb[t] = 64;          // C: 16 columns x 16 rows' int32 sums
-      cfg.rows[2 + t] = 16, cfg.colsb[2 + t] = 32;  // A: 16 columns x 32 activation bytes
-      cfg.rows[4 + t] = 8, cfg.colsb[4 + t] = 64;   // B: 8 x (16 rows x 4 codes)
-    }
-    _tile_loadconfig(&cfg);
+    load_k32_tile_config();
 
     for (std::int64_t r = r0; r < r1; r += 16) {
       const std::int64_t rows = std::min<std::int64_t>(16, r1 - r);

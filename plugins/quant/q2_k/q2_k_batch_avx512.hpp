@@ -17,7 +17,11 @@
 namespace graft::quant {
 namespace {
 
-constexpr std::int64_t kQ2KExpandedBytes = 384;  // wq 256 | mins2 64 | d, -dmin | pad
+// One row's block expanded (expand_block): at 0, code * scale bytes (0..45) in element order; at
+// kQ2KExpandedMinsAt, the 16 mins as int16, twice; at kQ2KExpandedDAt and kQ2KExpandedNegDminAt,
+// d and -dmin as f32; padded to 6 lines.
+constexpr std::int64_t kQ2KExpandedBytes = 384, kQ2KExpandedMinsAt = 256, kQ2KExpandedDAt = 320,
+                       kQ2KExpandedNegDminAt = 324;
 
 // The file block's codes, step by step: byte e of step z is element 64z + e, code bits 2s, 2s + 1
 // of qs[32h + e % 32] with h = z / 2, s = 2 (z % 2) + e / 32.
@@ -39,7 +43,7 @@ GRAFT_TARGET_AVX512 inline StepCodes file_step_codes(const std::uint8_t* blk) {
 // factors as f32.
 GRAFT_TARGET_AVX512 inline void expand_block(__m128i sm, const StepCodes& codes, float d, float dmin, std::uint8_t* out) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  _mm512_store_si512(out + 256, _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4))));
+  _mm512_store_si512(out + kQ2KExpandedMinsAt, _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4))));
   // Byte e of step z: sub-block 4z + e / 16 (its 128-bit lane).
   const __m512i sc4 = _mm512_broadcast_i32x4(_mm_and_si128(sm, m4));
   for (int z = 0; z < 4; ++z) {
@@ -50,8 +54,8 @@ GRAFT_TARGET_AVX512 inline void expand_block(__m128i sm, const StepCodes& codes,
                                                           _mm512_add_epi8(sb, sb)));
   }
   const float ndmin = -dmin;
-  std::memcpy(out + 320, &d, 4);
-  std::memcpy(out + 324, &ndmin, 4);
+  std::memcpy(out + kQ2KExpandedDAt, &d, 4);
+  std::memcpy(out + kQ2KExpandedNegDminAt, &ndmin, 4);
 }
 
 // The block's steps for PairBatchTile: the mins' sums against the activations' 16-element sums
@@ -63,8 +67,9 @@ struct Q2KPairSteps {
     __m512 dw, ndmw;
   };
   GRAFT_TARGET_AVX512 static Row load_row(const std::uint8_t* e) {
-    return {_mm512_load_si512(e + 256), _mm512_set1_ps(*reinterpret_cast<const float*>(e + 320)),
-            _mm512_set1_ps(*reinterpret_cast<const float*>(e + 324))};
+    return {_mm512_load_si512(e + kQ2KExpandedMinsAt),
+            _mm512_set1_ps(*reinterpret_cast<const float*>(e + kQ2KExpandedDAt)),
+            _mm512_set1_ps(*reinterpret_cast<const float*>(e + kQ2KExpandedNegDminAt))};
   }
   GRAFT_TARGET_AVX512 static __m512 step(const Row& row, const __m512i wq[8], const std::int8_t* pb, __m512 acc) {
     const __m512i sum = pair_lane_sums(wq, pb, _mm512_setzero_si512());

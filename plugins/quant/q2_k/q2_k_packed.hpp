@@ -68,11 +68,8 @@ void q2_k_packed_gemm_avx512(const GemmArgs& a, std::int64_t r0, std::int64_t r1
 // kernel for the others.
 void q2_k_packed_gemm_amx(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
 
-// Row `row`'s block b expanded as the batch kernels read it (q2_k_batch_avx512.hpp): at out, code *
-// scale bytes (0..45) in element order; at out + 256, the 16 mins as int16, twice; at out + 320
-// and 324, d and -dmin as f32. 384 bytes.
-inline constexpr std::int64_t kQ2ExpandedBytes = 384, kQ2ExpandedMinsAt = 256, kQ2ExpandedDAt = 320,
-                              kQ2ExpandedNegDminAt = 324;
+// Row `row`'s block b of the packed matrix expanded as the batch kernels read it, at out
+// (kQ2KExpandedBytes, laid out as q2_k_batch_avx512.hpp says).
 void q2_k_packed_expand(const GemmArgs& a, std::int64_t row, std::int64_t b, std::uint8_t* out);
 
 }  // namespace graft::quant

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "amx_tiles.hpp"
+#include "q2_k_batch_avx512.hpp"
 #include "q2_k_block.hpp"
 #include "q8k_activations.hpp"
 
@@ -33,7 +34,7 @@ constexpr int kLanes = 8;           // the definition's lanes per output
 constexpr std::int64_t kTile = 512;  // bytes of an A or B tile
 
 struct Scratch {
-  AlignedVector<std::uint8_t> expanded;    // [row 16][block] kQ2ExpandedBytes
+  AlignedVector<std::uint8_t> expanded;    // [row 16][block] kQ2KExpandedBytes
   AlignedVector<std::int8_t> b_tiles;      // [block][lane] B tile
   AlignedVector<std::int32_t> min_pairs;   // [block][lane][row 16]: words m[2l], m[2l + 1]
   AlignedVector<float> dw, ndw;            // [block][row 16]: d, -dmin
@@ -78,29 +79,29 @@ GRAFT_TARGET_AMX inline __m512i gather(__m512i offset, const void* p) {
 
 // The row tile at r (its first `rows` rows real, the others zero): B tiles, min pairs, d, -dmin.
 GRAFT_TARGET_AMX void build_rows(const GemmArgs& a, std::int64_t r, std::int64_t rows, Scratch& s) {
-  const std::int64_t nb = a.k / kQ2KBlockElems, row_bytes = nb * kQ2ExpandedBytes;
+  const std::int64_t nb = a.k / kQ2KBlockElems, row_bytes = nb * kQ2KExpandedBytes;
   std::uint8_t* ex = s.expanded.data();
   for (std::int64_t i = 0; i < 16; ++i)
     for (std::int64_t b = 0; b < nb; ++b) {
-      std::uint8_t* out = ex + i * row_bytes + b * kQ2ExpandedBytes;
+      std::uint8_t* out = ex + i * row_bytes + b * kQ2KExpandedBytes;
       if (i < rows)
         q2_k_packed_expand(a, r + i, b, out);
       else
-        std::memset(out, 0, kQ2ExpandedBytes);
+        std::memset(out, 0, kQ2KExpandedBytes);
     }
   const __m512i row_at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32(static_cast<int>(row_bytes)));
   for (std::int64_t b = 0; b < nb; ++b) {
-    const std::uint8_t* blk = ex + b * kQ2ExpandedBytes;
+    const std::uint8_t* blk = ex + b * kQ2KExpandedBytes;
     for (int l = 0; l < kLanes; ++l) {
       std::int8_t* tile = s.b_tiles.data() + (b * kLanes + l) * kTile;
       for (int v = 0; v < 8; ++v)
         _mm512_store_si512(tile + 64 * v, gather(row_at, blk + 4 * (8 * v + l)));
       _mm512_store_si512(s.min_pairs.data() + (b * kLanes + l) * 16,
-                         gather(row_at, blk + kQ2ExpandedMinsAt + 4 * l));
+                         gather(row_at, blk + kQ2KExpandedMinsAt + 4 * l));
     }
-    _mm512_store_ps(s.dw.data() + b * 16, _mm512_castsi512_ps(gather(row_at, blk + kQ2ExpandedDAt)));
-    _mm512_store_ps(s.ndw.data() + b * 16, _mm512_castsi512_ps(gather(row_at, blk + kQ2ExpandedNegDminAt)));
+    _mm512_store_ps(s.dw.data() + b * 16, _mm512_castsi512_ps(gather(row_at, blk + kQ2KExpandedDAt)));
+    _mm512_store_ps(s.ndw.data() + b * 16, _mm512_castsi512_ps(gather(row_at, blk + kQ2KExpandedNegDminAt)));
   }
 }
 
@@ -108,7 +109,7 @@ GRAFT_TARGET_AMX void run(const GemmArgs& a, std::int64_t r0, std::int64_t r1, s
                           Scratch& s) {
   const Q8KActivations& xk = *a.xk;
   const std::int64_t nb = a.k / kQ2KBlockElems, n_items = kLanes * nb;
-  s.expanded.resize(static_cast<std::size_t>(16 * nb * kQ2ExpandedBytes));
+  s.expanded.resize(static_cast<std::size_t>(16 * nb * kQ2KExpandedBytes));
   s.b_tiles.resize(static_cast<std::size_t>(nb * kLanes * kTile));
   s.min_pairs.resize(static_cast<std::size_t>(nb * kLanes * 16));
   s.dw.resize(static_cast<std::size_t>(nb * 16));
@@ -134,16 +135,11 @@ GRAFT_TARGET_AMX void run(const GemmArgs& a, std::int64_t r0, std::int64_t r1, s
   // The products in lane order (lane by lane, its blocks in order) as b * kLanes + l: no division
   // in the loop.
   s.items.resize(static_cast<std::size_t>(n_items));
-  for (std::int64_t i = 0; i < n_items; ++i) s.items[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % nb * kLanes + i / nb);
+  for (std::int64_t i = 0; i < n_items; ++i)
+    s.items[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % nb * kLanes + i / nb);
   const std::int32_t* const items = s.items.data();
 
-  AmxTileConfig cfg;
-  for (int t = 0; t < 2; ++t) {
-    cfg.rows[t] = 16, cfg.colsb[t] = 64;          // C: 16 columns x 16 rows' int32 sums
-    cfg.rows[2 + t] = 16, cfg.colsb[2 + t] = 32;  // A: 16 columns x a lane's 32 quants
-    cfg.rows[4 + t] = 8, cfg.colsb[4 + t] = 64;   // B: 8 x (16 rows x 4 code * scale bytes)
-  }
-  _tile_loadconfig(&cfg);
+  load_k32_tile_config();
 
   for (std::int64_t r = r0; r < r1; r += 16) {
     const std::int64_t rows = std::min<std::int64_t>(16, r1 - r);

@@ -213,8 +213,6 @@ struct PackedBatch : Q2KAvx512Batch {
 
 }  // namespace
 
-static_assert(kQ2ExpandedBytes == kQ2KExpandedBytes);
-
 void q2_k_packed_expand(const GemmArgs& a, std::int64_t row, std::int64_t b, std::uint8_t* out) {
   PackedBatch::expand(a, row, b, out);
 }
