@@ -52,9 +52,15 @@ struct Scratch {
 // last tile: zero).
 void build_columns(const Q8KActivations& xk, std::int64_t c0, std::int64_t c1, Scratch& s) {
   const std::int64_t nb = xk.nb, tiles = (c1 - c0 + 15) / 16;
-  s.a_tiles.assign(static_cast<std::size_t>(tiles * nb * kLanes * kTile), 0);
+  s.a_tiles.resize(static_cast<std::size_t>(tiles * nb * kLanes * kTile));
   s.bsum_pairs.assign(static_cast<std::size_t>(tiles * nb * kLanes * 16), 0);
   s.dx.assign(static_cast<std::size_t>(tiles * nb * 16), 0.0f);
+  // Only the missing columns' A rows need zeros: every other byte is written below.
+  for (std::int64_t c = c1; c < c0 + tiles * 16; ++c) {
+    const std::int64_t t = (c - c0) / 16, m = (c - c0) % 16;
+    for (std::int64_t tbl = t * nb * kLanes; tbl < (t + 1) * nb * kLanes; ++tbl)
+      std::memset(s.a_tiles.data() + tbl * kTile + m * 32, 0, 32);
+  }
   for (std::int64_t c = c0; c < c1; ++c) {
     const std::int64_t t = (c - c0) / 16, m = (c - c0) % 16;
     for (std::int64_t b = 0; b < nb; ++b) {
