@@ -3,6 +3,7 @@
 // batch sizes, masks, windows, f16 and f32 caches, token-major and head-major, and special values
 // (signed zeros, subnormals, overflowing scores).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "attention.hpp"
@@ -29,9 +30,9 @@ float score(const float* q, const float* k, std::uint32_t d, float scale) {
   float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   std::uint32_t i = 0;
   for (; i + 8 <= d; i += 8)
-    for (int l = 0; l < 8; ++l) a[l] = a[l] + q[i + l] * k[i + l];
+    for (int l = 0; l < 8; ++l) a[l] = std::fma(q[i + l], k[i + l], a[l]);
   float tail = 0.0f;
-  for (; i < d; ++i) tail = tail + q[i] * k[i];
+  for (; i < d; ++i) tail = std::fma(q[i], k[i], tail);
   const float fold = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
   return (fold + tail) * scale;
 }
@@ -75,7 +76,7 @@ std::vector<float> reference(const Input& in) {
       std::vector<float> acc(in.dv, 0.0f);
       for (std::size_t t = 0; t < slots.size(); ++t) {
         const float* vr = &in.v[(static_cast<std::size_t>(slots[t]) * in.n_kv + g) * in.dv];
-        for (std::uint32_t d = 0; d < in.dv; ++d) acc[d] = acc[d] + p[t] * vr[d];
+        for (std::uint32_t d = 0; d < in.dv; ++d) acc[d] = std::fma(p[t], vr[d], acc[d]);
       }
       for (std::uint32_t d = 0; d < in.dv; ++d) o[d] = acc[d] * inv;
     }

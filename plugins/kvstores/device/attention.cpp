@@ -49,7 +49,8 @@ bool cpu_supports(AttnSimd level) noexcept {
   switch (level) {
     case AttnSimd::portable: return true;
     case AttnSimd::avx2:
-      return attn_kernels_avx2() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+      return attn_kernels_avx2() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+             __builtin_cpu_supports("fma");
     case AttnSimd::avx512:
       return cpu_supports(AttnSimd::avx2) && attn_kernels_avx512() && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

@@ -10,15 +10,15 @@ namespace graft::kv {
 struct AttnKernels {
   // Scores of nh (1 or 2) query heads against n cached rows of d elements (d % 8 == 0):
   // out[h][j] = (fold(8 partial sums of q[h] . rows[j]) + 0) * scale, where partial sum l adds
-  // q[8e + l] * row[8e + l] for e = 0, 1, ... in order, starting from +0, and
-  // fold(a) = ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)). No FMA anywhere.
+  // q[8e + l] * row[8e + l] for e = 0, 1, ... in order with one rounding each (a fused multiply-add),
+  // starting from +0, and fold(a) = ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)).
   // Rows up to `listed` (>= n, or 0 for none) may be prefetched: while a batch runs, rows a few
   // batches ahead are requested from memory.
   void (*scores_f16)(const float* const* q, std::uint32_t nh, const std::uint16_t* const* rows, std::uint32_t n,
                      std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
   void (*scores_f32)(const float* const* q, std::uint32_t nh, const float* const* rows, std::uint32_t n,
                      std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
-  // acc[h][c] = acc[h][c] + p[h][j] * rows[j][c] and sum[h] = sum[h] + p[h][j], for j = 0 .. n-1
+  // acc[h][c] = fma(p[h][j], rows[j][c], acc[h][c]) and sum[h] = sum[h] + p[h][j], for j = 0 .. n-1
   // in order, c < d (d % 8 == 0). The softmax denominator is summed here, where its serial adds
   // hide behind the row arithmetic. `listed` as for scores.
   void (*values_f16)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,

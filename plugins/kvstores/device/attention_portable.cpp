@@ -20,12 +20,13 @@ namespace graft::kv {
 
 namespace {
 
-// The kernel is compiled twice on x86-64, for AVX2 and for the baseline, and the loader picks one
-// per CPU (GCC/Clang function multiversioning). Neither target has FMA, so both round every
-// multiply and add alike and results do not depend on the clone. The helpers below are forced
+// The kernel is compiled twice on x86-64, for x86-64-v3 (AVX2 with FMA) and for the baseline, and
+// the loader picks one per CPU (GCC/Clang function multiversioning). Products are accumulated with
+// explicit fused multiply-adds (one rounding each): an FMA instruction in the first clone, libm's
+// exact fmaf in the second, so results do not depend on the clone. The helpers below are forced
 // inline so each clone gets its own copy.
 #if defined(__x86_64__) && defined(__GNUC__)
-#define GRAFT_KV_CLONES __attribute__((target_clones("avx2", "default")))
+#define GRAFT_KV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define GRAFT_KV_CLONES
 #endif
@@ -36,6 +37,11 @@ namespace {
 // thread computes it. Loads go through memcpy (unaligned; no vector-typed parameters).
 using f32x8 = float __attribute__((vector_size(32)));
 
+// c += a * b per lane, rounded once (references: no vector-typed parameters).
+GRAFT_KV_INLINE void fma8(const f32x8& a, const f32x8& b, f32x8& c) noexcept {
+  for (int l = 0; l < 8; ++l) c[l] = __builtin_fmaf(a[l], b[l], c[l]);
+}
+
 GRAFT_KV_INLINE float dot(const float* a, const float* b, std::uint32_t n) noexcept {
   f32x8 acc = {};
   std::uint32_t i = 0;
@@ -43,10 +49,10 @@ GRAFT_KV_INLINE float dot(const float* a, const float* b, std::uint32_t n) noexc
     f32x8 x, y;
     std::memcpy(&x, a + i, sizeof x);
     std::memcpy(&y, b + i, sizeof y);
-    acc += x * y;
+    fma8(x, y, acc);
   }
   float tail = 0.0f;
-  for (; i < n; ++i) tail += a[i] * b[i];
+  for (; i < n; ++i) tail = __builtin_fmaf(a[i], b[i], tail);
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
@@ -57,10 +63,11 @@ GRAFT_KV_INLINE void axpy(float* a, float p, const float* v, std::uint32_t n) no
     f32x8 x, y;
     std::memcpy(&x, a + i, sizeof x);
     std::memcpy(&y, v + i, sizeof y);
-    x += p * y;
+    const f32x8 pv = {p, p, p, p, p, p, p, p};
+    fma8(pv, y, x);
     std::memcpy(a + i, &x, sizeof x);
   }
-  for (; i < n; ++i) a[i] += p * v[i];
+  for (; i < n; ++i) a[i] = __builtin_fmaf(p, v[i], a[i]);
 }
 
 // The same two operations with the query row (dot) or the accumulator row (axpy) held in
@@ -77,7 +84,7 @@ GRAFT_KV_INLINE void dots_fixed(const float* qrow, const float* const* rows, con
     for (std::uint32_t e = 0; e < D / 8; ++e) {
       f32x8 y;
       std::memcpy(&y, k + 8 * e, sizeof y);
-      acc += qv[e] * y;
+      fma8(qv[e], y, acc);
     }
     const float tail = 0.0f;  // dot() adds its (empty) tail too: -0 + 0 is +0
     out[j] = (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail) * scale;
@@ -90,10 +97,11 @@ GRAFT_KV_INLINE void axpys_fixed(float* a, const float* p, const float* const* r
   for (std::uint32_t e = 0; e < D / 8; ++e) std::memcpy(&acc[e], a + 8 * e, sizeof(f32x8));
   for (std::uint32_t j = 0; j < n; ++j) {
     const float* v = rows[pick[j]];
+    const f32x8 pv = {p[j], p[j], p[j], p[j], p[j], p[j], p[j], p[j]};
     for (std::uint32_t e = 0; e < D / 8; ++e) {
       f32x8 y;
       std::memcpy(&y, v + 8 * e, sizeof y);
-      acc[e] += p[j] * y;
+      fma8(pv, y, acc[e]);
     }
   }
   for (std::uint32_t e = 0; e < D / 8; ++e) std::memcpy(a + 8 * e, &acc[e], sizeof(f32x8));
