@@ -53,8 +53,14 @@ TEST_P(OpErrors, TensorChecksNameTheTensorAndTheFault) {
   t.nb[0] = 8;
   expect_error(backend->rms_norm(t, w, 1e-6f, y), p + "x is not contiguous: nb[0] = 8, expected 4");
   t = x;
-  t.nb[1] = 8192;
-  expect_error(backend->rms_norm(t, w, 1e-6f, y), p + "x is not contiguous: nb[1] = 8192, expected 4096");
+  t.nb[1] = 2048;  // rms_norm takes row-strided views, but not rows that overlap
+  expect_error(backend->rms_norm(t, w, 1e-6f, y),
+               p + "x has nb[1] = 2048; rows must not overlap: expected a multiple of 4 of at least 4096");
+  t.nb[1] = 4098;
+  expect_error(backend->rms_norm(t, w, 1e-6f, y),
+               p + "x has nb[1] = 4098; rows must not overlap: expected a multiple of 4 of at least 4096");
+  t.nb[1] = 8192;  // add takes packed tensors only
+  expect_error(backend->add(t, x, y), "cpu backend: add: a is not contiguous: nb[1] = 8192, expected 4096");
   t = x;
   t.data = nullptr;
   expect_error(backend->rms_norm(t, w, 1e-6f, y), p + "x has no data (null pointer)");

@@ -1,4 +1,5 @@
-// Elementwise ops: add, mul (b may be one row broadcast over all rows of a) and silu_mul.
+// Elementwise ops: add, mul (b may be one row broadcast over all rows of a) and silu_mul (which
+// takes row-strided views: the gate and up parts of a fused projection's output).
 #include <string>
 
 #include "ops.hpp"
@@ -51,19 +52,17 @@ Status op_mul(const OpContext& c, const TensorView& a, const TensorView& b, cons
 Status op_silu_mul(const OpContext& c, const TensorView& gate, const TensorView& up, const TensorView& y) {
   constexpr const char* op = "silu_mul";
   for (auto [name, t] : {std::pair{"gate", &gate}, {"up", &up}, {"y", &y}})
-    if (auto e = check_dense(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
+    if (auto e = check_rows(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
   if (!same_shape(gate, up))
     return op_error(op, "up has shape " + shape_string(up) + "; expected " + shape_string(gate) + " like gate");
   if (auto e = check_output("y", y, "gate", gate, true); !e.empty()) return op_error(op, e);
   if (auto e = check_output("y", y, "up", up, true); !e.empty()) return op_error(op, e);
 
   const auto n = static_cast<std::size_t>(gate.ne[0]);
-  const float* gp = gate.as<const float>();
-  const float* up_p = up.as<const float>();
-  float* yp = y.as<float>();
   const Kernels& k = c.k;
   c.for_rows(static_cast<std::size_t>(gate.rows()), 4 * n, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) k.silu_mul_row(gp + r * n, up_p + r * n, yp + r * n, n);
+    for (std::size_t r = begin; r < end; ++r)
+      k.silu_mul_row(row_ptr<const float>(gate, r), row_ptr<const float>(up, r), row_ptr<float>(y, r), n);
   });
   return Status::success();
 }

@@ -1,4 +1,5 @@
-// rope: rotary position embedding of x [head_dim, n_heads, n_tokens], NORM or NEOX pairing.
+// rope: rotary position embedding of x [head_dim, n_heads, n_tokens], NORM or NEOX pairing; x and
+// y may be row-strided views (the q or k part of a fused projection's output).
 //
 // The angles follow ggml's ggml_rope_cache_init/rope_yarn (no YaRN, no frequency factors): in
 // float, theta_scale = powf(freq_base, -2.0f/n_rot); theta starts at (float)pos and is multiplied
@@ -31,8 +32,8 @@ void angles(std::int32_t pos, float freq_scale, float theta_scale, std::size_t n
 Status op_rope(const OpContext& c, const TensorView& x, const std::int32_t* positions, const RopeParams& p,
                const TensorView& y) {
   constexpr const char* op = "rope";
-  if (auto e = check_dense("x", x, {type_id::f32}); !e.empty()) return op_error(op, e);
-  if (auto e = check_dense("y", y, {type_id::f32}); !e.empty()) return op_error(op, e);
+  if (auto e = check_rows("x", x, {type_id::f32}); !e.empty()) return op_error(op, e);
+  if (auto e = check_rows("y", y, {type_id::f32}); !e.empty()) return op_error(op, e);
   if (x.ne[3] != 1)
     return op_error(op, "x has shape " + shape_string(x) + "; expected [head_dim, n_heads, n_tokens]");
   if (auto e = check_output("y", y, "x", x, true); !e.empty()) return op_error(op, e);
@@ -62,15 +63,15 @@ Status op_rope(const OpContext& c, const TensorView& x, const std::int32_t* posi
 
   const auto hd = static_cast<std::size_t>(head_dim);
   const std::size_t n_rot = 2 * n_pairs;
-  const float* xp = x.as<const float>();
-  float* yp = y.as<float>();
-  const bool in_place = xp == yp;
+  const bool in_place = x.data == y.data;
   const auto rotate = p.neox ? c.k.rope_neox_row : c.k.rope_norm_row;
   c.for_rows(n_tokens * n_heads, hd, [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const std::size_t t = r / n_heads;
-      rotate(xp + r * hd, cos + t * n_pairs, sin + t * n_pairs, n_pairs, yp + r * hd);
-      if (!in_place && n_rot < hd) std::memcpy(yp + r * hd + n_rot, xp + r * hd + n_rot, (hd - n_rot) * sizeof(float));
+      const float* xr = row_ptr<const float>(x, r);
+      float* yr = row_ptr<float>(y, r);
+      rotate(xr, cos + t * n_pairs, sin + t * n_pairs, n_pairs, yr);
+      if (!in_place && n_rot < hd) std::memcpy(yr + n_rot, xr + n_rot, (hd - n_rot) * sizeof(float));
     }
   });
   return Status::success();

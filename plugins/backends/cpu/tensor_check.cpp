@@ -63,7 +63,9 @@ std::size_t dense_element_size(TypeId type) noexcept {
   }
 }
 
-std::string check_dense(const char* name, const TensorView& t, std::initializer_list<TypeId> types) {
+namespace {
+
+std::string check_tensor(const char* name, const TensorView& t, std::initializer_list<TypeId> types, bool strided_rows) {
   auto n = [name] { return std::string(name); };
   bool type_ok = false;
   for (TypeId ty : types) type_ok = type_ok || ty == t.type;
@@ -88,14 +90,40 @@ std::string check_dense(const char* name, const TensorView& t, std::initializer_
   if (t.nb[0] != esize)
     return n() + " is not contiguous: nb[0] = " + std::to_string(t.nb[0]) + ", expected " + std::to_string(esize);
   std::size_t packed = esize;
+  std::size_t spanned = esize * static_cast<std::size_t>(t.ne[0]);  // bytes dimensions < d span
   for (int d = 1; d < kMaxDims; ++d) {
     packed *= static_cast<std::size_t>(t.ne[d - 1]);
-    if (t.ne[d] > 1 && t.nb[d] != packed)
+    if (t.ne[d] <= 1) continue;
+    if (!strided_rows && t.nb[d] != packed)
       return n() + " is not contiguous: nb[" + std::to_string(d) + "] = " + std::to_string(t.nb[d]) + ", expected " +
              std::to_string(packed);
+    if (strided_rows && (t.nb[d] < spanned || t.nb[d] % esize != 0 || t.nb[d] > std::size_t(kMaxBytes)))
+      return n() + " has nb[" + std::to_string(d) + "] = " + std::to_string(t.nb[d]) +
+             "; rows must not overlap: expected a multiple of " + std::to_string(esize) + " of at least " +
+             std::to_string(spanned);
+    spanned = t.nb[d] * static_cast<std::size_t>(t.ne[d] - 1) + spanned;
+    if (spanned > std::size_t(kMaxBytes)) return n() + " is too large: " + shape_string(t);
   }
   if (t.data == nullptr && t.elements() > 0) return n() + " has no data (null pointer)";
   return {};
+}
+
+}  // namespace
+
+std::string check_dense(const char* name, const TensorView& t, std::initializer_list<TypeId> types) {
+  return check_tensor(name, t, types, false);
+}
+
+std::string check_rows(const char* name, const TensorView& t, std::initializer_list<TypeId> types) {
+  return check_tensor(name, t, types, true);
+}
+
+std::size_t span_bytes(const TensorView& t) noexcept {
+  if (t.elements() == 0) return 0;
+  std::size_t s = dense_element_size(t.type) * static_cast<std::size_t>(t.ne[0]);
+  for (int d = 1; d < kMaxDims; ++d)
+    if (t.ne[d] > 1) s += t.nb[d] * static_cast<std::size_t>(t.ne[d] - 1);
+  return s;
 }
 
 std::string shape_string(const TensorView& t) {
@@ -113,12 +141,12 @@ bool same_shape(const TensorView& a, const TensorView& b) noexcept { return a.ne
 Overlap overlap(const TensorView& a, const TensorView& b) noexcept {
   const auto begin_a = reinterpret_cast<std::uintptr_t>(a.data);
   const auto begin_b = reinterpret_cast<std::uintptr_t>(b.data);
-  const auto size_a = static_cast<std::uintptr_t>(a.elements()) * dense_element_size(a.type);
-  const auto size_b = static_cast<std::uintptr_t>(b.elements()) * dense_element_size(b.type);
+  const std::uintptr_t size_a = span_bytes(a), size_b = span_bytes(b);
   if (size_a == 0 || size_b == 0) return Overlap::none;
   if (begin_a + size_a <= begin_b || begin_b + size_b <= begin_a) return Overlap::none;
-  if (begin_a == begin_b && size_a == size_b) return Overlap::same;
-  return Overlap::partial;
+  bool same = begin_a == begin_b && a.type == b.type && a.ne == b.ne;
+  for (int d = 1; same && d < kMaxDims; ++d) same = a.ne[d] <= 1 || a.nb[d] == b.nb[d];
+  return same ? Overlap::same : Overlap::partial;
 }
 
 std::string check_output(const char* out_name, const TensorView& out, const char* in_name, const TensorView& in,

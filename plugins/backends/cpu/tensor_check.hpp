@@ -20,13 +20,29 @@ std::size_t dense_element_size(TypeId type) noexcept;
 // otherwise what is wrong, starting with `name`. Dimensions of extent 1 may have any stride.
 std::string check_dense(const char* name, const TensorView& t, std::initializer_list<TypeId> types);
 
+// The same for the ops that take row-strided views (a slice of a fused projection's output):
+// each row's ne[0] elements contiguous, and dimensions 1..3 any strides (multiples of the element
+// size) that keep rows from overlapping, i.e. nb[d] at least the bytes dimensions < d span.
+std::string check_rows(const char* name, const TensorView& t, std::initializer_list<TypeId> types);
+
+// Bytes from t's first element to the end of its last row (the packed size for a dense tensor).
+std::size_t span_bytes(const TensorView& t) noexcept;
+
+// Row r of a checked tensor (rows counted over dimensions 1..3 in order).
+template <class T>
+T* row_ptr(const TensorView& t, std::size_t r) noexcept {
+  const auto n1 = static_cast<std::size_t>(t.ne[1]), n2 = static_cast<std::size_t>(t.ne[2]);
+  const std::size_t off = (r % n1) * t.nb[1] + (r / n1 % n2) * t.nb[2] + (r / (n1 * n2)) * t.nb[3];
+  return reinterpret_cast<T*>(static_cast<char*>(t.data) + off);
+}
+
 // "[1024, 7]": ne[0 .. n_dims).
 std::string shape_string(const TensorView& t);
 bool same_shape(const TensorView& a, const TensorView& b) noexcept;
 
 enum class Overlap { none, same, partial };
-// How the bytes of two (checked) tensors overlap: not at all, exactly (same data and size), or
-// otherwise.
+// How the bytes of two (checked) tensors overlap: not at all, exactly (same data, shape and
+// strides), or otherwise (by their spans: two interleaved strided views count as overlapping).
 Overlap overlap(const TensorView& a, const TensorView& b) noexcept;
 
 // "" when `out` may receive the result of an op on `in`: same shape, and either disjoint from it or,
