@@ -133,7 +133,7 @@ int cmd_run(const Args& args) {
   }
   std::fprintf(stderr,
                "\nload %.2f s | prompt %u tokens, %.1f tok/s | generated %u tokens, %.1f tok/s | stop: %s | seed %llu\n"
-               "memory: weights %s (kernel layouts %s, file pages released %s), kv %s, scratch %s\n",
+               "memory: weights %s (copies made at load %s, file pages released %s), kv %s, scratch %s\n",
                p.load_seconds(), stats.prompt_tokens, stats.prefill_tps(), stats.generated_tokens, stats.decode_tps(),
                finish_reason_name(stats.stop), static_cast<unsigned long long>(sampler.seed()),
                human_bytes(mem.weights).c_str(), human_bytes(mem.prepared).c_str(), human_bytes(mem.released).c_str(),

@@ -51,7 +51,7 @@ MemoryReport Pipeline::memory() const {
 }
 
 Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std::uint32_t max_batch,
-                                                    const ProgressFn& progress) {
+                                                    const ProgressFn& progress, const TransformerOptions& model_options) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Pipeline> p(new Pipeline());
   p->profile_ = profile;
@@ -83,7 +83,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
   auto tok = Tokenizer::from_gguf(*p->file_);
   if (!tok) return std::move(tok).status();
   p->tokenizer_ = std::move(*tok);
-  auto model = Transformer::load(p->file_, *p->backend_, profile.backend.name, *p->host_, max_batch);
+  auto model = Transformer::load(p->file_, *p->backend_, profile.backend.name, *p->host_, max_batch, model_options);
   if (!model) return std::move(model).status();
   p->model_ = std::move(*model);
   if (p->model_->params().n_vocab != p->tokenizer_->n_vocab())

@@ -23,7 +23,7 @@ struct MemoryReport {
   std::uint64_t weights = 0;  // mapped model bytes the forward pass reads
   std::uint64_t kv = 0;       // KV store (device + host)
   std::uint64_t scratch = 0;  // activations
-  std::uint64_t prepared = 0; // weight copies in the kernels' own layouts (FormatKernels::prepare)
+  std::uint64_t prepared = 0; // weight copies made at load: kernel layouts (FormatKernels::prepare), stacked q/k/v, gate/up
   std::uint64_t released = 0; // of `weights`, file pages dropped once those copies were made
 };
 
@@ -34,7 +34,8 @@ class Pipeline {
  public:
   // Fails with one line naming the cause (profile location, plugin file, model file, tensor).
   static Expected<std::unique_ptr<Pipeline>> build(const Profile& profile, std::uint32_t max_batch,
-                                                   const ProgressFn& progress = {});
+                                                   const ProgressFn& progress = {},
+                                                   const TransformerOptions& model_options = {});
   ~Pipeline();
 
   const Profile& profile() const { return profile_; }

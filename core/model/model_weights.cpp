@@ -149,8 +149,18 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
 
 std::vector<MatrixWeight*> ModelWeights::matmul_weights() {
   std::vector<MatrixWeight*> out;
-  for (auto& L : layers)
-    for (MatrixWeight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) out.push_back(m);
+  for (auto& L : layers) {
+    if (L.qkv_stacked())
+      out.push_back(&L.wqkv);
+    else
+      out.insert(out.end(), {&L.wq, &L.wk, &L.wv});
+    out.push_back(&L.wo);
+    if (L.gate_up_stacked())
+      out.push_back(&L.w_gate_up);
+    else
+      out.insert(out.end(), {&L.w_gate, &L.w_up});
+    out.push_back(&L.w_down);
+  }
   out.push_back(&output);
   return out;
 }

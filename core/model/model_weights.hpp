@@ -16,6 +16,8 @@
 
 namespace graft {
 
+class StackedBytes;
+
 // A matrix [k = ne[0], m = ne[1]] used as y = x W^T.
 struct MatrixWeight {
   std::string name;
@@ -25,6 +27,9 @@ struct MatrixWeight {
   // The kernels' own layout of view, made at load where they have one (FormatKernels::prepare);
   // shared because a tied output matrix is the token embedding again.
   std::shared_ptr<const PreparedWeights> prepared;
+  // Where view.data lives when it is not the file: the rows of several matrices stacked
+  // (stacked_matrix.hpp).
+  std::shared_ptr<StackedBytes> storage;
 };
 
 // A vector (norm weight) as f32, converted at load time if the file stores another type.
@@ -37,6 +42,12 @@ struct VectorWeight {
 struct LayerWeights {
   VectorWeight attn_norm, ffn_norm, q_norm, k_norm;
   MatrixWeight wq, wk, wv, wo, w_gate, w_up, w_down;
+  // wq, wk, wv stacked, and w_gate, w_up stacked, where the load stacked them (their type and
+  // kernels agree); kernels == nullptr otherwise. The forward pass multiplies by these instead of
+  // the parts, whose file pages are then released.
+  MatrixWeight wqkv, w_gate_up;
+  bool qkv_stacked() const { return wqkv.kernels != nullptr; }
+  bool gate_up_stacked() const { return w_gate_up.kernels != nullptr; }
 };
 
 struct ModelWeights {
@@ -45,12 +56,14 @@ struct ModelWeights {
   VectorWeight output_norm;
   std::vector<LayerWeights> layers;
   std::uint64_t total_bytes = 0;  // weight bytes the forward pass reads
-  std::uint64_t prepared_bytes = 0;  // memory of the kernels' own copies (MatrixWeight::prepared)
+  // Memory of the copies made at load: the kernels' own layouts (MatrixWeight::prepared) and stacked
+  // matrices kept as they are (where the kernels have no layout of their own).
+  std::uint64_t prepared_bytes = 0;
   std::uint64_t released_bytes = 0;  // of the file's pages of those matrices, released (gguf::File::release)
   std::vector<const std::uint8_t*> released;  // the data of the tensors whose pages were released
 
-  // The matrices the forward pass multiplies by: the layers' and the output (not token_embd, of
-  // which it only reads rows, so a tied output is prepared once).
+  // The matrices the forward pass multiplies by: the layers' (stacked ones in place of their parts)
+  // and the output (not token_embd, of which it only reads rows, so a tied output is prepared once).
   std::vector<MatrixWeight*> matmul_weights();
 
   // Binds every tensor of the main layers (MTP blocks are left to drafters). Errors name the

@@ -1,20 +1,40 @@
 #include "model/transformer.hpp"
 
+#include "model/stacked_matrix.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
+#include <span>
+#include <tuple>
 
 namespace graft {
 
 namespace {
 // Output rows computed per lm_head matmul: bounds the logits scratch (n_vocab is up to ~256K).
 constexpr std::uint32_t kLogitRows = 16;
+
+// [d, heads, n] at p, a token's heads `stride` floats after the previous token's.
+TensorView strided_heads(float* p, std::int64_t d, std::int64_t heads, std::int64_t n, std::int64_t stride) {
+  TensorView t = f32_view(p, d, heads, n);
+  t.nb[2] = static_cast<std::size_t>(stride) * sizeof(float);
+  t.nb[3] = t.nb[2] * static_cast<std::size_t>(n);
+  return t;
+}
+
+// [len, n] rows at p, `stride` floats apart.
+TensorView strided_rows(float* p, std::int64_t len, std::int64_t n, std::int64_t stride) {
+  TensorView t = f32_view(p, len, n);
+  t.nb[1] = static_cast<std::size_t>(stride) * sizeof(float);
+  t.nb[2] = t.nb[3] = t.nb[1] * static_cast<std::size_t>(n);
+  return t;
+}
 }  // namespace
 
 Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const gguf::File> file, Backend& backend,
                                                          std::string_view backend_name, const HostServices& host,
-                                                         std::uint32_t max_batch) {
+                                                         std::uint32_t max_batch, const TransformerOptions& options) {
   if (max_batch == 0) return Status(Errc::invalid_argument, "transformer: max_batch must be at least 1");
   auto params = ModelParams::from_gguf(*file);
   if (!params) return std::move(params).status();
@@ -27,6 +47,26 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
   t->params_ = *params;
   t->weights_ = std::move(*weights);
   t->max_batch_ = max_batch;
+  if (options.fuse_projections) {
+    for (std::uint32_t il = 0; il < t->params_.n_main_layers(); ++il) {
+      LayerWeights& L = t->weights_.layers[il];
+      const MatrixWeight* qkv[] = {&L.wq, &L.wk, &L.wv};
+      const MatrixWeight* gate_up[] = {&L.w_gate, &L.w_up};
+      for (auto [parts, out, name] : {std::tuple{std::span<const MatrixWeight* const>(qkv), &L.wqkv, "attn_q+k+v"},
+                                      std::tuple{std::span<const MatrixWeight* const>(gate_up), &L.w_gate_up, "ffn_gate+up"}}) {
+        auto stacked = stack_rows(parts, fmt::format("blk.{}.{}", il, name));
+        if (!stacked) return std::move(stacked).status();
+        if (!stacked->kernels) continue;  // types differ: the parts stay separate
+        *out = std::move(*stacked);
+        // The forward pass reads the stacked copy only.
+        for (const MatrixWeight* part : parts) {
+          const auto* data = static_cast<const std::uint8_t*>(part->view.data);
+          t->weights_.released_bytes += t->file_->release(data, part->bytes);
+          t->weights_.released.push_back(data);
+        }
+      }
+    }
+  }
   // Kernels that read their own layout get it now, once (the file's bytes stay mapped for the
   // rest: norms, token rows, and matrices whose kernels read them as they are). The file's pages of
   // a prepared matrix are then released, so the weights are not held twice (a tied output keeps
@@ -38,10 +78,14 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
     if (prepared) {
       t->weights_.prepared_bytes += prepared->bytes();
       const auto* data = static_cast<const std::uint8_t*>(m->view.data);
-      if (m->view.data != t->weights_.token_embd.view.data) {
+      if (m->storage) {
+        m->storage->release();  // a stacked copy, read no more
+      } else if (m->view.data != t->weights_.token_embd.view.data) {
         t->weights_.released_bytes += t->file_->release(data, m->bytes);
         t->weights_.released.push_back(data);
       }
+    } else if (m->storage) {
+      t->weights_.prepared_bytes += m->bytes;
     }
     m->prepared = std::move(prepared);
   }
@@ -49,8 +93,15 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
   const auto& p = t->params_;
   const std::uint64_t B = max_batch, q_dim = std::uint64_t(p.n_head) * p.head_dim,
                       kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
-  const std::uint64_t floats = B * (2 * p.n_embd + 2 * q_dim + 2 * kv_dim + 2 * p.n_ff) +
-                               std::uint64_t(kLogitRows) * p.n_vocab;
+  bool any_qkv_stacked = false, any_qkv_split = false, any_gate_up_stacked = false, any_gate_up_split = false;
+  for (const LayerWeights& L : t->weights_.layers) {
+    (L.qkv_stacked() ? any_qkv_stacked : any_qkv_split) = true;
+    (L.gate_up_stacked() ? any_gate_up_stacked : any_gate_up_split) = true;
+  }
+  const std::uint64_t qkv_dim = q_dim + 2 * kv_dim;
+  const std::uint64_t floats = B * (2 * p.n_embd + q_dim + p.n_ff) + (any_qkv_split ? B * qkv_dim : 0) +
+                               (any_qkv_stacked ? B * qkv_dim : 0) + (any_gate_up_split ? B * p.n_ff : 0) +
+                               (any_gate_up_stacked ? B * 2 * p.n_ff : 0) + std::uint64_t(kLogitRows) * p.n_vocab;
   auto buf = backend.allocate(floats * sizeof(float), MemoryKind::device);
   if (!buf) return std::move(buf).status();
   t->scratch_ = std::move(*buf);
@@ -63,12 +114,12 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
   };
   t->x_ = take(B * p.n_embd);
   t->h_ = take(B * p.n_embd);
-  t->q_ = take(B * q_dim);
   t->attn_ = take(B * q_dim);
-  t->k_ = take(B * kv_dim);
-  t->v_ = take(B * kv_dim);
+  if (any_qkv_split) t->q_ = take(B * q_dim), t->k_ = take(B * kv_dim), t->v_ = take(B * kv_dim);
+  if (any_qkv_stacked) t->qkv_ = take(B * qkv_dim);
   t->gate_ = take(B * p.n_ff);
-  t->up_ = take(B * p.n_ff);
+  if (any_gate_up_split) t->up_ = take(B * p.n_ff);
+  if (any_gate_up_stacked) t->gate_up_ = take(B * 2 * p.n_ff);
   t->logits_ = take(std::uint64_t(kLogitRows) * p.n_vocab);
   return t;
 }
@@ -89,33 +140,53 @@ Status Transformer::layer(std::uint32_t il, std::uint32_t n, const std::int32_t*
   Backend& be = *backend_;
   const std::int64_t E = p.n_embd, D = p.head_dim, H = p.n_head, HKV = p.n_head_kv;
 
-  // Attention block.
+  // Attention block. q, k and v are [D, heads, n] views: dense buffers of their own, or their
+  // parts of the stacked projection's output, one token's q | k | v after another.
   GRAFT_TRY(be.rms_norm(f32_view(x_, E, n), L.attn_norm.view, p.rms_eps, f32_view(h_, E, n)));
-  GRAFT_TRY(matmul(L.wq, h_, n, q_));
-  GRAFT_TRY(matmul(L.wk, h_, n, k_));
-  GRAFT_TRY(matmul(L.wv, h_, n, v_));
+  TensorView q, k, v;
+  if (L.qkv_stacked()) {
+    GRAFT_TRY(matmul(L.wqkv, h_, n, qkv_));
+    const std::int64_t stride = (H + 2 * HKV) * D;
+    q = strided_heads(qkv_, D, H, n, stride);
+    k = strided_heads(qkv_ + H * D, D, HKV, n, stride);
+    v = strided_heads(qkv_ + (H + HKV) * D, D, HKV, n, stride);
+  } else {
+    GRAFT_TRY(matmul(L.wq, h_, n, q_));
+    GRAFT_TRY(matmul(L.wk, h_, n, k_));
+    GRAFT_TRY(matmul(L.wv, h_, n, v_));
+    q = f32_view(q_, D, H, n);
+    k = f32_view(k_, D, HKV, n);
+    v = f32_view(v_, D, HKV, n);
+  }
   if (p.qk_norm) {
-    GRAFT_TRY(be.rms_norm(f32_view(q_, D, H * n), L.q_norm.view, p.rms_eps, f32_view(q_, D, H * n)));
-    GRAFT_TRY(be.rms_norm(f32_view(k_, D, HKV * n), L.k_norm.view, p.rms_eps, f32_view(k_, D, HKV * n)));
+    GRAFT_TRY(be.rms_norm(q, L.q_norm.view, p.rms_eps, q));
+    GRAFT_TRY(be.rms_norm(k, L.k_norm.view, p.rms_eps, k));
   }
   const RopeParams rope{static_cast<std::int32_t>(p.n_rot), p.rope_neox, p.rope_freq_base, p.rope_freq_scale};
-  GRAFT_TRY(be.rope(f32_view(q_, D, H, n), positions, rope, f32_view(q_, D, H, n)));
-  GRAFT_TRY(be.rope(f32_view(k_, D, HKV, n), positions, rope, f32_view(k_, D, HKV, n)));
-  GRAFT_TRY(kv.write(il, batch.n_past, n, f32_view(k_, D, HKV, n), f32_view(v_, D, HKV, n)));
+  GRAFT_TRY(be.rope(q, positions, rope, q));
+  GRAFT_TRY(be.rope(k, positions, rope, k));
+  GRAFT_TRY(kv.write(il, batch.n_past, n, k, v));
   AttentionBatch ab;
   ab.n_query = n;
   ab.n_past = batch.n_past;
   ab.ancestor = batch.ancestor;
   ab.scale = 1.0f / std::sqrt(static_cast<float>(D));
-  GRAFT_TRY(kv.attend(il, f32_view(q_, D, H, n), ab, f32_view(attn_, D, H, n)));
+  GRAFT_TRY(kv.attend(il, q, ab, f32_view(attn_, D, H, n)));
   GRAFT_TRY(matmul(L.wo, attn_, n, h_));
   GRAFT_TRY(be.add(f32_view(x_, E, n), f32_view(h_, E, n), f32_view(x_, E, n)));
 
   // Feed-forward block (SwiGLU).
   GRAFT_TRY(be.rms_norm(f32_view(x_, E, n), L.ffn_norm.view, p.rms_eps, f32_view(h_, E, n)));
-  GRAFT_TRY(matmul(L.w_gate, h_, n, gate_));
-  GRAFT_TRY(matmul(L.w_up, h_, n, up_));
-  GRAFT_TRY(be.silu_mul(f32_view(gate_, p.n_ff, n), f32_view(up_, p.n_ff, n), f32_view(gate_, p.n_ff, n)));
+  const std::int64_t F = p.n_ff;
+  if (L.gate_up_stacked()) {
+    GRAFT_TRY(matmul(L.w_gate_up, h_, n, gate_up_));
+    GRAFT_TRY(be.silu_mul(strided_rows(gate_up_, F, n, 2 * F), strided_rows(gate_up_ + F, F, n, 2 * F),
+                          f32_view(gate_, F, n)));
+  } else {
+    GRAFT_TRY(matmul(L.w_gate, h_, n, gate_));
+    GRAFT_TRY(matmul(L.w_up, h_, n, up_));
+    GRAFT_TRY(be.silu_mul(f32_view(gate_, F, n), f32_view(up_, F, n), f32_view(gate_, F, n)));
+  }
   GRAFT_TRY(matmul(L.w_down, gate_, n, h_));
   return be.add(f32_view(x_, E, n), f32_view(h_, E, n), f32_view(x_, E, n));
 }

@@ -29,13 +29,19 @@ struct ForwardBatch {
   bool all_logits = false;   // false: only the last token's logits
 };
 
+struct TransformerOptions {
+  // Stack q/k/v and gate/up into one matrix each where their types agree (stacked_matrix.hpp):
+  // the same logits, bit for bit, with three fewer matmul calls per layer. Off only to compare.
+  bool fuse_projections = true;
+};
+
 class Transformer {
  public:
   // Keeps `file` (the mapping its weights point into) alive. max_batch bounds the tokens per
   // forward call and sizes the scratch buffers.
   static Expected<std::unique_ptr<Transformer>> load(std::shared_ptr<const gguf::File> file, Backend& backend,
                                                      std::string_view backend_name, const HostServices& host,
-                                                     std::uint32_t max_batch);
+                                                     std::uint32_t max_batch, const TransformerOptions& options = {});
 
   const ModelParams& params() const { return params_; }
   const ModelWeights& weights() const { return weights_; }
@@ -58,8 +64,10 @@ class Transformer {
   std::uint32_t max_batch_ = 0;
   std::uint64_t scratch_bytes_ = 0;
   std::unique_ptr<Buffer> scratch_;
+  // q_, k_, v_ and up_ serve layers whose projections are separate; qkv_ ([token][q | k | v]) and
+  // gate_up_ ([token][gate | up]) the stacked ones. gate_ is SwiGLU's output either way.
   float *x_ = nullptr, *h_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *attn_ = nullptr, *gate_ = nullptr,
-        *up_ = nullptr, *logits_ = nullptr;
+        *up_ = nullptr, *qkv_ = nullptr, *gate_up_ = nullptr, *logits_ = nullptr;
   std::vector<std::int32_t> positions_;
 };
 

@@ -56,12 +56,13 @@ TEST_F(cli_run, JsonGreedyIsDeterministicAndCountsTokens) {
   EXPECT_EQ(ja["stats"]["generated_tokens"], 12);
   EXPECT_EQ(ja["stats"]["prompt_tokens"], 4);
   EXPECT_GT(ja["stats"]["memory_bytes"]["weights"].get<double>(), 0);
-  // Only Q1_0, Q4_K, Q5_K and Q2_K prepare layouts of their own; the test model has neither, so no file pages
-  // are released either.
+  // Only Q1_0, Q4_K, Q5_K and Q2_K prepare layouts of their own; in this Q8_0 model the copies made at
+  // load are the stacked q/k/v and gate/up of its 2 layers (128 x 128 + 2 x 64 x 128 + 2 x 256 x 128
+  // weights each, 34 bytes per 32), and the file pages released the whole pages inside those parts.
   ASSERT_TRUE(ja["stats"]["memory_bytes"].contains("prepared_weights")) << ja.dump();
-  EXPECT_EQ(ja["stats"]["memory_bytes"]["prepared_weights"].get<double>(), 0);
+  EXPECT_EQ(ja["stats"]["memory_bytes"]["prepared_weights"].get<double>(), 2 * (128 * 128 + 2 * 64 * 128 + 2 * 256 * 128) / 32 * 34);
   ASSERT_TRUE(ja["stats"]["memory_bytes"].contains("released_file_weights")) << ja.dump();
-  EXPECT_EQ(ja["stats"]["memory_bytes"]["released_file_weights"].get<double>(), 0);
+  EXPECT_EQ(ja["stats"]["memory_bytes"]["released_file_weights"].get<double>(), 164 * 1024);
 }
 
 TEST_F(cli_run, StatsGoToStderrAndTextToStdout) {
@@ -70,7 +71,9 @@ TEST_F(cli_run, StatsGoToStderrAndTextToStdout) {
   EXPECT_NE(r.output.find("prompt "), std::string::npos);
   EXPECT_NE(r.output.find(" tok/s | generated 4 tokens"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("memory: weights "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(" (kernel layouts 0.0 KiB, file pages released 0.0 KiB), kv "), std::string::npos) << r.output;
+  // The stacked q/k/v and gate/up copies (Q8_0 has no layout of its own): see the next test.
+  EXPECT_NE(r.output.find(" (copies made at load 204.0 KiB, file pages released 164.0 KiB), kv "), std::string::npos)
+      << r.output;
 }
 
 TEST_F(cli_run, StopStringEndsTheOutputBeforeIt) {
@@ -177,7 +180,7 @@ TEST_F(cli_run, BenchReportsBandwidthFraction) {
 
 // Q4_K, Q5_K and Q2_K models: where the kernels keep their own layout (AVX512-VBMI), the file's pages of
 // those matrices are released after load and the greedy tokens are the same as with the file's
-// layout (GRAFT_CPU_SIMD=avx2 prepares nothing).
+// layout (GRAFT_CPU_SIMD=avx2 prepares no layout; the stacked q/k/v and gate/up are copied either way).
 TEST_F(cli_run, PreparedKQuantWeightsReleaseTheFilePagesAndKeepTheTokens) {
 #ifdef __x86_64__
   const bool prepares = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
@@ -199,8 +202,12 @@ TEST_F(cli_run, PreparedKQuantWeightsReleaseTheFilePagesAndKeepTheTokens) {
     EXPECT_EQ(jp["generated_ids"], jf["generated_ids"]);
     const auto& mp = jp["stats"]["memory_bytes"];
     const auto& mf = jf["stats"]["memory_bytes"];
-    EXPECT_EQ(mf["prepared_weights"].get<double>(), 0);
-    EXPECT_EQ(mf["released_file_weights"].get<double>(), 0);
+    // The file's layout: the only copies are the stacked q/k/v and gate/up (2 layers x (256 x 256 +
+    // 2 x 128 x 256 + 2 x 512 x 256) weights, 3072 blocks of 256), whose parts' pages are released.
+    const double block_bytes = type == "q4_k" ? 144 : type == "q5_k" ? 176 : 84;
+    EXPECT_EQ(mf["prepared_weights"].get<double>(), 3072 * block_bytes);
+    EXPECT_GT(mf["released_file_weights"].get<double>(), 0.5 * mf["prepared_weights"].get<double>());
+    EXPECT_LE(mf["released_file_weights"].get<double>(), mf["prepared_weights"].get<double>());
     if (!prepares) continue;
     // Every matrix but the token embeddings (the output is not tied) is prepared; the whole pages
     // inside each of those tensors are released.
