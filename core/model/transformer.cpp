@@ -8,6 +8,7 @@
 #include <cstring>
 #include <span>
 #include <tuple>
+#include <utility>
 
 namespace graft {
 
@@ -15,19 +16,11 @@ namespace {
 // Output rows computed per lm_head matmul: bounds the logits scratch (n_vocab is up to ~256K).
 constexpr std::uint32_t kLogitRows = 16;
 
-// [d, heads, n] at p, a token's heads `stride` floats after the previous token's.
-TensorView strided_heads(float* p, std::int64_t d, std::int64_t heads, std::int64_t n, std::int64_t stride) {
-  TensorView t = f32_view(p, d, heads, n);
-  t.nb[2] = static_cast<std::size_t>(stride) * sizeof(float);
-  t.nb[3] = t.nb[2] * static_cast<std::size_t>(n);
-  return t;
-}
-
-// [len, n] rows at p, `stride` floats apart.
-TensorView strided_rows(float* p, std::int64_t len, std::int64_t n, std::int64_t stride) {
-  TensorView t = f32_view(p, len, n);
-  t.nb[1] = static_cast<std::size_t>(stride) * sizeof(float);
-  t.nb[2] = t.nb[3] = t.nb[1] * static_cast<std::size_t>(n);
+// The f32 view t with dimension `dim` `stride` floats apart instead of packed (the dimensions
+// above it follow on from it): a part of a stacked projection's output.
+TensorView with_stride(TensorView t, int dim, std::int64_t stride) {
+  t.nb[dim] = static_cast<std::size_t>(stride) * sizeof(float);
+  for (int d = dim + 1; d < kMaxDims; ++d) t.nb[d] = t.nb[d - 1] * static_cast<std::size_t>(t.ne[d - 1]);
   return t;
 }
 }  // namespace
@@ -47,6 +40,13 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
   t->params_ = *params;
   t->weights_ = std::move(*weights);
   t->max_batch_ = max_batch;
+  // A matrix the forward pass no longer reads from the file: its pages go back to the system and
+  // the load-time prefault skips it.
+  auto release_file_pages = [&t](const void* view_data, std::uint64_t bytes) {
+    const auto* data = static_cast<const std::uint8_t*>(view_data);
+    t->weights_.released_bytes += t->file_->release(data, bytes);
+    t->weights_.released.push_back(data);
+  };
   if (options.fuse_projections) {
     for (std::uint32_t il = 0; il < t->params_.n_main_layers(); ++il) {
       LayerWeights& L = t->weights_.layers[il];
@@ -58,12 +58,7 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
         if (!stacked) return std::move(stacked).status();
         if (!stacked->kernels) continue;  // types differ: the parts stay separate
         *out = std::move(*stacked);
-        // The forward pass reads the stacked copy only.
-        for (const MatrixWeight* part : parts) {
-          const auto* data = static_cast<const std::uint8_t*>(part->view.data);
-          t->weights_.released_bytes += t->file_->release(data, part->bytes);
-          t->weights_.released.push_back(data);
-        }
+        for (const MatrixWeight* part : parts) release_file_pages(part->view.data, part->bytes);  // read stacked only
       }
     }
   }
@@ -77,13 +72,10 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
       return Status(st.code(), fmt::format("{}: {}", m->name, st.message()));
     if (prepared) {
       t->weights_.prepared_bytes += prepared->bytes();
-      const auto* data = static_cast<const std::uint8_t*>(m->view.data);
-      if (m->storage) {
+      if (m->storage)
         m->storage->release();  // a stacked copy, read no more
-      } else if (m->view.data != t->weights_.token_embd.view.data) {
-        t->weights_.released_bytes += t->file_->release(data, m->bytes);
-        t->weights_.released.push_back(data);
-      }
+      else if (m->view.data != t->weights_.token_embd.view.data)
+        release_file_pages(m->view.data, m->bytes);
     } else if (m->storage) {
       t->weights_.prepared_bytes += m->bytes;
     }
@@ -98,29 +90,30 @@ Expected<std::unique_ptr<Transformer>> Transformer::load(std::shared_ptr<const g
     (L.qkv_stacked() ? any_qkv_stacked : any_qkv_split) = true;
     (L.gate_up_stacked() ? any_gate_up_stacked : any_gate_up_split) = true;
   }
-  const std::uint64_t qkv_dim = q_dim + 2 * kv_dim;
-  const std::uint64_t floats = B * (2 * p.n_embd + q_dim + p.n_ff) + (any_qkv_split ? B * qkv_dim : 0) +
-                               (any_qkv_stacked ? B * qkv_dim : 0) + (any_gate_up_split ? B * p.n_ff : 0) +
-                               (any_gate_up_stacked ? B * 2 * p.n_ff : 0) + std::uint64_t(kLogitRows) * p.n_vocab;
+  // The scratch buffers in order, each listed once with its size; unused ones stay null.
+  const std::pair<float**, std::uint64_t> parts[] = {
+      {&t->x_, B * p.n_embd},
+      {&t->h_, B * p.n_embd},
+      {&t->attn_, B * q_dim},
+      {&t->q_, any_qkv_split ? B * q_dim : 0},
+      {&t->k_, any_qkv_split ? B * kv_dim : 0},
+      {&t->v_, any_qkv_split ? B * kv_dim : 0},
+      {&t->qkv_, any_qkv_stacked ? B * (q_dim + 2 * kv_dim) : 0},
+      {&t->gate_, B * p.n_ff},
+      {&t->up_, any_gate_up_split ? B * p.n_ff : 0},
+      {&t->gate_up_, any_gate_up_stacked ? B * 2 * p.n_ff : 0},
+      {&t->logits_, std::uint64_t(kLogitRows) * p.n_vocab}};
+  std::uint64_t floats = 0;
+  for (const auto& [at, n] : parts) floats += n;
   auto buf = backend.allocate(floats * sizeof(float), MemoryKind::device);
   if (!buf) return std::move(buf).status();
   t->scratch_ = std::move(*buf);
   t->scratch_bytes_ = floats * sizeof(float);
   float* s = static_cast<float*>(t->scratch_->data());
-  auto take = [&](std::uint64_t n) {
-    float* r = s;
+  for (const auto& [at, n] : parts) {
+    if (n > 0) *at = s;
     s += n;
-    return r;
-  };
-  t->x_ = take(B * p.n_embd);
-  t->h_ = take(B * p.n_embd);
-  t->attn_ = take(B * q_dim);
-  if (any_qkv_split) t->q_ = take(B * q_dim), t->k_ = take(B * kv_dim), t->v_ = take(B * kv_dim);
-  if (any_qkv_stacked) t->qkv_ = take(B * qkv_dim);
-  t->gate_ = take(B * p.n_ff);
-  if (any_gate_up_split) t->up_ = take(B * p.n_ff);
-  if (any_gate_up_stacked) t->gate_up_ = take(B * 2 * p.n_ff);
-  t->logits_ = take(std::uint64_t(kLogitRows) * p.n_vocab);
+  }
   return t;
 }
 
@@ -147,9 +140,9 @@ Status Transformer::layer(std::uint32_t il, std::uint32_t n, const std::int32_t*
   if (L.qkv_stacked()) {
     GRAFT_TRY(matmul(L.wqkv, h_, n, qkv_));
     const std::int64_t stride = (H + 2 * HKV) * D;
-    q = strided_heads(qkv_, D, H, n, stride);
-    k = strided_heads(qkv_ + H * D, D, HKV, n, stride);
-    v = strided_heads(qkv_ + (H + HKV) * D, D, HKV, n, stride);
+    q = with_stride(f32_view(qkv_, D, H, n), 2, stride);
+    k = with_stride(f32_view(qkv_ + H * D, D, HKV, n), 2, stride);
+    v = with_stride(f32_view(qkv_ + (H + HKV) * D, D, HKV, n), 2, stride);
   } else {
     GRAFT_TRY(matmul(L.wq, h_, n, q_));
     GRAFT_TRY(matmul(L.wk, h_, n, k_));
@@ -180,8 +173,8 @@ Status Transformer::layer(std::uint32_t il, std::uint32_t n, const std::int32_t*
   const std::int64_t F = p.n_ff;
   if (L.gate_up_stacked()) {
     GRAFT_TRY(matmul(L.w_gate_up, h_, n, gate_up_));
-    GRAFT_TRY(be.silu_mul(strided_rows(gate_up_, F, n, 2 * F), strided_rows(gate_up_ + F, F, n, 2 * F),
-                          f32_view(gate_, F, n)));
+    GRAFT_TRY(be.silu_mul(with_stride(f32_view(gate_up_, F, n), 1, 2 * F),
+                          with_stride(f32_view(gate_up_ + F, F, n), 1, 2 * F), f32_view(gate_, F, n)));
   } else {
     GRAFT_TRY(matmul(L.w_gate, h_, n, gate_));
     GRAFT_TRY(matmul(L.w_up, h_, n, up_));
