@@ -2,6 +2,8 @@
 // exact errors when prepared weights do not belong to the weights or kernels they are passed with.
 // (That prepared and file layouts give the same bits is checked by every kernel test: the shared
 // matmul helper runs both.)
+#include <algorithm>
+
 #include "quant_test_util.hpp"
 
 using namespace quant_test;
@@ -16,20 +18,32 @@ bool has_vbmi() {
 #endif
 }
 
+// The avx512 / amx kernels of the packed formats read their layouts only with AVX512-VBMI and GFNI.
+bool packed_avx512(const std::string& level) {
+#ifdef __x86_64__
+  return (level == "avx512" || level == "amx") && has_vbmi() && __builtin_cpu_supports("gfni");
+#else
+  (void)level;
+  return false;
+#endif
+}
+
 }  // namespace
 
 TEST(PreparedWeights, PackedFormatsPackRowGroupsWhereTheirKernelsRun) {
   struct Case {
     const char* format;
-    const char* layout;
+    const char* layout;  // at avx512 / amx (with VBMI and GFNI)
+    const char* other;   // at the other x86 SIMD levels, or null: the file's layout
     std::int64_t k, m;
-    std::uint64_t bytes;  // whole groups of the file's bytes
+    std::uint64_t bytes, other_bytes;  // whole groups of the file's bytes
   };
   const Case cases[] = {
-      {"q1_0", "q1_0_rows16", 384, 37, 3u * 16 * 3 * 18},  // 3 blocks per row, 3 groups, the last with 5 rows
-      {"q4_k", "q4_k_rows4", 512, 37, 10u * 4 * 2 * 144},  // 2 blocks per row, 10 groups, the last with 1 row
-      {"q2_k", "q2_k_rows4", 768, 6, 2u * 4 * 3 * 84},     // 3 blocks per row, 2 groups, the last with 2 rows
-      {"q5_k", "q5_k_rows4", 256, 9, 3u * 4 * 1 * 176},    // 1 block per row, 3 groups, the last with 1 row
+      // 3 blocks per row; 3 groups of 16, the last with 5 rows; 2 groups of 32, the last with 5 rows
+      {"q1_0", "q1_0_rows16", "q1_0_rows32", 384, 37, 3u * 16 * 3 * 18, 2u * 32 * 3 * 18},
+      {"q4_k", "q4_k_rows4", nullptr, 512, 37, 10u * 4 * 2 * 144, 0},  // 2 blocks per row, 10 groups, the last with 1 row
+      {"q2_k", "q2_k_rows4", nullptr, 768, 6, 2u * 4 * 3 * 84, 0},     // 3 blocks per row, 2 groups, the last with 2 rows
+      {"q5_k", "q5_k_rows4", nullptr, 256, 9, 3u * 4 * 1 * 176, 0},    // 1 block per row, 3 groups, the last with 1 row
   };
   for (const Case& c : cases)
     for (const auto& level : available_levels()) {
@@ -38,11 +52,11 @@ TEST(PreparedWeights, PackedFormatsPackRowGroupsWhereTheirKernelsRun) {
       const auto q = quantize(*f, gaussian(static_cast<std::size_t>(c.k * c.m), 0.05f, 5), c.k, c.m);
       std::unique_ptr<PreparedWeights> p;
       ASSERT_TRUE(f->kernels("cpu")->prepare(*cpu(2), weight_view(q.data(), traits(*f), c.k, c.m), p).ok());
-      const bool expected = (level == "avx512" || level == "amx") && has_vbmi();
-      ASSERT_EQ(p != nullptr, expected);
+      const char* want = packed_avx512(level) ? c.layout : level != "scalar" ? c.other : nullptr;
+      ASSERT_EQ(p != nullptr, want != nullptr);
       if (!p) continue;
-      EXPECT_STREQ(p->layout(), c.layout);
-      EXPECT_EQ(p->bytes(), c.bytes);
+      EXPECT_STREQ(p->layout(), want);
+      EXPECT_EQ(p->bytes(), packed_avx512(level) ? c.bytes : c.other_bytes);
     }
 }
 
@@ -59,8 +73,12 @@ TEST(PreparedWeights, FormatsWithoutALayoutOfTheirOwnPrepareNothing) {
 }
 
 TEST(PreparedWeights, MismatchedPreparedWeightsAreRefusedWithExactMessages) {
-  if (!has_vbmi()) GTEST_SKIP() << "no AVX512-VBMI: Q1_0 prepares nothing on this CPU";
-  auto f = format("q1_0", "avx512");
+  const auto levels = available_levels();
+  if (std::find(levels.begin(), levels.end(), "avx2") == levels.end()) GTEST_SKIP() << "no AVX2: Q1_0 prepares nothing on this CPU";
+  // Q1_0 prepares rows16 at avx512 with VBMI, rows32 at avx2.
+  const std::string level = packed_avx512("avx512") ? "avx512" : "avx2";
+  SCOPED_TRACE(level);
+  auto f = format("q1_0", level);
   auto& b = *cpu(2);
   FormatKernels& kern = *f->kernels("cpu");
   const std::int64_t k = 256, m = 32;
@@ -76,7 +94,10 @@ TEST(PreparedWeights, MismatchedPreparedWeightsAreRefusedWithExactMessages) {
   const TensorView fewer = weight_view(q.data(), traits(*f), k, 16);
   EXPECT_EQ(kern.matmul(b, fewer, p.get(), f32_view(x.data(), k, 2), f32_view(y.data(), 16, 2)).message(),
             "q1_0 matmul: the prepared weights are [256, 32], the weight [256, 16]");
-  // Prepared by the same format's kernels at another level.
+  // Prepared by the same format's kernels at another level: the other level's kernels refuse it.
+  auto other = format("q1_0", level == "avx512" ? "avx2" : "scalar");
+  EXPECT_EQ(other->kernels("cpu")->matmul(b, w, p.get(), f32_view(x.data(), k, 2), f32_view(y.data(), m, 2)).message(),
+            "q1_0 matmul: the prepared weights were made for other kernels");
   auto amx = try_format("q1_0", "amx");
   if (amx) {
     std::unique_ptr<PreparedWeights> pa;
@@ -85,7 +106,7 @@ TEST(PreparedWeights, MismatchedPreparedWeightsAreRefusedWithExactMessages) {
               "q1_0 matmul: the prepared weights were made for other kernels");
   }
   // Passed to another format's kernels.
-  auto q2 = format("q2_0", "avx512");
+  auto q2 = format("q2_0", level);
   const std::int64_t k2 = 256;
   const auto q2w = quantize(*q2, gaussian(static_cast<std::size_t>(k2 * m), 0.05f, 8), k2, m);
   const Status st = q2->kernels("cpu")->matmul(b, weight_view(q2w.data(), traits(*q2), k2, m), p.get(),

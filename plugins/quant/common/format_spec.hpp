@@ -2,6 +2,7 @@
 // The shared WeightFormat implementation (block_format.hpp) does the rest.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "gemm.hpp"
@@ -47,7 +48,16 @@ struct FormatSpec {
   // Whether the AVX-512 batch kernels read the column-pair copy of the activations
   // (Q8Activations / Q8KActivations pairs); the driver builds it only for formats that do.
   bool avx512_pairs;
-  const PackedLayout* packed = nullptr;  // none: every level reads the file's layout
+  // The layouts of their own that the kernels of some levels read (the first used at a level wins);
+  // none: every level reads the file's layout.
+  std::array<const PackedLayout*, 2> packed{};
 };
+
+// The layout the kernels of `level` read, or null for the file's.
+inline const PackedLayout* packed_layout(const FormatSpec& spec, SimdLevel level) noexcept {
+  for (const PackedLayout* p : spec.packed)
+    if (p && p->used_at(level)) return p;
+  return nullptr;
+}
 
 }  // namespace graft::quant

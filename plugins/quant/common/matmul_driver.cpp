@@ -87,8 +87,9 @@ Status check_f32_rows(const FormatSpec& spec, const char* op, const char* name, 
 
 }  // namespace
 
-PackedWeights::PackedWeights(const FormatSpec& spec, SimdLevel level, std::int64_t k, std::int64_t m)
-    : spec_(spec), level_(level), k_(k), m_(m), size_(spec.packed->bytes(k, m)) {
+PackedWeights::PackedWeights(const FormatSpec& spec, const PackedLayout& layout, SimdLevel level, std::int64_t k,
+                             std::int64_t m)
+    : spec_(spec), layout_(layout), level_(level), k_(k), m_(m), size_(layout.bytes(k, m)) {
   const std::size_t align = size_ >= kHugePage ? kHugePage : 64;
   const std::size_t rounded = (std::max<std::size_t>(size_, 1) + align - 1) / align * align;
   auto* p = static_cast<std::uint8_t*>(std::aligned_alloc(align, rounded));
@@ -105,21 +106,22 @@ Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, co
   level = kernel_level(spec.gemm, level);
   std::size_t w_stride = 0;
   GRAFT_TRY(check_weights(spec, "prepare", "weight", w, w_stride));
-  if (!spec.packed || !spec.packed->used_at(level)) return Status::success();
+  const PackedLayout* layout = packed_layout(spec, level);
+  if (!layout) return Status::success();
   const std::int64_t k = w.ne[0], m = w.ne[1];
   std::unique_ptr<PackedWeights> packed;
   try {
-    packed = std::make_unique<PackedWeights>(spec, level, k, m);
+    packed = std::make_unique<PackedWeights>(spec, *layout, level, k, m);
   } catch (const std::bad_alloc&) {
     return Status(Errc::out_of_memory, std::string(spec.traits.name) + " prepare: out of memory for the " +
-                                           spec.packed->name + " copy of a " + shape(w) + " weight (" +
-                                           std::to_string(spec.packed->bytes(k, m)) + " bytes)");
+                                           layout->name + " copy of a " + shape(w) + " weight (" +
+                                           std::to_string(layout->bytes(k, m)) + " bytes)");
   }
-  const auto groups = static_cast<std::size_t>((m + spec.packed->row_group - 1) / spec.packed->row_group);
+  const auto groups = static_cast<std::size_t>((m + layout->row_group - 1) / layout->row_group);
   const auto* src = static_cast<const std::uint8_t*>(w.data);
   std::uint8_t* dst = packed->data();
   backend.parallel_for(groups, [&](std::size_t g0, std::size_t g1) {
-    spec.packed->pack(src, w_stride, k, m, static_cast<std::int64_t>(g0), static_cast<std::int64_t>(g1), dst);
+    layout->pack(src, w_stride, k, m, static_cast<std::int64_t>(g0), static_cast<std::int64_t>(g1), dst);
   });
   out = std::move(packed);
   return Status::success();
@@ -139,8 +141,8 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
     if (packed->k() != k || packed->m() != m)
       return fail(spec, "matmul", "the prepared weights are [" + std::to_string(packed->k()) + ", " +
                                       std::to_string(packed->m()) + "], the weight " + shape(w));
-    gemm = spec.packed->gemm[static_cast<int>(level)];
-    rows_per_unit = spec.packed->row_group;
+    gemm = packed->packed_layout().gemm[static_cast<int>(level)];
+    rows_per_unit = packed->packed_layout().row_group;
   }
   GRAFT_TRY(check_f32_rows(spec, "matmul", "x", x, k, 0, false));
   const std::int64_t n = x.rows();

@@ -20,17 +20,18 @@ struct MatmulScratch {
   std::vector<float> rounded;
 };
 
-// A weight matrix in spec.packed's layout, made for one level's kernels.
+// A weight matrix in one of spec.packed's layouts, made for one level's kernels.
 // Matrices of 2 MiB and more start on a 2 MiB boundary and ask for transparent huge pages over
 // their whole 2 MiB spans (the tail keeps small pages, so no memory is wasted): 512 times fewer
 // page faults while packing and fewer TLB misses while streaming them.
 class PackedWeights final : public PreparedWeights {
  public:
-  PackedWeights(const FormatSpec& spec, SimdLevel level, std::int64_t k, std::int64_t m);
+  PackedWeights(const FormatSpec& spec, const PackedLayout& layout, SimdLevel level, std::int64_t k, std::int64_t m);
   std::uint64_t bytes() const noexcept override { return size_; }
-  const char* layout() const noexcept override { return spec_.packed->name; }
+  const char* layout() const noexcept override { return layout_.name; }
 
   const FormatSpec& spec() const { return spec_; }
+  const PackedLayout& packed_layout() const { return layout_; }
   SimdLevel level() const { return level_; }
   std::int64_t k() const { return k_; }
   std::int64_t m() const { return m_; }
@@ -42,6 +43,7 @@ class PackedWeights final : public PreparedWeights {
     void operator()(std::uint8_t* p) const noexcept;
   };
   const FormatSpec& spec_;
+  const PackedLayout& layout_;
   SimdLevel level_;
   std::int64_t k_, m_;
   std::size_t size_;

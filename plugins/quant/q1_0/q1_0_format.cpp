@@ -49,6 +49,19 @@ const PackedLayout kPacked{
 #endif
 };
 
+const PackedLayout kPlanes{
+    "q1_0_rows32",
+    kQ1PlaneRows,
+    &q1_0_planes_level,
+    &q1_0_planes_bytes,
+    &q1_0_pack_planes,
+#ifdef __x86_64__
+    {nullptr, &q1_0_planes_gemm_avx2, &q1_0_planes_gemm_avx2, &q1_0_planes_gemm_avx2},
+#else
+    {nullptr, nullptr, nullptr, nullptr},
+#endif
+};
+
 const FormatSpec kSpec{
     {type_id::q1_0, "q1_0", kQK1_0, sizeof(BlockQ1_0)},
     &quantize_row,
@@ -61,7 +74,7 @@ const FormatSpec kSpec{
     {&q1_0_gemm_scalar, nullptr, nullptr},
 #endif
     false,  // no kernel reads the column pairs
-    &kPacked,
+    {&kPacked, &kPlanes},
 };
 
 }  // namespace

@@ -23,4 +23,28 @@ void q1_0_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
                   });
 }
 
+static_assert(kQ1PlaneBlockBytes == kQ1PlaneRows * static_cast<std::int64_t>(sizeof(BlockQ1_0)));
+
+std::uint64_t q1_0_planes_bytes(std::int64_t k, std::int64_t m) noexcept {
+  return packed_groups_bytes(k / kQK1_0, m, kQ1PlaneRows, sizeof(BlockQ1_0));
+}
+
+void q1_0_pack_planes(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
+                      std::int64_t g1, std::uint8_t* out) noexcept {
+  pack_row_groups(w, stride, k / kQK1_0, m, kQ1PlaneRows, sizeof(BlockQ1_0), g0, g1, out,
+                  [](int i, const std::uint8_t* blk, std::uint8_t* o) {
+                    std::memcpy(o + 2 * i, blk, 2);
+                    for (int j = 0; j < 16; ++j) o[kQ1PlaneSignsAt + 32 * j + kQ1PlanePos(i)] = blk[2 + j];
+                  });
+}
+
+bool q1_0_planes_level(SimdLevel level) noexcept {
+#ifdef __x86_64__
+  return level != SimdLevel::scalar && !packed_layout_level(level);
+#else
+  (void)level;
+  return false;
+#endif
+}
+
 }  // namespace graft::quant

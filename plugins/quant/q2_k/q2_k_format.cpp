@@ -307,7 +307,7 @@ const FormatSpec kSpec{
     {&q2_k_gemm_scalar, nullptr, nullptr},
 #endif
     true,  // AVX-512 batches read the column pairs
-    &kPacked,
+    {&kPacked, nullptr},
 };
 
 }  // namespace

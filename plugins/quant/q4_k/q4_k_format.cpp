@@ -69,7 +69,7 @@ const FormatSpec kSpec{
     {&q4_k_gemm_scalar, nullptr, nullptr},
 #endif
     false,  // no kernel reads the column pairs
-    &kPacked,
+    {&kPacked, nullptr},
 };
 
 }  // namespace

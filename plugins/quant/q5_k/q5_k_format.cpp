@@ -74,7 +74,7 @@ const FormatSpec kSpec{
     {&q5_k_gemm_scalar, nullptr, nullptr},
 #endif
     false,  // no kernel reads the column pairs
-    &kPacked,
+    {&kPacked, nullptr},
 };
 
 }  // namespace
