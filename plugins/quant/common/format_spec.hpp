@@ -24,7 +24,9 @@ enum class ActivationForm {
 struct PackedLayout {
   const char* name;
   std::int64_t row_group;  // rows per group: threads split the rows on its multiples
-  bool (*used_at)(SimdLevel level) noexcept;  // whether the kernels of this level (on this CPU) read it
+  // Whether the kernels of this level (on this CPU) can read it; of a format's layouts, the first
+  // that can is read (packed_layout).
+  bool (*used_at)(SimdLevel level) noexcept;
   std::uint64_t (*bytes)(std::int64_t k, std::int64_t m) noexcept;
   // Writes groups [g0, g1) of the m rows at w (row stride `stride`) into the packed matrix out.
   void (*pack)(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,

@@ -40,7 +40,7 @@ void q1_0_pack_planes(const std::uint8_t* w, std::size_t stride, std::int64_t k,
 
 bool q1_0_planes_level(SimdLevel level) noexcept {
 #ifdef __x86_64__
-  return level != SimdLevel::scalar && !packed_layout_level(level);
+  return level != SimdLevel::scalar;
 #else
   (void)level;
   return false;

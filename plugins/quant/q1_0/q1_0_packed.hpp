@@ -49,8 +49,9 @@ inline constexpr std::int64_t kQ1PlaneSignsAt = 2 * kQ1PlaneRows;  // sub-block 
 std::uint64_t q1_0_planes_bytes(std::int64_t k, std::int64_t m) noexcept;
 void q1_0_pack_planes(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                       std::int64_t g1, std::uint8_t* out) noexcept;
-// Where rows16 is not read: the avx2 level, and avx512 / amx on CPUs without AVX512-VBMI (whose
-// avx512 kernels run the AVX2 ones).
+// Every x86 level but scalar. Listed after rows16 (FormatSpec::packed: the first a level reads
+// wins), so it is read at avx2, and at avx512 / amx where rows16 is not (no AVX512-VBMI: the avx512
+// kernels run the AVX2 ones there).
 bool q1_0_planes_level(SimdLevel level) noexcept;
 // AVX2 kernels on rows32 (r0 a multiple of 32, r1 one or m).
 void q1_0_planes_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
