@@ -152,6 +152,8 @@ TEST(Matmul, OddRowCountsAndShortRows) {
     check_format(name, {256, 37}, available_levels(), {1, 3}, {1, 2, 3, 5, 16}, 27);
     check_format(name, {32, 5}, available_levels(), {2}, {1, 3, 16}, 28);
   }
+  // Rows of 11 blocks: Q8_0's AVX2 layout ends them with a chunk of 3 (q8_0_packed.hpp).
+  check_format("q8_0", {352, 19}, available_levels(), {1, 2}, {1, 2, 3}, 30);
 }
 
 TEST(Matmul, DenseRowsNotAMultipleOfSixteen) {

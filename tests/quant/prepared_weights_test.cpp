@@ -60,8 +60,25 @@ TEST(PreparedWeights, PackedFormatsPackRowGroupsWhereTheirKernelsRun) {
     }
 }
 
+// Q8_0's layout is the AVX2 kernels' only: the avx512 kernels read the file's blocks.
+TEST(PreparedWeights, Q8_0PacksRows4AtTheAvx2LevelOnly) {
+  // 11 blocks per row (a chunk of 8 and one of 3); 5 groups of 4, the last with 1 row
+  const std::int64_t k = 352, m = 17;
+  for (const auto& level : available_levels()) {
+    SCOPED_TRACE(level);
+    auto f = format("q8_0", level);
+    const auto q = quantize(*f, gaussian(static_cast<std::size_t>(k * m), 0.05f, 4), k, m);
+    std::unique_ptr<PreparedWeights> p;
+    ASSERT_TRUE(f->kernels("cpu")->prepare(*cpu(2), weight_view(q.data(), traits(*f), k, m), p).ok());
+    ASSERT_EQ(p != nullptr, level == "avx2");
+    if (!p) continue;
+    EXPECT_STREQ(p->layout(), "q8_0_rows4");
+    EXPECT_EQ(p->bytes(), 5u * 4 * 11 * 34);
+  }
+}
+
 TEST(PreparedWeights, FormatsWithoutALayoutOfTheirOwnPrepareNothing) {
-  for (const std::string name : {"q8_0", "q4_0", "q2_0", "q3_k", "q6_k"}) {
+  for (const std::string name : {"q4_0", "q2_0", "q3_k", "q6_k"}) {
     SCOPED_TRACE(name);
     auto f = format(name);
     const std::int64_t k = 256, m = 8;

@@ -6,6 +6,7 @@
 #include "blocks.hpp"
 #include "half.hpp"
 #include "q8_0_gemm.hpp"
+#include "q8_0_packed.hpp"
 
 namespace graft::quant {
 
@@ -34,6 +35,19 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   }
 }
 
+const PackedLayout kRows4{
+    "q8_0_rows4",
+    kQ8GroupRows,
+    &q8_0_rows4_level,
+    &q8_0_rows4_bytes,
+    &q8_0_pack_rows4,
+#ifdef __x86_64__
+    {nullptr, &q8_0_rows4_gemm_avx2, nullptr, nullptr},
+#else
+    {nullptr, nullptr, nullptr, nullptr},
+#endif
+};
+
 const FormatSpec kSpec{
     {type_id::q8_0, "q8_0", 32, 34},
     &quantize_row,
@@ -46,6 +60,7 @@ const FormatSpec kSpec{
     {&q8_0_gemm_scalar, nullptr, nullptr},
 #endif
     true,  // AVX-512 batches read the column pairs
+    {&kRows4, nullptr},
 };
 
 }  // namespace
