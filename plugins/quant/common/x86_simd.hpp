@@ -4,6 +4,9 @@
 // Every helper here has internal linkage and carries its own target attribute.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #if defined(__x86_64__)
 #define GRAFT_QUANT_X86 1
 // GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_* self-initialisation, GCC bug
@@ -35,6 +38,18 @@ GRAFT_TARGET_AVX2 static inline __m256i scale_pair_shuffle(int t) {
   const char hi0 = static_cast<char>(4 * t + 2), hi1 = static_cast<char>(4 * t + 3);
   return _mm256_setr_epi8(lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1,
                           hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1);
+}
+
+// The file-layout kernels read a tile's R rows side by side: R short streams, which the hardware
+// prefetchers of an AVX2 core (Zen 3) follow too late to stream at memory speed. The R rows are
+// one stretch of memory, though: at block b, row i of a tile at row r, tile_stream_ahead() is
+// where the tile's bytes would be if read in order, kStreamAhead further on, so prefetching a row
+// block's span there (into L2) asks for the stretch as one stream.
+inline constexpr std::int64_t kStreamAhead = 8192;
+inline const char* tile_stream_ahead(const std::uint8_t* w, std::size_t w_stride, std::int64_t r, int rows,
+                                     std::int64_t b, int i, std::int64_t block_bytes) {
+  return reinterpret_cast<const char*>(w + static_cast<std::int64_t>(w_stride) * r + (b * rows + i) * block_bytes +
+                                       kStreamAhead);
 }
 
 // The upper 256 bits with AVX-512F only (the f32x8 forms need AVX512DQ, not in our targets).

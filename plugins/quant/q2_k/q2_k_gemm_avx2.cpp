@@ -35,8 +35,9 @@ struct Q2KAvx2 {
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i) {
         const std::uint8_t* blk = w[i] + b * sizeof(BlockQ2K);
-        _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_stride), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_stride + 83), _MM_HINT_T0);
+        const char* ahead = x86::tile_stream_ahead(a.w, a.w_stride, r, R, b, i, sizeof(BlockQ2K));
+        _mm_prefetch(ahead, _MM_HINT_T1);
+        _mm_prefetch(ahead + 64, _MM_HINT_T1);
         const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
         const __m256i s16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
         scl[i][0] = _mm256_permute2x128_si256(s16, s16, 0x00);

@@ -261,11 +261,17 @@ struct X86K4 {
       }
       auto row_block = [&](int i) {
         const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
+#if GRAFT_Q4K_AVX512
         // The next tile's rows: keeps enough misses in flight for one core to stream at memory speed.
         const char* next = reinterpret_cast<const char*>(blk + R * a.w_stride);
         _mm_prefetch(next, _MM_HINT_T0);
         _mm_prefetch(next + 64, _MM_HINT_T0);
         _mm_prefetch(next + K4Layout<Bits>::kBlockBytes - 1, _MM_HINT_T0);
+#else
+        const char* ahead = x86::tile_stream_ahead(a.w, a.w_stride, r, R, b, i, K4Layout<Bits>::kBlockBytes);
+        _Pragma("GCC unroll 4")
+        for (int o = 0; o < K4Layout<Bits>::kBlockBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+#endif
         return blk;
       };
       if constexpr (C == 1) {
