@@ -1,8 +1,10 @@
 // AVX2 Q2_K kernel, ggml's vec_dot structure: codes (0..3) times Q8_K quants with
 // _mm256_maddubs_epi16, weighted by the sub-block scales with _mm256_madd_epi16; the mins meet the
-// activation's 16-element sums in one more madd. Codes and scales are expanded per column from the
-// raw block (cheaper than keeping 8 expanded vectors per row live across a tile), so batches use
-// 1-column tiles too.
+// activation's 16-element sums in one more madd. A row's codes and scale vectors are extracted once
+// per step and serve every column of the tile: decode runs 4 rows x 1 column (the f32 work of 4
+// rows side by side), batches 2 rows x 4 columns (the extraction, 3 of a step's 6 operations,
+// shared by 4 columns; each activation load by 2 rows). quant_bench: 1 x 8 columns and 1 x 4 were
+// 5-20% slower in batches.
 #include "q2_k_gemm.hpp"
 
 #ifdef __x86_64__
@@ -30,8 +32,13 @@ struct Q2KAvx2 {
     const __m256i m3 = _mm256_set1_epi8(3);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     for (std::int64_t b = 0; b < nb; ++b) {
-      __m256i scl[R][2], mins[R];
-      float dw[R], dmw[R];
+      const std::int8_t* xq[C];
+      float dx[C];
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) {
+        xq[j] = a.xk->block_qs(c + j, b);
+        dx[j] = a.xk->scale(c + j, b);
+      }
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i) {
         const std::uint8_t* blk = w[i] + b * sizeof(BlockQ2K);
@@ -40,37 +47,37 @@ struct Q2KAvx2 {
         _mm_prefetch(ahead + 64, _MM_HINT_T1);
         const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
         const __m256i s16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
-        scl[i][0] = _mm256_permute2x128_si256(s16, s16, 0x00);
-        scl[i][1] = _mm256_permute2x128_si256(s16, s16, 0x11);
-        mins[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+        const __m256i scl[2] = {_mm256_permute2x128_si256(s16, s16, 0x00), _mm256_permute2x128_si256(s16, s16, 0x11)};
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
         std::uint16_t h[2];
         std::memcpy(h, blk + 80, 4);
-        dw[i] = a.fp16[h[0]];
-        dmw[i] = a.fp16[h[1]];
-      }
-      _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) {
-        const std::int8_t* xq = a.xk->block_qs(c + j, b);
-        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-        const float dx = a.xk->scale(c + j, b);
+        const float dw = a.fp16[h[0]], dmw = a.fp16[h[1]];
+        __m256i sum[C];
         _Pragma("GCC unroll 8")
-        for (int i = 0; i < R; ++i) {
-          const std::uint8_t* qs = w[i] + b * sizeof(BlockQ2K) + 16;
-          const __m256i msum = _mm256_madd_epi16(mins[i], bs);
-          __m256i sum = _mm256_setzero_si256();
-          _Pragma("GCC unroll 2")
-          for (int h = 0; h < 2; ++h) {
-            const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
-            _Pragma("GCC unroll 4")
-            for (int s = 0; s < 4; ++s) {
-              const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * s), m3);
-              const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 128 * h + 32 * s));
-              const __m256i sc = _mm256_shuffle_epi8(scl[i][h], x86::scale_pair_shuffle(s));
-              sum = _mm256_add_epi32(sum, _mm256_madd_epi16(sc, _mm256_maddubs_epi16(q, x)));
+        for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 2")
+        for (int hh = 0; hh < 2; ++hh) {
+          const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * hh));
+          _Pragma("GCC unroll 4")
+          for (int s = 0; s < 4; ++s) {
+            const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * s), m3);
+            const __m256i sc = _mm256_shuffle_epi8(scl[hh], x86::scale_pair_shuffle(s));
+            _Pragma("GCC unroll 8")
+            for (int j = 0; j < C; ++j) {
+              const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + 128 * hh + 32 * s));
+              sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(sc, _mm256_maddubs_epi16(q, x)));
+              // Keeps the sum a running one: GCC would otherwise keep all 32 products of a batch
+              // tile for an adder tree at the end, spilling them (measured 1.2x slower).
+              asm("" : "+x"(sum[j]));
             }
           }
-          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(-dx * dmw[i]), _mm256_cvtepi32_ps(msum), acc[i][j]);
-          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw[i]), _mm256_cvtepi32_ps(sum), acc[i][j]);
+        }
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < C; ++j) {
+          const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+          const __m256i msum = _mm256_madd_epi16(mins, bs);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(-dx[j] * dmw), _mm256_cvtepi32_ps(msum), acc[i][j]);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx[j] * dw), _mm256_cvtepi32_ps(sum[j]), acc[i][j]);
         }
       }
     }
@@ -84,7 +91,8 @@ struct Q2KAvx2 {
 }  // namespace
 
 void q2_k_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<Q2KAvx2, 4, 1>(a, r0, r1, c0, c1);
+  if (c1 - c0 == 1) walk_tiles<Q2KAvx2, 4, 1>(a, r0, r1, c0, c1);
+  else walk_tiles<Q2KAvx2, 2, 4>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
