@@ -2,8 +2,8 @@
 // code bits). Include once per translation unit after defining GRAFT_Q4K_TARGET (the level's
 // target attribute) and GRAFT_Q4K_AVX512 (0 or 1). Each weight block is decoded once per tile into
 // vectors (codes as bytes in element order, each sub-block's scale in the int16 lanes its products
-// land in). AVX2 and leftover single rows: 256-bit f32 lanes per output, a one-column tile using
-// the decoded block straight from registers. AVX-512 tiles of 4 rows: paired_tile.
+// land in). AVX-512 tiles of 4 rows: paired_tile; leftover single rows: 256-bit f32 lanes per
+// output, a one-column tile using the decoded block straight from registers. AVX2: step_tile.
 #pragma once
 
 #include <array>
@@ -220,16 +220,102 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
 }
 #endif
 
+#if !GRAFT_Q4K_AVX512
+// AVX2 tiles: a row's codes and scale vectors are made one 32-element sub-block at a time and
+// serve every column of the tile at once (a decoded block of 16 vectors per row does not fit the
+// 16 registers: 4 x 4 tiles of decoded blocks spilled them all and were load-bound). Decode runs
+// 4 x 1, batches 2 x 4.
+template <int Bits, int R, int C>
+GRAFT_Q4K_TARGET void step_tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
+  const std::int64_t nb = a.k / kQK_K;
+  __m256 acc[R][C];
+  __m128 accm[R][C];
+  _Pragma("GCC unroll 8")
+  for (int i = 0; i < R; ++i)
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < C; ++j) {
+      acc[i][j] = _mm256_setzero_ps();
+      accm[i][j] = _mm_setzero_ps();
+    }
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const std::int8_t* x[C];
+    __m128i sums[C];  // sums of the 8 sub-blocks of 32: [bs0 + bs1, bs2 + bs3, ...]
+    __m256 dx[C];
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < C; ++j) {
+      x[j] = a.xk->block_qs(c + j, b);
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+      sums[j] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      dx[j] = _mm256_set1_ps(a.xk->scale(c + j, b));
+    }
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i) {
+      const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
+      const char* ahead = x86::tile_stream_ahead(a.w, a.w_stride, r, R, b, i, K4Layout<Bits>::kBlockBytes);
+      _Pragma("GCC unroll 4")
+      for (std::size_t o = 0; o < K4Layout<Bits>::kBlockBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      std::uint16_t h[2];
+      std::memcpy(h, blk, 4);
+      const float d = a.fp16[h[0]], ndmin = -a.fp16[h[1]];
+      std::uint32_t u[3];
+      std::memcpy(u, blk + 4, 12);
+      const std::uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
+      const std::uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+      const std::uint32_t m_lo = u[1] & 0x3F3F3F3Fu;
+      const std::uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+      const __m256i sc2 = _mm256_broadcastsi128_si256(
+          _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo))));
+      const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+      const std::uint8_t* qs = blk + K4Layout<Bits>::kQsOffset;
+      __m256i sum[C];
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
+      _Pragma("GCC unroll 8")
+      for (int t = 0; t < 8; ++t) {  // sub-block t: nibbles (t % 2) of qs[32 (t / 2) ..]
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (t / 2)));
+        __m256i q = _mm256_and_si256(t % 2 ? _mm256_srli_epi16(v, 4) : v, low);
+        if constexpr (Bits == 5) {
+          // Bit t of qh[l] is the top bit of the code: moved to bit 4 of the same byte.
+          const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + K4Layout<Bits>::kQhOffset));
+          const __m256i top = t <= 4 ? _mm256_slli_epi16(hb, 4 - t) : _mm256_srli_epi16(hb, t - 4);
+          q = _mm256_or_si256(q, _mm256_and_si256(top, _mm256_set1_epi8(0x10)));
+        }
+        const __m256i sc = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<short>((2 * t) | ((2 * t + 1) << 8))));
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < C; ++j) {
+          const __m256i prod = _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j] + 32 * t)));
+          sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(prod, sc));
+          asm("" : "+x"(sum[j]));  // a running sum: GCC's adder tree over all products spills them
+        }
+      }
+      _Pragma("GCC unroll 8")
+      for (int j = 0; j < C; ++j) {
+        acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_mul_ps(_mm256_set1_ps(d), dx[j]), acc[i][j]);
+        const __m128 dmin = _mm_mul_ps(_mm_set1_ps(ndmin), _mm256_castps256_ps128(dx[j]));
+        accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(min_sums<Bits>(mins, sums[j])), dmin, accm[i][j]);
+      }
+    }
+  }
+  _Pragma("GCC unroll 8")
+  for (int i = 0; i < R; ++i)
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(acc[i][j]) + min_total<Bits>(accm[i][j]);
+}
+#endif
+
 template <int Bits>
 struct X86K4 {
   template <int R, int C>
   GRAFT_Q4K_TARGET static void tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
-#if GRAFT_Q4K_AVX512
+#if !GRAFT_Q4K_AVX512
+    step_tile<Bits, R, C>(a, r, c);
+#else
     if constexpr (R == 4) {
       paired_tile<Bits, C>(a, r, c);
       return;
     }
-#endif
+    // Rows left over from the 4-row tiles.
     const std::int64_t nb = a.k / kQK_K;
     __m256 acc[R][C];
     __m128 accm[R][C];
@@ -261,17 +347,11 @@ struct X86K4 {
       }
       auto row_block = [&](int i) {
         const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
-#if GRAFT_Q4K_AVX512
         // The next tile's rows: keeps enough misses in flight for one core to stream at memory speed.
         const char* next = reinterpret_cast<const char*>(blk + R * a.w_stride);
         _mm_prefetch(next, _MM_HINT_T0);
         _mm_prefetch(next + 64, _MM_HINT_T0);
         _mm_prefetch(next + K4Layout<Bits>::kBlockBytes - 1, _MM_HINT_T0);
-#else
-        const char* ahead = x86::tile_stream_ahead(a.w, a.w_stride, r, R, b, i, K4Layout<Bits>::kBlockBytes);
-        _Pragma("GCC unroll 4")
-        for (int o = 0; o < K4Layout<Bits>::kBlockBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
-#endif
         return blk;
       };
       if constexpr (C == 1) {
@@ -297,6 +377,7 @@ struct X86K4 {
       for (int j = 0; j < C; ++j) {
         a.y[(c + j) * a.y_stride + r + i] = x86::hsum8(acc[i][j]) + min_total<Bits>(accm[i][j]);
       }
+#endif
   }
 };
 

@@ -11,7 +11,8 @@
 namespace graft::quant {
 
 void q5_k_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<X86K4<5>, 4, 4>(a, r0, r1, c0, c1);
+  if (c1 - c0 == 1) walk_tiles<X86K4<5>, 4, 1>(a, r0, r1, c0, c1);
+  else walk_tiles<X86K4<5>, 2, 4>(a, r0, r1, c0, c1);
 }
 
 }  // namespace graft::quant
