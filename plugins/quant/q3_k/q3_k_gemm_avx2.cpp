@@ -31,8 +31,9 @@ struct Q3KAvx2 {
       _Pragma("GCC unroll 8")
       for (int i = 0; i < R; ++i) {
         const auto* blk = reinterpret_cast<const BlockQ3K*>(w[i] + b * sizeof(BlockQ3K));
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + R * a.w_stride, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + R * a.w_stride + 109, _MM_HINT_T0);
+        const char* ahead = x86::tile_stream_ahead(a.w, a.w_stride, r, R, b, i, sizeof(BlockQ3K));
+        _mm_prefetch(ahead, _MM_HINT_T1);
+        _mm_prefetch(ahead + 64, _MM_HINT_T1);
         std::uint32_t s[4];
         q3k_unpack_scales(blk->scales, s);
         const __m128i s8 = _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(s[0]), static_cast<int>(s[1]),

@@ -198,12 +198,18 @@ struct X86Q6K {
       }
       auto row_block = [&](int i) {
         const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * sizeof(BlockQ6_K);
+#if GRAFT_Q6K_AVX512
         // The next tile's rows: keeps enough misses in flight for one core to stream at memory speed.
         const char* next = reinterpret_cast<const char*>(blk + R * a.w_stride);
         _mm_prefetch(next, _MM_HINT_T0);
         _mm_prefetch(next + 64, _MM_HINT_T0);
         _mm_prefetch(next + 128, _MM_HINT_T0);
         _mm_prefetch(next + 209, _MM_HINT_T0);
+#else
+        const char* ahead = x86::tile_stream_ahead(a.w, a.w_stride, r, R, b, i, sizeof(BlockQ6_K));
+        _Pragma("GCC unroll 4")
+        for (std::size_t o = 0; o < sizeof(BlockQ6_K); o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+#endif
         return blk;
       };
       auto accumulate = [&](const Q6KDecoded& p, int i, int j) GRAFT_Q6K_TARGET {
