@@ -31,6 +31,10 @@ class cli_run : public ::testing::Test {
     return run_command(std::string(GRAFT_EXE) + " " + args, /*merge_stderr=*/false);
   }
   static CommandResult graft_all(const std::string& args) { return run_command(std::string(GRAFT_EXE) + " " + args); }
+  // At one SIMD level: which matrices get a layout of their own depends on it (Q8_0: avx2 only).
+  static CommandResult graft_at(const std::string& level, const std::string& args, bool merge_stderr = false) {
+    return run_command("GRAFT_CPU_SIMD=" + level + " " + std::string(GRAFT_EXE) + " " + args, merge_stderr);
+  }
 
   static inline TempDir* dir_ = nullptr;
   static inline std::string model_;
@@ -46,7 +50,7 @@ nlohmann::json parse(const CommandResult& r) {
 
 TEST_F(cli_run, JsonGreedyIsDeterministicAndCountsTokens) {
   const std::string args = "run --model " + model_ + " --prompt-ids \"5 6 7 8\" --temp 0 -n 12 --json";
-  auto a = graft(args), b = graft(args);
+  auto a = graft_at("scalar", args), b = graft_at("scalar", args);
   ASSERT_EQ(a.exit_code, 0) << a.output;
   const auto ja = parse(a), jb = parse(b);
   EXPECT_EQ(ja["prompt_ids"], nlohmann::json::parse("[5, 6, 7, 8]"));
@@ -56,7 +60,7 @@ TEST_F(cli_run, JsonGreedyIsDeterministicAndCountsTokens) {
   EXPECT_EQ(ja["stats"]["generated_tokens"], 12);
   EXPECT_EQ(ja["stats"]["prompt_tokens"], 4);
   EXPECT_GT(ja["stats"]["memory_bytes"]["weights"].get<double>(), 0);
-  // Only Q1_0, Q4_K, Q5_K and Q2_K prepare layouts of their own; in this Q8_0 model the copies made at
+  // At the scalar level no format has a layout of its own; in this Q8_0 model the copies made at
   // load are the stacked q/k/v and gate/up of its 2 layers (128 x 128 + 2 x 64 x 128 + 2 x 256 x 128
   // weights each, 34 bytes per 32), and the file pages released the whole pages inside those parts.
   ASSERT_TRUE(ja["stats"]["memory_bytes"].contains("prepared_weights")) << ja.dump();
@@ -66,12 +70,12 @@ TEST_F(cli_run, JsonGreedyIsDeterministicAndCountsTokens) {
 }
 
 TEST_F(cli_run, StatsGoToStderrAndTextToStdout) {
-  auto r = graft_all("run --model " + model_ + " --prompt hello -n 4 --seed 5");
+  auto r = graft_at("scalar", "run --model " + model_ + " --prompt hello -n 4 --seed 5", true);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("prompt "), std::string::npos);
   EXPECT_NE(r.output.find(" tok/s | generated 4 tokens"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("memory: weights "), std::string::npos) << r.output;
-  // The stacked q/k/v and gate/up copies (Q8_0 has no layout of its own): see the next test.
+  // The stacked q/k/v and gate/up copies (no layouts of their own at scalar): see the test above.
   EXPECT_NE(r.output.find(" (copies made at load 204.0 KiB, file pages released 164.0 KiB), kv "), std::string::npos)
       << r.output;
 }
@@ -176,6 +180,30 @@ TEST_F(cli_run, BenchReportsBandwidthFraction) {
   EXPECT_TRUE(loads == "avx512" || loads == "avx512+prefetch" || loads == "avx2" || loads == "scalar") << loads;
   const double frac = j["decode_fraction_of_bandwidth"];
   EXPECT_NEAR(frac, j["decode_bytes_per_second"].get<double>() / j["read_bandwidth_bytes_per_second"].get<double>(), 1e-9);
+}
+
+// Q8_0 at the avx2 level packs every matrix it multiplies by (q8_0_rows4), the tied embedding's
+// output copy included, releases the file's pages of them, and gives the scalar level's tokens.
+TEST_F(cli_run, Q8_0AtAvx2PreparesEveryMatrixAndKeepsTheTokens) {
+#ifdef __x86_64__
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
+    GTEST_SKIP() << "no AVX2 + FMA + F16C";
+#else
+  GTEST_SKIP() << "x86 only";
+#endif
+  const std::string args = "run --model " + model_ + " --prompt-ids \"5 6 7 8\" --temp 0 -n 12 --json";
+  auto packed = graft_at("avx2", args), file = graft_at("scalar", args);
+  ASSERT_EQ(packed.exit_code, 0) << packed.output;
+  ASSERT_EQ(file.exit_code, 0) << file.output;
+  const auto jp = parse(packed), jf = parse(file);
+  EXPECT_EQ(jp["generated_ids"], jf["generated_ids"]);
+  const auto& m = jp["stats"]["memory_bytes"];
+  // 2 layers x (q/k/v 128 x 128 + 2 x 64 x 128, gate/up 2 x 256 x 128, o 128 x 128, down 128 x 256)
+  // and the output's 700 x 128, 34 bytes per 32 weights.
+  EXPECT_EQ(m["prepared_weights"].get<double>(),
+            (2 * (128 * 128 + 2 * 64 * 128 + 2 * 256 * 128 + 128 * 128 + 128 * 256) + 700 * 128) / 32 * 34);
+  EXPECT_GT(m["released_file_weights"].get<double>(), jf["stats"]["memory_bytes"]["released_file_weights"].get<double>());
+  EXPECT_LE(m["released_file_weights"].get<double>(), m["prepared_weights"].get<double>());
 }
 
 // Q4_K, Q5_K and Q2_K models: where the kernels keep their own layout (AVX512-VBMI), the file's pages of

@@ -44,9 +44,9 @@ GRAFT_TARGET_AVX2 static inline __m256i scale_pair_shuffle(int t) {
 // prefetchers of an AVX2 core (Zen 3) follow too late to stream at memory speed. The R rows are
 // one stretch of memory, though: at block b, row i of a tile at row r, tile_stream_ahead() is
 // where the tile's bytes would be if read in order, kStreamAhead further on, so prefetching a row
-// block's span there (into L2) asks for the stretch as one stream.
+// block's span there (into L2) asks for the stretch as one stream. (Plain arithmetic: no target.)
 inline constexpr std::int64_t kStreamAhead = 8192;
-inline const char* tile_stream_ahead(const std::uint8_t* w, std::size_t w_stride, std::int64_t r, int rows,
+static inline const char* tile_stream_ahead(const std::uint8_t* w, std::size_t w_stride, std::int64_t r, int rows,
                                      std::int64_t b, int i, std::int64_t block_bytes) {
   return reinterpret_cast<const char*>(w + static_cast<std::int64_t>(w_stride) * r + (b * rows + i) * block_bytes +
                                        kStreamAhead);

@@ -1,9 +1,10 @@
 // The Q4_K and Q5_K tiles for AVX2 and AVX-512 (the scalar definition's f32 order; Bits = 4 or 5
 // code bits). Include once per translation unit after defining GRAFT_Q4K_TARGET (the level's
-// target attribute) and GRAFT_Q4K_AVX512 (0 or 1). Each weight block is decoded once per tile into
-// vectors (codes as bytes in element order, each sub-block's scale in the int16 lanes its products
-// land in). AVX-512 tiles of 4 rows: paired_tile; leftover single rows: 256-bit f32 lanes per
-// output, a one-column tile using the decoded block straight from registers. AVX2: step_tile.
+// target attribute) and GRAFT_Q4K_AVX512 (0 or 1). AVX-512: each weight block is decoded once per
+// tile into vectors (codes as bytes in element order, each sub-block's scale in the int16 lanes its
+// products land in); tiles of 4 rows: paired_tile; leftover single rows: 256-bit f32 lanes per
+// output, a one-column tile using the decoded block straight from registers. AVX2: step_tile, one
+// sub-block at a time.
 #pragma once
 
 #include <array>

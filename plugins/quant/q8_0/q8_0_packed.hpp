@@ -7,7 +7,7 @@
 // A group of 4 rows holds, per chunk c of nc = min(8, nb - 8c) blocks (136 nc bytes, at 1088 c):
 //   [0, 8 nc)         the fp16 scales: row i's block j at 2 (nc i + j) (a whole chunk: row i's 8 at 16 i)
 //   [8 nc, 136 nc)    the quants: block j of row i at 8 nc + 32 (4 j + i)
-// Groups follow each other, ceil(m / 4) of them, 4 row's bytes each; the rows past m in the last
+// Groups follow each other, ceil(m / 4) of them, 4 rows' bytes each; the rows past m in the last
 // group are zero (their outputs are never stored). The same bytes as the file's rows, rearranged.
 //
 // Read at the avx2 level; the others read the file's layout, and every level gives the same bits
