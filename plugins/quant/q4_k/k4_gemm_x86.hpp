@@ -46,6 +46,37 @@ struct K4Decoded {
   float d, ndmin;  // fp16 d and -dmin
 };
 
+// The block's 8 6-bit sub-block scales and mins (12 bytes at blk + 4) as 8 int16 each.
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void unpack_scales_mins(const std::uint8_t* blk, __m128i& sc16,
+                                                                                __m128i& mins) {
+  std::uint32_t u[3];
+  std::memcpy(u, blk + 4, 12);
+  const std::uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
+  const std::uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+  const std::uint32_t m_lo = u[1] & 0x3F3F3F3Fu;
+  const std::uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+  sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
+  mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+}
+
+// Block b of C activation columns: their quants, the sums of their 8 sub-blocks of 32
+// ([bs0 + bs1, bs2 + bs3, ...]) and their scale.
+template <int C>
+struct K4Columns {
+  const std::int8_t* x[C];
+  __m128i sums[C];
+  __m256 dx[C];
+  GRAFT_Q4K_TARGET inline __attribute__((always_inline)) K4Columns(const GemmArgs& a, std::int64_t c, std::int64_t b) {
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < C; ++j) {
+      x[j] = a.xk->block_qs(c + j, b);
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+      sums[j] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      dx[j] = _mm256_set1_ps(a.xk->scale(c + j, b));
+    }
+  }
+};
+
 template <int Bits>
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::uint8_t* blk, const float* fp16,
                                                                     K4Decoded& p) {
@@ -53,14 +84,8 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::ui
   std::memcpy(h, blk, 4);
   p.d = fp16[h[0]];
   p.ndmin = -fp16[h[1]];
-  std::uint32_t u[3];
-  std::memcpy(u, blk + 4, 12);
-  const std::uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
-  const std::uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-  const std::uint32_t m_lo = u[1] & 0x3F3F3F3Fu;
-  const std::uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-  const __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
-  p.mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+  __m128i sc16;
+  unpack_scales_mins(blk, sc16, p.mins);
   const std::uint8_t* qs = blk + K4Layout<Bits>::kQsOffset;
 #if GRAFT_Q4K_AVX512
   const __m512i sc4 = _mm512_broadcast_i32x4(sc16);
@@ -240,16 +265,7 @@ GRAFT_Q4K_TARGET void step_tile(const GemmArgs& a, std::int64_t r, std::int64_t 
     }
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (std::int64_t b = 0; b < nb; ++b) {
-    const std::int8_t* x[C];
-    __m128i sums[C];  // sums of the 8 sub-blocks of 32: [bs0 + bs1, bs2 + bs3, ...]
-    __m256 dx[C];
-    _Pragma("GCC unroll 8")
-    for (int j = 0; j < C; ++j) {
-      x[j] = a.xk->block_qs(c + j, b);
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-      sums[j] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      dx[j] = _mm256_set1_ps(a.xk->scale(c + j, b));
-    }
+    const K4Columns<C> col(a, c, b);
     _Pragma("GCC unroll 8")
     for (int i = 0; i < R; ++i) {
       const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
@@ -259,15 +275,9 @@ GRAFT_Q4K_TARGET void step_tile(const GemmArgs& a, std::int64_t r, std::int64_t 
       std::uint16_t h[2];
       std::memcpy(h, blk, 4);
       const float d = a.fp16[h[0]], ndmin = -a.fp16[h[1]];
-      std::uint32_t u[3];
-      std::memcpy(u, blk + 4, 12);
-      const std::uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
-      const std::uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-      const std::uint32_t m_lo = u[1] & 0x3F3F3F3Fu;
-      const std::uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-      const __m256i sc2 = _mm256_broadcastsi128_si256(
-          _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo))));
-      const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+      __m128i sc16, mins;
+      unpack_scales_mins(blk, sc16, mins);
+      const __m256i sc2 = _mm256_broadcastsi128_si256(sc16);
       const std::uint8_t* qs = blk + K4Layout<Bits>::kQsOffset;
       __m256i sum[C];
       _Pragma("GCC unroll 8")
@@ -285,16 +295,16 @@ GRAFT_Q4K_TARGET void step_tile(const GemmArgs& a, std::int64_t r, std::int64_t 
         const __m256i sc = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<short>((2 * t) | ((2 * t + 1) << 8))));
         _Pragma("GCC unroll 8")
         for (int j = 0; j < C; ++j) {
-          const __m256i prod = _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j] + 32 * t)));
+          const __m256i prod = _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col.x[j] + 32 * t)));
           sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(prod, sc));
           asm("" : "+x"(sum[j]));  // a running sum: GCC's adder tree over all products spills them
         }
       }
       _Pragma("GCC unroll 8")
       for (int j = 0; j < C; ++j) {
-        acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_mul_ps(_mm256_set1_ps(d), dx[j]), acc[i][j]);
-        const __m128 dmin = _mm_mul_ps(_mm_set1_ps(ndmin), _mm256_castps256_ps128(dx[j]));
-        accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(min_sums<Bits>(mins, sums[j])), dmin, accm[i][j]);
+        acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_mul_ps(_mm256_set1_ps(d), col.dx[j]), acc[i][j]);
+        const __m128 dmin = _mm_mul_ps(_mm_set1_ps(ndmin), _mm256_castps256_ps128(col.dx[j]));
+        accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(min_sums<Bits>(mins, col.sums[j])), dmin, accm[i][j]);
       }
     }
   }
@@ -336,16 +346,10 @@ struct X86K4 {
       accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(min_sums<Bits>(p.mins, sums)), dmin, accm[i][j]);
     };
     for (std::int64_t b = 0; b < nb; ++b) {
-      const std::int8_t* x[C];
-      __m128i sums[C];  // sums of the 8 sub-blocks of 32: [bs0 + bs1, bs2 + bs3, ...]
-      __m256 dx[C];
-      _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) {
-        x[j] = a.xk->block_qs(c + j, b);
-        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-        sums[j] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        dx[j] = _mm256_set1_ps(a.xk->scale(c + j, b));
-      }
+      const K4Columns<C> col(a, c, b);
+      const auto& x = col.x;
+      const auto& sums = col.sums;
+      const auto& dx = col.dx;
       auto row_block = [&](int i) {
         const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
         // The next tile's rows: keeps enough misses in flight for one core to stream at memory speed.
