@@ -75,6 +75,16 @@ TEST(PreparedWeights, Q8_0PacksRows4AtTheAvx2LevelOnly) {
     EXPECT_STREQ(p->layout(), "q8_0_rows4");
     EXPECT_EQ(p->bytes(), 5u * 4 * 11 * 34);
   }
+  // Rows longer than 2048 keep the file's layout at every level (q8_0_packed.hpp).
+  const auto levels = available_levels();
+  if (std::find(levels.begin(), levels.end(), "avx2") == levels.end()) return;
+  for (const std::int64_t long_k : {std::int64_t{2048}, std::int64_t{2080}}) {
+    auto f = format("q8_0", "avx2");
+    const auto q = quantize(*f, gaussian(static_cast<std::size_t>(long_k * 4), 0.05f, 5), long_k, 4);
+    std::unique_ptr<PreparedWeights> p;
+    ASSERT_TRUE(f->kernels("cpu")->prepare(*cpu(2), weight_view(q.data(), traits(*f), long_k, 4), p).ok());
+    EXPECT_EQ(p != nullptr, long_k <= 2048) << long_k;
+  }
 }
 
 TEST(PreparedWeights, FormatsWithoutALayoutOfTheirOwnPrepareNothing) {

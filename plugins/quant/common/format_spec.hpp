@@ -35,6 +35,9 @@ struct PackedLayout {
   // row (group r / row_group starts at w + r * w_stride, whatever the stride of the weight view it
   // was packed from), r0 a multiple of row_group.
   GemmFn gemm[kSimdLevels];
+  // Whether matrices of rows of k elements are worth the copy (null: all are); for the others
+  // prepare makes none and the level's file-layout kernels read the file.
+  bool (*used_for)(std::int64_t k) noexcept = nullptr;
 };
 
 struct FormatSpec {

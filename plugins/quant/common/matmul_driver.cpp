@@ -107,8 +107,8 @@ Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, co
   std::size_t w_stride = 0;
   GRAFT_TRY(check_weights(spec, "prepare", "weight", w, w_stride));
   const PackedLayout* layout = packed_layout(spec, level);
-  if (!layout) return Status::success();
   const std::int64_t k = w.ne[0], m = w.ne[1];
+  if (!layout || (layout->used_for && !layout->used_for(k))) return Status::success();
   std::unique_ptr<PackedWeights> packed;
   try {
     packed = std::make_unique<PackedWeights>(spec, *layout, level, k, m);

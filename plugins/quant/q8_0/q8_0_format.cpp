@@ -46,6 +46,7 @@ const PackedLayout kRows4{
 #else
     {nullptr, nullptr, nullptr, nullptr},
 #endif
+    &q8_0_rows4_row_length,
 };
 
 const FormatSpec kSpec{

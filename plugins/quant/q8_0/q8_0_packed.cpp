@@ -45,4 +45,6 @@ bool q8_0_rows4_level(SimdLevel level) noexcept {
 #endif
 }
 
+bool q8_0_rows4_row_length(std::int64_t k) noexcept { return k <= kQ8Rows4MaxK; }
+
 }  // namespace graft::quant

@@ -10,8 +10,11 @@
 // Groups follow each other, ceil(m / 4) of them, 4 rows' bytes each; the rows past m in the last
 // group are zero (their outputs are never stored). The same bytes as the file's rows, rearranged.
 //
-// Read at the avx2 level; the others read the file's layout, and every level gives the same bits
-// (q8_0_gemm.hpp).
+// Read at the avx2 level, for rows of at most kQ8Rows4MaxK elements: with longer rows the file's
+// four rows side by side are long enough streams for the hardware prefetchers, and one stream per
+// thread was slower (quant_bench, 1 and 2 threads: file/rows4 at k = 1024 0.75-0.85, 2048 0.86-1.0,
+// 3072 1.0-1.17, 4096 1.2-1.35). The others read the file's layout, and every level gives the
+// same bits (q8_0_gemm.hpp).
 #pragma once
 
 #include <cstddef>
@@ -24,11 +27,13 @@ namespace graft::quant {
 
 inline constexpr int kQ8GroupRows = 4;
 inline constexpr int kQ8ChunkBlocks = 8;
+inline constexpr std::int64_t kQ8Rows4MaxK = 2048;
 
 std::uint64_t q8_0_rows4_bytes(std::int64_t k, std::int64_t m) noexcept;
 void q8_0_pack_rows4(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
                      std::int64_t g1, std::uint8_t* out) noexcept;
 bool q8_0_rows4_level(SimdLevel level) noexcept;
+bool q8_0_rows4_row_length(std::int64_t k) noexcept;
 
 // The kernel on it: GemmArgs::w is the packed matrix, w_stride one row's bytes (group r / 4 starts
 // at w + r * w_stride), r0 a multiple of 4, r1 one or m.
