@@ -1,8 +1,9 @@
 // Q8_0 in the AVX2 kernels' own layout ("q8_0_rows4", FormatKernels::prepare): 4 weight rows
 // interleaved, the scales of 8 blocks apart from their quants. One core then reads a group as a
 // single forward stream (four short rows at once starve this core's prefetchers: measured 6.5 vs
-// 10+ GB/s for one thread at k = 1024), every quant load is 32-byte aligned (a file block's quants
-// straddle cache lines half the time), and the products d_w * d_x come 8 blocks per instruction.
+// 10+ GB/s for one thread at k = 1024), the quant loads are 32-byte aligned (k a multiple of 128;
+// a file block's quants straddle cache lines half the time), and the products d_w * d_x come 8
+// blocks per instruction.
 //
 // A group of 4 rows holds, per chunk c of nc = min(8, nb - 8c) blocks (136 nc bytes, at 1088 c):
 //   [0, 8 nc)         the fp16 scales: row i's block j at 2 (nc i + j) (a whole chunk: row i's 8 at 16 i)
@@ -12,8 +13,8 @@
 //
 // Read at the avx2 level, for rows of at most kQ8Rows4MaxK elements: with longer rows the file's
 // four rows side by side are long enough streams for the hardware prefetchers, and one stream per
-// thread was slower (quant_bench, 1 and 2 threads: file/rows4 at k = 1024 0.75-0.85, 2048 0.86-1.0,
-// 3072 1.0-1.17, 4096 1.2-1.35). The others read the file's layout, and every level gives the
+// thread was slower (quant_bench, 1 and 2 threads: file/rows4 at k = 1024 0.73-0.85, 2048 0.86-0.99,
+// 3072 1.07-1.18, 4096 1.23-1.35). The others read the file's layout, and every level gives the
 // same bits (q8_0_gemm.hpp).
 #pragma once
 
