@@ -1,7 +1,6 @@
 // The walk the packed layouts' pack functions share (PackedLayout, format_spec.hpp): groups of
-// `rows` weight rows one after another, each holding per block the blocks of its rows rearranged
-// into rows * block_bytes bytes (the same bytes as the file's); the rows past m in a last partial
-// group are zero (their outputs are never stored).
+// `rows` weight rows one after another, each holding its rows' bytes rearranged (the same bytes as
+// the file's); the rows past m in a last partial group are zero (their outputs are never stored).
 #pragma once
 
 #include <algorithm>
@@ -31,24 +30,36 @@ inline std::uint64_t packed_groups_bytes(std::int64_t nb, std::int64_t m, int ro
   return groups * static_cast<std::uint64_t>(rows) * block_bytes * static_cast<std::uint64_t>(nb);
 }
 
-// For groups [g0, g1) of the m rows at w (row stride `stride`, nb blocks of block_bytes per row):
-// fill(i, src, dst) for each row i of a group and each block, src the file's block, dst the
-// group's block in out. fill must write every byte of its row's share of dst.
-template <class Fill>
-void pack_row_groups(const std::uint8_t* w, std::size_t stride, std::int64_t nb, std::int64_t m, int rows,
-                     std::size_t block_bytes, std::int64_t g0, std::int64_t g1, std::uint8_t* out, Fill&& fill) {
-  const std::size_t group_block = static_cast<std::size_t>(rows) * block_bytes;
-  const std::size_t group_bytes = group_block * static_cast<std::size_t>(nb);
+// The walk every layout's packing shares: for groups [g0, g1) of the m rows at w (row stride
+// `stride`), fn(i, row, dst) for each row i of a group, row its bytes in the file and dst the
+// group's group_bytes in out (groups one after another); a last partial group is zeroed first, so
+// its rows past m are zero.
+template <class Fn>
+void for_each_group_row(const std::uint8_t* w, std::size_t stride, std::int64_t m, int rows, std::size_t group_bytes,
+                        std::int64_t g0, std::int64_t g1, std::uint8_t* out, Fn&& fn) {
   for (std::int64_t g = g0; g < g1; ++g) {
     std::uint8_t* dst = out + static_cast<std::size_t>(g) * group_bytes;
     const std::int64_t used = std::min<std::int64_t>(rows, m - g * rows);
     if (used < rows) std::memset(dst, 0, group_bytes);
-    for (std::int64_t i = 0; i < used; ++i) {
-      const std::uint8_t* row = w + static_cast<std::size_t>(g * rows + i) * stride;
-      for (std::int64_t b = 0; b < nb; ++b)
-        fill(static_cast<int>(i), row + static_cast<std::size_t>(b) * block_bytes, dst + static_cast<std::size_t>(b) * group_block);
-    }
+    for (std::int64_t i = 0; i < used; ++i)
+      fn(static_cast<int>(i), w + static_cast<std::size_t>(g * rows + i) * stride, dst);
   }
+}
+
+// Layouts that keep block b of a group's rows at b * rows * block_bytes: fill(i, src, dst) for
+// each row i of a group and each block, src the file's block, dst the group's block in out. fill
+// must write every byte of its row's share of dst.
+template <class Fill>
+void pack_row_groups(const std::uint8_t* w, std::size_t stride, std::int64_t nb, std::int64_t m, int rows,
+                     std::size_t block_bytes, std::int64_t g0, std::int64_t g1, std::uint8_t* out, Fill&& fill) {
+  const std::size_t group_block = static_cast<std::size_t>(rows) * block_bytes;
+  for_each_group_row(w, stride, m, rows, group_block * static_cast<std::size_t>(nb), g0, g1, out,
+                     [&](int i, const std::uint8_t* row, std::uint8_t* dst) {
+                       for (std::int64_t b = 0; b < nb; ++b) {
+                         const auto at = static_cast<std::size_t>(b);
+                         fill(i, row + at * block_bytes, dst + at * group_block);
+                       }
+                     });
 }
 
 }  // namespace graft::quant

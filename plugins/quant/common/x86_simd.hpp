@@ -47,7 +47,7 @@ GRAFT_TARGET_AVX2 static inline __m256i scale_pair_shuffle(int t) {
 // block's span there (into L2) asks for the stretch as one stream. (Plain arithmetic: no target.)
 inline constexpr std::int64_t kStreamAhead = 8192;
 static inline const char* tile_stream_ahead(const std::uint8_t* w, std::size_t w_stride, std::int64_t r, int rows,
-                                     std::int64_t b, int i, std::int64_t block_bytes) {
+                                            std::int64_t b, int i, std::int64_t block_bytes) {
   return reinterpret_cast<const char*>(w + static_cast<std::int64_t>(w_stride) * r + (b * rows + i) * block_bytes +
                                        kStreamAhead);
 }

@@ -18,22 +18,18 @@ void q8_0_pack_rows4(const std::uint8_t* w, std::size_t stride, std::int64_t k, 
                      std::int64_t g1, std::uint8_t* out) noexcept {
   const std::int64_t nb = k / kQK;
   const std::size_t group_bytes = static_cast<std::size_t>(nb) * kQ8GroupRows * sizeof(BlockQ8_0);
-  for (std::int64_t g = g0; g < g1; ++g) {
-    std::uint8_t* dst = out + static_cast<std::size_t>(g) * group_bytes;
-    const std::int64_t used = std::min<std::int64_t>(kQ8GroupRows, m - g * kQ8GroupRows);
-    if (used < kQ8GroupRows) std::memset(dst, 0, group_bytes);
-    for (std::int64_t i = 0; i < used; ++i) {
-      const std::uint8_t* row = w + static_cast<std::size_t>(g * kQ8GroupRows + i) * stride;
-      for (std::int64_t b = 0; b < nb; ++b) {
-        const std::int64_t c = b / kQ8ChunkBlocks, j = b % kQ8ChunkBlocks;
-        const std::int64_t nc = std::min<std::int64_t>(kQ8ChunkBlocks, nb - kQ8ChunkBlocks * c);
-        std::uint8_t* chunk = dst + static_cast<std::size_t>(c * kQ8ChunkBlocks * kQ8GroupRows) * sizeof(BlockQ8_0);
-        const std::uint8_t* blk = row + static_cast<std::size_t>(b) * sizeof(BlockQ8_0);
-        std::memcpy(chunk + 2 * (nc * i + j), blk, 2);
-        std::memcpy(chunk + 8 * nc + 32 * (kQ8GroupRows * j + i), blk + 2, 32);
-      }
-    }
-  }
+  for_each_group_row(w, stride, m, kQ8GroupRows, group_bytes, g0, g1, out,
+                     [nb](int i, const std::uint8_t* row, std::uint8_t* dst) {
+                       for (std::int64_t b = 0; b < nb; ++b) {
+                         const std::int64_t c = b / kQ8ChunkBlocks, j = b % kQ8ChunkBlocks;
+                         const std::int64_t nc = std::min<std::int64_t>(kQ8ChunkBlocks, nb - kQ8ChunkBlocks * c);
+                         std::uint8_t* chunk =
+                             dst + static_cast<std::size_t>(c * kQ8ChunkBlocks * kQ8GroupRows) * sizeof(BlockQ8_0);
+                         const std::uint8_t* blk = row + static_cast<std::size_t>(b) * sizeof(BlockQ8_0);
+                         std::memcpy(chunk + 2 * (nc * i + j), blk, 2);
+                         std::memcpy(chunk + 8 * nc + 32 * (kQ8GroupRows * j + i), blk + 2, 32);
+                       }
+                     });
 }
 
 bool q8_0_rows4_level(SimdLevel level) noexcept {
