@@ -90,8 +90,11 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
     for (int h = 0; h < NH; ++h) {
       // + 0: the portable kernel adds its (empty) scalar tail, which turns -0 into +0
       const __m256 s = _mm256_mul_ps(_mm256_add_ps(fold<S>(acc[h]), _mm256_setzero_ps()), vscale);
-      if (cnt == 8) {
-        _mm256_storeu_ps(out[h] + b0, s);
+      if (cnt == S) {
+        if constexpr (S == 8)
+          _mm256_storeu_ps(out[h] + b0, s);
+        else
+          _mm_storeu_ps(out[h] + b0, _mm256_castps256_ps128(s));
       } else {
         alignas(32) float tmp[8];
         _mm256_store_ps(tmp, s);
