@@ -69,10 +69,14 @@ void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x,
   out.qs.resize(static_cast<std::size_t>(n * k));
   out.d.resize(static_cast<std::size_t>(n * out.nb));
   out.bsums.resize(static_cast<std::size_t>(n * out.nb * 16));
+  out.sums32.resize(static_cast<std::size_t>(n * out.nb * 8));
   auto rows = [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const auto i = static_cast<std::int64_t>(r);
-      row_fn(x + i * k, k, out.qs.data() + i * k, out.d.data() + i * out.nb, out.bsums.data() + i * out.nb * 16);
+      std::int16_t* bs = out.bsums.data() + i * out.nb * 16;
+      row_fn(x + i * k, k, out.qs.data() + i * k, out.d.data() + i * out.nb, bs);
+      std::int16_t* s32 = out.sums32.data() + i * out.nb * 8;
+      for (std::int64_t j = 0; j < out.nb * 8; ++j) s32[j] = static_cast<std::int16_t>(bs[2 * j] + bs[2 * j + 1]);
     }
   };
   // A few rows cost less than waking the pool.

@@ -24,10 +24,14 @@ struct Q8KActivations {
   AlignedVector<std::int8_t> qs;   // [n][nb][256]
   std::vector<float> d;            // [n][nb]
   AlignedVector<std::int16_t> bsums;  // [n][nb][16]
+  // Sums of each 32 quants (bsums[2i] + bsums[2i + 1]), [n][nb][8]: the Q4_K/Q5_K mins terms read
+  // them once per weight row tile, so they are added once per call instead.
+  AlignedVector<std::int16_t> sums32;
 
   const std::int8_t* block_qs(std::int64_t row, std::int64_t b) const { return qs.data() + (row * nb + b) * kQK_K; }
   float scale(std::int64_t row, std::int64_t b) const { return d[static_cast<std::size_t>(row * nb + b)]; }
   const std::int16_t* block_bsums(std::int64_t row, std::int64_t b) const { return bsums.data() + (row * nb + b) * 16; }
+  const std::int16_t* block_sums32(std::int64_t row, std::int64_t b) const { return sums32.data() + (row * nb + b) * 8; }
 
   // Column pairs (rows 2p, 2p + 1), built only for the AVX-512 batch tiles, block-major so a
   // tile's pairs for one block are adjacent (one pointer, constant offsets): per pair and block

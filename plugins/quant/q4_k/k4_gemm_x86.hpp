@@ -46,17 +46,23 @@ struct K4Decoded {
   float d, ndmin;  // fp16 d and -dmin
 };
 
-// The block's 8 6-bit sub-block scales and mins (12 bytes at blk + 4) as 8 int16 each.
+// The block's 8 6-bit sub-block scales and mins (12 bytes at blk + 4) as 8 int16 each, in vector
+// registers: words u0, u1, u2 give scales 0-3 = u0 & 0x3F, 4-7 = (u2 & 0x0F) | ((u0 >> 6) & 3) << 4,
+// mins 0-3 = u1 & 0x3F, 4-7 = (u2 >> 4 & 0x0F) | ((u1 >> 6) & 3) << 4, bytewise (ggml's
+// get_scale_min_k4). Reads 16 bytes (the last 4 are the block's first codes). The same in
+// general-purpose registers, moved over after, cost a tenth of a batch tile's time.
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void unpack_scales_mins(const std::uint8_t* blk, __m128i& sc16,
                                                                                 __m128i& mins) {
-  std::uint32_t u[3];
-  std::memcpy(u, blk + 4, 12);
-  const std::uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
-  const std::uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-  const std::uint32_t m_lo = u[1] & 0x3F3F3F3Fu;
-  const std::uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-  sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
-  mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
+  const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));  // u0 | u2 | u1 | u2
+  const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));  // . | u0 | . | u1
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
+  // (u >> 2) & 0x30 in each byte is its top two bits at bits 4-5.
+  const __m128i high = _mm_and_si128(_mm_srli_epi32(b, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  const __m128i r = _mm_or_si128(low, high);  // scales 0-7 | mins 0-7, bytes
+  sc16 = _mm_cvtepu8_epi16(r);
+  mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(r, r));
 }
 
 // Block b of C activation columns: their quants, the sums of their 8 sub-blocks of 32
@@ -70,8 +76,7 @@ struct K4Columns {
     _Pragma("GCC unroll 8")
     for (int j = 0; j < C; ++j) {
       x[j] = a.xk->block_qs(c + j, b);
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
-      sums[j] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      sums[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.xk->block_sums32(c + j, b)));
       dx[j] = _mm256_set1_ps(a.xk->scale(c + j, b));
     }
   }
@@ -137,6 +142,18 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m128i min_sums(__m128i 
   if constexpr (Bits == 5) {
     m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
     m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+  }
+  return m;
+}
+
+// min_sums of two columns at once, [column 2p's | column 2p + 1's] (Q5_K's shuffles stay within
+// 128-bit lanes, so each half is min_sums of its column).
+template <int Bits>
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i min_sums2(__m256i mins2, __m256i sums2) {
+  __m256i m = _mm256_madd_epi16(mins2, sums2);
+  if constexpr (Bits == 5) {
+    m = _mm256_add_epi32(m, _mm256_shuffle_epi32(m, 0x4E));
+    m = _mm256_add_epi32(m, _mm256_shuffle_epi32(m, 0xB1));
   }
   return m;
 }
@@ -254,18 +271,34 @@ GRAFT_Q4K_TARGET void paired_tile(const GemmArgs& a, std::int64_t r, std::int64_
 template <int Bits, int R, int C>
 GRAFT_Q4K_TARGET void step_tile(const GemmArgs& a, std::int64_t r, std::int64_t c) {
   const std::int64_t nb = a.k / kQK_K;
+  // Column pairs (even C): two columns' 4 mins lanes side by side in one register, whose lanes
+  // are the same operations as two 128-bit ones.
+  constexpr int P = C % 2 == 0 ? C / 2 : 1;
   __m256 acc[R][C];
   __m128 accm[R][C];
+  __m256 accm2[R][P];
   _Pragma("GCC unroll 8")
-  for (int i = 0; i < R; ++i)
+  for (int i = 0; i < R; ++i) {
     _Pragma("GCC unroll 8")
     for (int j = 0; j < C; ++j) {
       acc[i][j] = _mm256_setzero_ps();
       accm[i][j] = _mm_setzero_ps();
     }
+    _Pragma("GCC unroll 8")
+    for (int p = 0; p < P; ++p) accm2[i][p] = _mm256_setzero_ps();
+  }
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (std::int64_t b = 0; b < nb; ++b) {
     const K4Columns<C> col(a, c, b);
+    __m256i sums2[P];
+    __m256 dx2[P];
+    if constexpr (C % 2 == 0) {
+      _Pragma("GCC unroll 8")
+      for (int p = 0; p < P; ++p) {
+        sums2[p] = _mm256_set_m128i(col.sums[2 * p + 1], col.sums[2 * p]);
+        dx2[p] = _mm256_set_m128(_mm256_castps256_ps128(col.dx[2 * p + 1]), _mm256_castps256_ps128(col.dx[2 * p]));
+      }
+    }
     _Pragma("GCC unroll 8")
     for (int i = 0; i < R; ++i) {
       const std::uint8_t* blk = a.w + (r + i) * a.w_stride + b * static_cast<std::int64_t>(K4Layout<Bits>::kBlockBytes);
@@ -301,12 +334,32 @@ GRAFT_Q4K_TARGET void step_tile(const GemmArgs& a, std::int64_t r, std::int64_t 
         }
       }
       _Pragma("GCC unroll 8")
-      for (int j = 0; j < C; ++j) {
+      for (int j = 0; j < C; ++j)
         acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_mul_ps(_mm256_set1_ps(d), col.dx[j]), acc[i][j]);
-        const __m128 dmin = _mm_mul_ps(_mm_set1_ps(ndmin), _mm256_castps256_ps128(col.dx[j]));
-        accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(min_sums<Bits>(mins, col.sums[j])), dmin, accm[i][j]);
+      if constexpr (C % 2 == 0) {
+        const __m256i mins2 = _mm256_broadcastsi128_si256(mins);
+        const __m256 nd = _mm256_set1_ps(ndmin);
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < P; ++p)
+          accm2[i][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(min_sums2<Bits>(mins2, sums2[p])), _mm256_mul_ps(nd, dx2[p]),
+                                        accm2[i][p]);
+      } else {
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < C; ++j) {
+          const __m128 dmin = _mm_mul_ps(_mm_set1_ps(ndmin), _mm256_castps256_ps128(col.dx[j]));
+          accm[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(min_sums<Bits>(mins, col.sums[j])), dmin, accm[i][j]);
+        }
       }
     }
+  }
+  if constexpr (C % 2 == 0) {
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < R; ++i)
+      _Pragma("GCC unroll 8")
+      for (int p = 0; p < P; ++p) {
+        accm[i][2 * p] = _mm256_castps256_ps128(accm2[i][p]);
+        accm[i][2 * p + 1] = _mm256_extractf128_ps(accm2[i][p], 1);
+      }
   }
   _Pragma("GCC unroll 8")
   for (int i = 0; i < R; ++i)
