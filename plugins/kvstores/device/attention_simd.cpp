@@ -205,6 +205,9 @@ class Unit {
         }
       s_.count[q] = n;
       if (n > 0) {
+        // The kernels prefetch rows some way ahead of the one they read; the first ones of K
+        // (and V, below) are asked for here, all at once, rather than met one by one.
+        for (std::uint32_t j = 0; j < std::min(n, 32u); ++j) prefetch(kp[j], hk_ * sizeof(T));
         // Runs of kRun rows, every head pair per run, so a pair after the first finds the rows in
         // cache (a whole context per pair would not fit).
         constexpr std::uint32_t kRun = 256;
