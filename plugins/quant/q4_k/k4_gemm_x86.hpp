@@ -134,20 +134,9 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::ui
 #endif
 }
 
-// The mins' integer terms: Q4_K keeps 4 lanes M[i] (pairs of sub-blocks, as ggml's Q4_K dot);
-// Q5_K one total in every lane (ggml's Q5_K dot sums them before its single f32 accumulator).
-template <int Bits>
-GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m128i min_sums(__m128i mins, __m128i sums) {
-  __m128i m = _mm_madd_epi16(mins, sums);
-  if constexpr (Bits == 5) {
-    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
-    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1));
-  }
-  return m;
-}
-
-// min_sums of two columns at once, [column 2p's | column 2p + 1's] (Q5_K's shuffles stay within
-// 128-bit lanes, so each half is min_sums of its column).
+// The mins' integer terms of two columns at once, [column 2p's | column 2p + 1's]: Q4_K keeps 4
+// lanes M[i] (pairs of sub-blocks, as ggml's Q4_K dot); Q5_K one total in every lane (ggml's Q5_K
+// dot sums them before its single f32 accumulator); the shuffles stay within 128-bit lanes.
 template <int Bits>
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i min_sums2(__m256i mins2, __m256i sums2) {
   __m256i m = _mm256_madd_epi16(mins2, sums2);
@@ -156,6 +145,12 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i min_sums2(__m256i
     m = _mm256_add_epi32(m, _mm256_shuffle_epi32(m, 0xB1));
   }
   return m;
+}
+
+// The same for one column (the low half).
+template <int Bits>
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m128i min_sums(__m128i mins, __m128i sums) {
+  return _mm256_castsi256_si128(min_sums2<Bits>(_mm256_castsi128_si256(mins), _mm256_castsi128_si256(sums)));
 }
 
 #if GRAFT_Q4K_AVX512
