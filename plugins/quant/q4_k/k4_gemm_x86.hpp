@@ -46,14 +46,30 @@ struct K4Decoded {
   float d, ndmin;  // fp16 d and -dmin
 };
 
-// The block's 8 6-bit sub-block scales and mins (12 bytes at blk + 4) as 8 int16 each, in vector
-// registers: words u0, u1, u2 give scales 0-3 = u0 & 0x3F, 4-7 = (u2 & 0x0F) | ((u0 >> 6) & 3) << 4,
-// mins 0-3 = u1 & 0x3F, 4-7 = (u2 >> 4 & 0x0F) | ((u1 >> 6) & 3) << 4, bytewise (ggml's
-// get_scale_min_k4). Reads 16 bytes (the last 4 are the block's first codes). The same in
-// general-purpose registers, moved over after, cost a tenth of a batch tile's time.
+// The block's 8 6-bit sub-block scales and mins (12 bytes at blk + 4) as 8 int16 each.
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void unpack_scales_mins(const std::uint8_t* blk, __m128i& sc16,
                                                                                 __m128i& mins) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
+  std::uint32_t u[3];
+  std::memcpy(u, blk + 4, 12);
+  const std::uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
+  const std::uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+  const std::uint32_t m_lo = u[1] & 0x3F3F3F3Fu;
+  const std::uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+  sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
+  mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+}
+
+// unpack_scales_mins in vector registers, for the AVX2 batch tiles (where the general-register
+// form and its moves cost a tenth of the tile's time in L1). Words u0, u1, u2 of the 12 bytes give
+// scales 0-3 = u0 & 0x3F, 4-7 = (u2 & 0x0F) | ((u0 >> 6) & 3) << 4, mins 0-3 = u1 & 0x3F,
+// 4-7 = (u2 >> 4 & 0x0F) | ((u1 >> 6) & 3) << 4, bytewise (ggml's get_scale_min_k4). Decode keeps
+// the general-register form: with this one the model's Q4_K decode measured 0.91-0.94x (several
+// side-by-side sets) although the tile ran faster in L1.
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void unpack_scales_mins_vec(const std::uint8_t* blk, __m128i& sc16,
+                                                                                __m128i& mins) {
+  // From the block's start: blocks are 144 bytes, so a row 16-byte aligned (file tensors are 32-)
+  // never splits this load over two cache lines, where blk + 4 would one block in four.
+  const __m128i v = _mm_srli_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)), 4);
   const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));  // u0 | u2 | u1 | u2
   const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));  // . | u0 | . | u1
   const __m128i low = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
@@ -67,7 +83,8 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void unpack_scales_mins(c
 
 // Block b of C activation columns: their quants, the sums of their 8 sub-blocks of 32
 // ([bs0 + bs1, bs2 + bs3, ...]) and their scale.
-template <int C>
+// kSums32: the sums as the activations carry them (Q8KActivations::sums32) rather than added here.
+template <int C, bool kSums32 = false>
 struct K4Columns {
   const std::int8_t* x[C];
   __m128i sums[C];
@@ -76,7 +93,12 @@ struct K4Columns {
     _Pragma("GCC unroll 8")
     for (int j = 0; j < C; ++j) {
       x[j] = a.xk->block_qs(c + j, b);
-      sums[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.xk->block_sums32(c + j, b)));
+      if constexpr (kSums32) {
+        sums[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.xk->block_sums32(c + j, b)));
+      } else {
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xk->block_bsums(c + j, b)));
+        sums[j] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      }
       dx[j] = _mm256_set1_ps(a.xk->scale(c + j, b));
     }
   }
@@ -134,9 +156,20 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void decode(const std::ui
 #endif
 }
 
-// The mins' integer terms of two columns at once, [column 2p's | column 2p + 1's]: Q4_K keeps 4
-// lanes M[i] (pairs of sub-blocks, as ggml's Q4_K dot); Q5_K one total in every lane (ggml's Q5_K
-// dot sums them before its single f32 accumulator); the shuffles stay within 128-bit lanes.
+// The mins' integer terms: Q4_K keeps 4 lanes M[i] (pairs of sub-blocks, as ggml's Q4_K dot);
+// Q5_K one total in every lane (ggml's Q5_K dot sums them before its single f32 accumulator).
+template <int Bits>
+GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m128i min_sums(__m128i mins, __m128i sums) {
+  __m128i m = _mm_madd_epi16(mins, sums);
+  if constexpr (Bits == 5) {
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+  }
+  return m;
+}
+
+// min_sums of two columns at once, [column 2p's | column 2p + 1's] (Q5_K's shuffles stay within
+// 128-bit lanes, so each half is min_sums of its column).
 template <int Bits>
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i min_sums2(__m256i mins2, __m256i sums2) {
   __m256i m = _mm256_madd_epi16(mins2, sums2);
@@ -145,12 +178,6 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m256i min_sums2(__m256i
     m = _mm256_add_epi32(m, _mm256_shuffle_epi32(m, 0xB1));
   }
   return m;
-}
-
-// The same for one column (the low half).
-template <int Bits>
-GRAFT_Q4K_TARGET inline __attribute__((always_inline)) __m128i min_sums(__m128i mins, __m128i sums) {
-  return _mm256_castsi256_si128(min_sums2<Bits>(_mm256_castsi128_si256(mins), _mm256_castsi128_si256(sums)));
 }
 
 #if GRAFT_Q4K_AVX512
@@ -284,7 +311,7 @@ GRAFT_Q4K_TARGET void step_tile(const GemmArgs& a, std::int64_t r, std::int64_t 
   }
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (std::int64_t b = 0; b < nb; ++b) {
-    const K4Columns<C> col(a, c, b);
+    const K4Columns<C, (C > 1)> col(a, c, b);
     __m256i sums2[P];
     __m256 dx2[P];
     if constexpr (C % 2 == 0) {
@@ -304,7 +331,10 @@ GRAFT_Q4K_TARGET void step_tile(const GemmArgs& a, std::int64_t r, std::int64_t 
       std::memcpy(h, blk, 4);
       const float d = a.fp16[h[0]], ndmin = -a.fp16[h[1]];
       __m128i sc16, mins;
-      unpack_scales_mins(blk, sc16, mins);
+      if constexpr (C > 1)
+        unpack_scales_mins_vec(blk, sc16, mins);
+      else
+        unpack_scales_mins(blk, sc16, mins);
       const __m256i sc2 = _mm256_broadcastsi128_si256(sc16);
       const std::uint8_t* qs = blk + K4Layout<Bits>::kQsOffset;
       __m256i sum[C];
