@@ -157,7 +157,7 @@ TEST(Q8KActivations, SimdRowsMatchScalarBitForBitOnHardBlocks) {
 }
 
 // The column-pair layout holds each pair's quants (chunks of 32 interleaved), sums and repeated
-// scales per block.
+// scales per block; the sums of 32, when asked for, are the sums of 16 two by two.
 TEST(Q8KActivations, PairLayoutCopiesBothColumnsPerBlock) {
   constexpr std::int64_t n = 5, k = 768;
   std::mt19937 rng(3);
@@ -165,7 +165,7 @@ TEST(Q8KActivations, PairLayoutCopiesBothColumnsPerBlock) {
   std::vector<float> x(n * k);
   for (auto& v : x) v = g(rng);
   Q8KActivations a;
-  quantize_q8k_activations(*quant_test::cpu(1), SimdLevel::scalar, x.data(), n, k, true, a);
+  quantize_q8k_activations(*quant_test::cpu(1), SimdLevel::scalar, x.data(), n, k, true, true, a);
   ASSERT_EQ(a.n_pairs, 2);
   for (std::int64_t p = 0; p < 2; ++p)
     for (std::int64_t b = 0; b < 3; ++b) {
@@ -174,6 +174,8 @@ TEST(Q8KActivations, PairLayoutCopiesBothColumnsPerBlock) {
         for (int j = 0; j < 8; ++j)
           EXPECT_EQ(std::memcmp(blk + 64 * j + 32 * h, a.block_qs(2 * p + h, b) + 32 * j, 32), 0) << "chunk " << j;
         EXPECT_EQ(std::memcmp(blk + 512 + 32 * h, a.block_bsums(2 * p + h, b), 32), 0);
+        for (int i = 0; i < 8; ++i)
+          EXPECT_EQ(a.block_sums32(2 * p + h, b)[i], a.block_bsums(2 * p + h, b)[2 * i] + a.block_bsums(2 * p + h, b)[2 * i + 1]);
         std::int32_t lanes[8] = {};
         for (int e = 0; e < 256; ++e) lanes[(e % 32) / 4] += a.block_qs(2 * p + h, b)[e] * Q8KActivations::kLaneBias;
         EXPECT_EQ(std::memcmp(blk + 640 + 32 * h, lanes, 32), 0);
@@ -186,12 +188,13 @@ TEST(Q8KActivations, PairLayoutCopiesBothColumnsPerBlock) {
     }
   if (cpu_supports(SimdLevel::avx512)) {  // the vpdpbusd lane sums and the AVX-512 rows: same bytes
     Q8KActivations v;
-    quantize_q8k_activations(*quant_test::cpu(1), SimdLevel::avx512, x.data(), n, k, true, v);
+    quantize_q8k_activations(*quant_test::cpu(1), SimdLevel::avx512, x.data(), n, k, true, true, v);
     EXPECT_EQ(v.pairs, a.pairs);
   }
   Q8KActivations none;
-  quantize_q8k_activations(*quant_test::cpu(1), SimdLevel::scalar, x.data(), n, k, false, none);
+  quantize_q8k_activations(*quant_test::cpu(1), SimdLevel::scalar, x.data(), n, k, false, false, none);
   EXPECT_EQ(none.n_pairs, 0);
+  EXPECT_TRUE(none.sums32.empty());
   EXPECT_EQ(none.qs, a.qs);
 }
 

@@ -56,6 +56,8 @@ struct FormatSpec {
   // The layouts of their own that the kernels of some levels read (the first used at a level wins);
   // none: every level reads the file's layout.
   std::array<const PackedLayout*, 2> packed{};
+  // Whether the AVX2 batch tiles read Q8KActivations::sums32; the driver builds it only for those.
+  bool q8k_sums32 = false;
 };
 
 // The layout the kernels of `level` read, or null for the file's.

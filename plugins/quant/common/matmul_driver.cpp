@@ -178,7 +178,9 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
       act_row_bytes = pairs ? k * 3 : k + k / 32 * 36;
       break;
     case ActivationForm::q8_k:
-      quantize_q8k_activations(backend, level, x.as<float>(), n, k, pairs, scratch.k);
+      // The batch tiles that read the sums of 32 (decode tiles add them themselves).
+      quantize_q8k_activations(backend, level, x.as<float>(), n, k, pairs,
+                               spec.q8k_sums32 && level == SimdLevel::avx2 && n >= 2, scratch.k);
       args.xk = &scratch.k;
       args.fp16 = fp16_table();
       act_row_bytes = k + k / kQK_K * 36;  // quants, f32 scale, 16 int16 sums

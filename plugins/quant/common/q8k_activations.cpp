@@ -54,7 +54,7 @@ void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) 
 }
 
 void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
-                              bool pairs, Q8KActivations& out) {
+                              bool pairs, bool sums32, Q8KActivations& out) {
 #ifdef __x86_64__
   const auto row_fn = for_level(level, &quantize_q8k_row, &quantize_q8k_row_avx2, &quantize_q8k_row_avx512);
   const auto lane_sums_fn = for_level(level, &q8k_lane_sums, &q8k_lane_sums, &q8k_lane_sums_avx512);
@@ -69,12 +69,13 @@ void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x,
   out.qs.resize(static_cast<std::size_t>(n * k));
   out.d.resize(static_cast<std::size_t>(n * out.nb));
   out.bsums.resize(static_cast<std::size_t>(n * out.nb * 16));
-  out.sums32.resize(static_cast<std::size_t>(n * out.nb * 8));
+  out.sums32.resize(sums32 ? static_cast<std::size_t>(n * out.nb * 8) : 0);
   auto rows = [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const auto i = static_cast<std::int64_t>(r);
       std::int16_t* bs = out.bsums.data() + i * out.nb * 16;
       row_fn(x + i * k, k, out.qs.data() + i * k, out.d.data() + i * out.nb, bs);
+      if (!sums32) continue;
       std::int16_t* s32 = out.sums32.data() + i * out.nb * 8;
       for (std::int64_t j = 0; j < out.nb * 8; ++j) s32[j] = static_cast<std::int16_t>(bs[2 * j] + bs[2 * j + 1]);
     }

@@ -24,8 +24,9 @@ struct Q8KActivations {
   AlignedVector<std::int8_t> qs;   // [n][nb][256]
   std::vector<float> d;            // [n][nb]
   AlignedVector<std::int16_t> bsums;  // [n][nb][16]
-  // Sums of each 32 quants (bsums[2i] + bsums[2i + 1]), [n][nb][8]: the Q4_K/Q5_K mins terms read
-  // them once per weight row tile, so they are added once per call instead.
+  // Sums of each 32 quants (bsums[2i] + bsums[2i + 1]), [n][nb][8], built only on request (the
+  // Q4_K/Q5_K AVX2 batch tiles: their mins terms read them once per weight row tile, so they are
+  // added once per call instead); empty otherwise.
   AlignedVector<std::int16_t> sums32;
 
   const std::int8_t* block_qs(std::int64_t row, std::int64_t b) const { return qs.data() + (row * nb + b) * kQK_K; }
@@ -65,8 +66,9 @@ void q8k_lane_sums(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) 
 void q8k_lane_sums_avx512(const std::int8_t* qs, std::int32_t bias, std::int32_t* out) noexcept;
 
 // All n rows of x (row stride k) with the row function of `level`; rows are split across the
-// backend's threads when n is large. `pairs` also builds the column-pair layout.
+// backend's threads when n is large. `pairs` also builds the column-pair layout, `sums32` the sums
+// of 32.
 void quantize_q8k_activations(Backend& backend, SimdLevel level, const float* x, std::int64_t n, std::int64_t k,
-                              bool pairs, Q8KActivations& out);
+                              bool pairs, bool sums32, Q8KActivations& out);
 
 }  // namespace graft::quant

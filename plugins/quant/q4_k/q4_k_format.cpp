@@ -70,6 +70,7 @@ const FormatSpec kSpec{
 #endif
     false,  // no kernel reads the column pairs
     {&kPacked, nullptr},
+    true,  // the AVX2 batch tiles read the activations' sums of 32
 };
 
 }  // namespace
