@@ -97,28 +97,11 @@ mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 export NODE_LLAMA_CPP_SKIP_DOWNLOAD=true NODE_LLAMA_CPP_GPU=false
 
-# llama.cpp CPU variant: a copy of node_modules (without the GPU packages) whose prebuilt package
-# keeps a single libggml-cpu-<variant>.so, so ggml's loader cannot pick another. Cached in
-# tools/crosscheck/.llama-cpu/ (git-ignored).
-if [[ -z "$LLAMA_CPU" ]]; then
-  if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then LLAMA_CPU=haswell; else LLAMA_CPU=all; fi
-fi
-if [[ "$LLAMA_CPU" != all ]]; then
-  VDIR="$HERE/.llama-cpu/$LLAMA_CPU"
-  BINS=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-  if [[ ! -f "$VDIR/.complete" ]]; then
-    [[ -f "$HERE/$BINS/libggml-cpu-$LLAMA_CPU.so" ]] || {
-      echo "compare.sh: --llama-cpu $LLAMA_CPU: no $BINS/libggml-cpu-$LLAMA_CPU.so (have: $(cd "$HERE/$BINS" && ls libggml-cpu-*.so | sed 's/libggml-cpu-//; s/\.so//' | tr '\n' ' '))" >&2
-      exit 2
-    }
-    rm -rf "$VDIR" && mkdir -p "$VDIR"
-    (cd "$HERE" && tar cf - --exclude='node_modules/@node-llama-cpp/linux-x64-*' \
-        --exclude='node_modules/@node-llama-cpp/linux-arm*' node_modules) | tar xf - -C "$VDIR"
-    find "$VDIR/$BINS" -name 'libggml-cpu-*.so' ! -name "libggml-cpu-$LLAMA_CPU.so" -delete
-    touch "$VDIR/.complete"
-  fi
-  export CROSSCHECK_NODE_MODULES="$VDIR/node_modules"
-fi
+# llama.cpp CPU variant (tools/crosscheck/llama_cpu.sh): a cached copy of node_modules that offers
+# ggml a single libggml-cpu-<variant>.so.
+# shellcheck source=llama_cpu.sh
+source "$HERE/llama_cpu.sh"
+llama_cpu_select "$HERE" "$LLAMA_CPU" compare.sh || exit 2
 
 # The graft side of the probe used to explain mismatches (built once per graft build tree).
 GRAFT_LOGITS="$(dirname "$GRAFT")/graft_logits"
