@@ -222,6 +222,29 @@ TEST(BonsaiDeterminism, IndependentOfBatchSplitThreadsAndLevel) {
   }
 }
 
+// Large batches of the Q1_0 rows32 layout run split on columns (PackedLayout::batches_by_column,
+// from 16 columns a thread), smaller ones on rows: both give every column the bits of it alone.
+TEST(BonsaiDeterminism, BatchesSplitOnColumnsOrRowsGiveTheSameBits) {
+  const std::int64_t k = 2048, m = 331, n_max = 70;
+  auto scalar = format("q1_0", "scalar");
+  const auto q = quantize(*scalar, gaussian(static_cast<std::size_t>(k * m), 0.05f, 85), k, m);
+  const auto x = gaussian(static_cast<std::size_t>(k * n_max), 1.0f, 86);
+  std::vector<float> want;
+  for (std::int64_t c = 0; c < n_max; ++c) {
+    const auto y = matmul(*scalar, *cpu(1), q, k, m, x.data() + c * k, 1);
+    want.insert(want.end(), y.begin(), y.end());
+  }
+  for (const auto& level : available_levels()) {
+    auto f = format("q1_0", level);
+    for (std::int64_t t : {1, 2, 3})
+      for (std::int64_t n : {15, 16, 31, 32, 33, 47, 48, 70}) {
+        SCOPED_TRACE(level + " threads " + std::to_string(t) + " n " + std::to_string(n));
+        const auto y = matmul(*f, *cpu(t), q, k, m, x.data(), n);
+        ASSERT_EQ(std::memcmp(y.data(), want.data(), static_cast<std::size_t>(n * m) * 4), 0);
+      }
+  }
+}
+
 TEST(BonsaiDeterminism, ConcurrentCallersAgree) {
   // The AVX-512 kernels keep per-thread activation buffers; two callers at once must not share them.
   const std::int64_t k = 1024, m = 203;

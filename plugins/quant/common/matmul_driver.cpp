@@ -25,6 +25,10 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;  // transparent huge pag
 // them work costs about a microsecond: only products smaller than that much streaming run on the
 // caller. (At 160 KiB, the q/k/v/o products of a 1-bit 1024-wide model ran on one core: -20%.)
 constexpr std::uint64_t kInlineWorkBytes = 16 * 1024;
+// Columns per thread from which a layout with PackedLayout::batches_by_column splits a batch on
+// columns: below it (speculative verification's few columns) the rows split keeps every thread
+// busy, and the per-column work is small next to a thread's share of rows.
+constexpr std::int64_t kColumnsPerThread = 16;
 
 // "[k, m]": n_dims entries, more if a higher dimension is not 1.
 std::string shape(const TensorView& t) {
@@ -203,9 +207,18 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
     const std::int64_t r1 = std::min(m, static_cast<std::int64_t>(end) * rows_per_unit);
     for (std::int64_t c0 = 0; c0 < n; c0 += chunk) gemm(args, r0, r1, c0, std::min(n, c0 + chunk));
   };
-  // Where the rows run never changes a result (see gemm.hpp), only how fast.
-  if (row_bytes(spec.traits, k) * static_cast<std::uint64_t>(m * n) < kInlineWorkBytes) rows(0, units);
-  else backend.parallel_for(units, rows);
+  // Where the rows or columns run never changes a result (see gemm.hpp), only how fast.
+  if (row_bytes(spec.traits, k) * static_cast<std::uint64_t>(m * n) < kInlineWorkBytes) {
+    rows(0, units);
+  } else if (packed && packed->packed_layout().batches_by_column &&
+             n >= kColumnsPerThread * static_cast<std::int64_t>(std::max(1u, backend.n_threads()))) {
+    backend.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end) {
+      for (auto c0 = static_cast<std::int64_t>(begin); c0 < static_cast<std::int64_t>(end); c0 += chunk)
+        gemm(args, 0, m, c0, std::min(static_cast<std::int64_t>(end), c0 + chunk));
+    });
+  } else {
+    backend.parallel_for(units, rows);
+  }
   return Status::success();
 }
 

@@ -60,6 +60,8 @@ const PackedLayout kPlanes{
 #else
     {nullptr, nullptr, nullptr, nullptr},
 #endif
+    nullptr,  // every row length
+    true,     // batches by column: the lookup tables are per column
 };
 
 const FormatSpec kSpec{

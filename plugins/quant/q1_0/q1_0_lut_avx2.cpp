@@ -15,7 +15,8 @@
 //
 // The tables (256 bytes per column and sub-block) are built once per call and thread for a decode
 // column; batches build them for chunks of columns that stay in L2, and sweep each column against
-// rows in blocks that stay in L2, so the lookups hit L1.
+// rows in blocks that stay in L2, so the lookups hit L1. Large batches come split on columns
+// (PackedLayout::batches_by_column), so each column's tables are built once per call.
 #include "q1_0_gemm.hpp"
 #include "q1_0_packed.hpp"
 
