@@ -39,10 +39,10 @@ struct PackedLayout {
   // prepare makes none and the level's file-layout kernels read the file.
   bool (*used_for)(std::int64_t k) noexcept = nullptr;
   // Whether its batch kernels build data per activation column that every row reads (Q1_0 rows32:
-  // lookup tables, 8 bytes per weight position and column, a sub-block's ~1.3 row groups of
-  // lookups to build): the driver then splits large batches on columns, so each column's data is
-  // built once per call and the (small) weights are what is re-read, not split on rows, where
-  // every thread's every piece of rows rebuilt every column's.
+  // lookup tables, 8 bytes per weight position and column, costing about a row group's lookups to
+  // build): the driver then splits large batches on columns, so each column's data is built once
+  // per call and the (small) weights are what is re-read; split on rows, every piece of rows the
+  // pool hands out rebuilt every column's.
   bool batches_by_column = false;
 };
 
