@@ -1,7 +1,7 @@
 // K-quant formats (Q4_K, Q5_K, Q6_K): dequantization bit for bit as ggml's on arbitrary blocks, and the
 // quantizers' reconstruction error on Gaussian data and on the zoo model's real weights, no worse
 // than kOptimumSlack x the simple per-block optimum of kquant_reference.hpp. The measured RMSEs
-// are printed (and recorded as test properties) for docs/formats.md.
+// are printed (and recorded as test properties) for docs/formats_kquants.md.
 #include <cmath>
 #include <cstdio>
 #include <cstring>

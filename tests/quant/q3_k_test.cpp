@@ -1,5 +1,5 @@
 // Q3_K quantizer: reconstruction error on Gaussian and zoo weights against a per-block optimum
-// (docs/formats.md, "Q3_K"), plus edge blocks.
+// (docs/formats_kquants.md, "Q3_K"), plus edge blocks.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -1,7 +1,7 @@
 // An independent, deliberately plain statement of what the Q8_K-activation formats (Q2_K, ...)
 // must compute: ggml's dequantize_row_* formulas, ggml's quantize_row_q8_K_ref for activations,
 // and the per-output f32 operation order each format documents in its *_gemm.hpp. Decodes the
-// blocks from bytes by their documented element formulas (docs/formats.md), not by the plugin code.
+// blocks from bytes by their documented element formulas (docs/formats_kquants.md), not by the plugin code.
 #pragma once
 
 #include <cmath>

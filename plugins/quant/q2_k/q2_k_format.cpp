@@ -8,7 +8,7 @@
 //  2. d = fp16(max a / 15), dmin = fp16(max -b / 15), each tried at a few shrink factors;
 //  3. per sub-block, the 4-bit (sc, m) pair near the fit that minimises the squared error of the
 //     dequantized values (codes = nearest level), evaluated exactly as dequantize computes them.
-// Measured against a per-block grid-search optimum in tests/quant/q2_k_test.cpp (docs/formats.md).
+// Measured against a per-block grid-search optimum in tests/quant/q2_k_test.cpp (docs/formats_kquants.md).
 #include <algorithm>
 #include <bit>
 #include <cmath>

@@ -9,7 +9,7 @@
 //     factors;
 //  3. per sub-block, the 6-bit scale within +-2 of the fit that minimises the squared error of the
 //     dequantized values (codes = nearest level), evaluated exactly as dequantize computes them.
-// Measured against a per-block grid-search optimum in tests/quant/q3_k_test.cpp (docs/formats.md).
+// Measured against a per-block grid-search optimum in tests/quant/q3_k_test.cpp (docs/formats_kquants.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
