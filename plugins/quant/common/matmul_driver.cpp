@@ -202,10 +202,13 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   // L2, so a weight row is read from memory once per chunk rather than once per activation row.
   const std::int64_t chunk = std::max<std::int64_t>(4, kActivationBudgetBytes / std::max<std::int64_t>(1, act_row_bytes) / 4 * 4);
   const auto units = static_cast<std::size_t>((m + rows_per_unit - 1) / rows_per_unit);
+  // Rows [r0, r1) x columns [cb, ce), the columns in activation chunks.
+  auto rectangle = [&](std::int64_t r0, std::int64_t r1, std::int64_t cb, std::int64_t ce) {
+    for (std::int64_t c0 = cb; c0 < ce; c0 += chunk) gemm(args, r0, r1, c0, std::min(ce, c0 + chunk));
+  };
   auto rows = [&](std::size_t begin, std::size_t end) {
-    const std::int64_t r0 = static_cast<std::int64_t>(begin) * rows_per_unit;
-    const std::int64_t r1 = std::min(m, static_cast<std::int64_t>(end) * rows_per_unit);
-    for (std::int64_t c0 = 0; c0 < n; c0 += chunk) gemm(args, r0, r1, c0, std::min(n, c0 + chunk));
+    rectangle(static_cast<std::int64_t>(begin) * rows_per_unit,
+              std::min(m, static_cast<std::int64_t>(end) * rows_per_unit), 0, n);
   };
   // Where the rows or columns run never changes a result (see gemm.hpp), only how fast.
   if (row_bytes(spec.traits, k) * static_cast<std::uint64_t>(m * n) < kInlineWorkBytes) {
@@ -213,8 +216,7 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   } else if (packed && packed->packed_layout().batches_by_column &&
              n >= kColumnsPerThread * static_cast<std::int64_t>(std::max(1u, backend.n_threads()))) {
     backend.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end) {
-      for (auto c0 = static_cast<std::int64_t>(begin); c0 < static_cast<std::int64_t>(end); c0 += chunk)
-        gemm(args, 0, m, c0, std::min(static_cast<std::int64_t>(end), c0 + chunk));
+      rectangle(0, m, static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end));
     });
   } else {
     backend.parallel_for(units, rows);

@@ -202,12 +202,12 @@ void q1_0_planes_gemm_avx2(const GemmArgs& a, std::int64_t r0, std::int64_t r1, 
   // A call's columns whose tables fit in 320 KiB are one chunk, built once per thread and kept for
   // the other row ranges the pool hands it (speculative verification's few columns); the row
   // blocks take what L2 has left.
-  const auto n_cols = c1 - c0, tables_bytes = static_cast<std::int64_t>(col_tables);
-  const std::int64_t chunk = n_cols * tables_bytes <= (std::int64_t{320} << 10)
-                                 ? n_cols
-                                 : std::max<std::int64_t>(1, (std::int64_t{128} << 10) / tables_bytes);
-  const std::int64_t rows_budget = std::max<std::int64_t>(std::int64_t{64} << 10, (std::int64_t{448} << 10) - chunk * tables_bytes);
-  const std::int64_t block = std::max<std::int64_t>(1, std::min<std::int64_t>(std::int64_t{192} << 10, rows_budget) / group_bytes) * kQ1PlaneRows;
+  constexpr std::int64_t KiB = 1024;
+  const auto tables_bytes = static_cast<std::int64_t>(col_tables);
+  const std::int64_t chunk =
+      (c1 - c0) * tables_bytes <= 320 * KiB ? c1 - c0 : std::max<std::int64_t>(1, 128 * KiB / tables_bytes);
+  const std::int64_t block_bytes = std::clamp(448 * KiB - chunk * tables_bytes, 64 * KiB, 192 * KiB);
+  const std::int64_t block = std::max<std::int64_t>(1, block_bytes / group_bytes) * kQ1PlaneRows;
   for (std::int64_t cc = c0; cc < c1; cc += chunk) {
     const std::int64_t ce = std::min(c1, cc + chunk);
     const std::uint8_t* tab = tables.build(xq, nsub, cc, ce);
