@@ -7,7 +7,9 @@
 #      the Qwen3-1.7B shapes if enough of the time limit is left.
 # Each step writes its file in $OUT when it ends, so a run cut short still returns the steps done.
 # usage: bash tools/device/cpu_checks.sh [LIMIT_SECONDS]   (default 570: the run's timeout_s less
-#        a margin; the 1.7B benchmark, which synthesizes ~3.6 GB of models first, needs ~330 s)
+#        a margin). The 1.7B step starts only with 330 s left, a guess: it synthesizes ~3.6 GB of
+#        models first (`graft synth` uses every core; the Q2_K one alone took 4 min 54 s on this
+#        project's 2 cores), then runs 8 benchmarks of ~15 s.
 set -uo pipefail
 limit=${1:-570}
 out=${OUT:-device-out}
