@@ -1,38 +1,47 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF parser with libFuzzer + ASan + UBSan for a bounded time.
-#   usage: tools/fuzz_gguf.sh [SECONDS]        (default 60)
+# Fuzzes what graft reads from GGUF files with libFuzzer + ASan + UBSan for a bounded time.
+#   usage: tools/fuzz_gguf.sh [SECONDS] [TARGET]      (default 60, gguf_fuzz)
+#   TARGET: gguf_fuzz        the parser: header, metadata, tensor table, views
+#           gguf_vocab_fuzz  the model header and the tokenizer read from a parsed file's metadata
 # Builds in build-fuzz/ with clang, seeds a corpus from Writer-made files, runs, and exits
-# non-zero if the fuzzer found a crash, leak or sanitizer error (the input is saved under
+# non-zero if the fuzzer found a crash, leak, timeout or sanitizer error (the input is saved under
 # build-fuzz/fuzz/artifacts/). Environment: GRAFT_FUZZ_JOBS (build parallelism, default 2).
 set -euo pipefail
 
 secs="${1:-60}"
+target="${2:-gguf_fuzz}"
 if ! [[ "$secs" =~ ^[0-9]+$ ]] || [[ "$secs" -eq 0 ]]; then
   echo "fuzz_gguf.sh: SECONDS must be a positive integer, got '$secs'" >&2
   exit 2
 fi
+case "$target" in
+  gguf_fuzz) max_len=4096 ;;
+  gguf_vocab_fuzz) max_len=16384 ;;  # the tokenizer seeds hold 256 byte tokens (3-7 KB)
+  *) echo "fuzz_gguf.sh: TARGET must be gguf_fuzz or gguf_vocab_fuzz, got '$target'" >&2; exit 2 ;;
+esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-fuzz"
 work="$build/fuzz"
+corpus="$work/corpus-$target"
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGRAFT_BUILD_FUZZERS=ON -DGRAFT_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j"${GRAFT_FUZZ_JOBS:-2}" gguf_fuzz gguf_fuzz_seeds
+ninja -C "$build" -j"${GRAFT_FUZZ_JOBS:-2}" "$target" gguf_fuzz_seeds
 
-mkdir -p "$work/corpus" "$work/artifacts"
-"$build/bin/gguf_fuzz_seeds" "$work/corpus"
+mkdir -p "$corpus" "$work/artifacts"
+"$build/bin/gguf_fuzz_seeds" "$corpus"
 
 set +e
-"$build/bin/gguf_fuzz" "$work/corpus" \
+"$build/bin/$target" "$corpus" \
   -dict="$root/tests/fuzz/gguf.dict" \
-  -max_total_time="$secs" -max_len=4096 -rss_limit_mb=2048 -timeout=10 \
-  -artifact_prefix="$work/artifacts/" -print_final_stats=1 2>&1 | tee "$work/last-run.log"
+  -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 \
+  -artifact_prefix="$work/artifacts/" -print_final_stats=1 2>&1 | tee "$work/last-run-$target.log"
 rc=${PIPESTATUS[0]}
 set -e
 
 if [[ $rc -ne 0 ]]; then
-  echo "fuzz_gguf.sh: fuzzer failed (exit $rc); reproducer(s) in $work/artifacts/" >&2
+  echo "fuzz_gguf.sh: $target failed (exit $rc); reproducer(s) in $work/artifacts/" >&2
   exit 1
 fi
-execs="$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$work/last-run.log" | grep -oE '[0-9]+$' || true)"
-echo "fuzz_gguf.sh: no crash in ${secs}s (${execs:-?} executions); corpus in $work/corpus"
+execs="$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$work/last-run-$target.log" | grep -oE '[0-9]+$' || true)"
+echo "fuzz_gguf.sh: $target: no crash in ${secs}s (${execs:-?} executions); corpus in $corpus"

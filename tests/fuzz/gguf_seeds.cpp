@@ -1,9 +1,12 @@
-// gguf_fuzz_seeds DIR: writes a handful of small valid GGUF files for the fuzzer to mutate.
+// gguf_fuzz_seeds DIR: writes a handful of small valid GGUF files for the fuzzers to mutate: value
+// types and tensors (gguf_fuzz), and two model headers with working tokenizers, SentencePiece and
+// byte-level BPE (gguf_vocab_fuzz).
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "gguf/gguf_writer.hpp"
+#include "tokenizer/byte_map.hpp"
 
 using namespace graft::gguf;
 
@@ -13,6 +16,21 @@ std::vector<std::uint8_t> bytes(std::size_t n) {
   std::vector<std::uint8_t> d(n);
   for (std::size_t k = 0; k < n; ++k) d[k] = static_cast<std::uint8_t>(k * 31 + 7);
   return d;
+}
+
+// general.* and the <arch>.* hyperparameters ModelParams reads (n_vocab comes from token_embd.weight).
+void model_header(Writer& w, const std::string& arch) {
+  w.add_string("general.architecture", arch);
+  w.add_string("general.name", "seed");
+  w.add_u32(arch + ".embedding_length", 8);
+  w.add_u32(arch + ".block_count", 2);
+  w.add_u32(arch + ".attention.head_count", 2);
+  w.add_u32(arch + ".attention.head_count_kv", 1);
+  w.add_u32(arch + ".feed_forward_length", 16);
+  w.add_u32(arch + ".context_length", 64);
+  w.add_u32(arch + ".rope.dimension_count", 4);
+  w.add_f32(arch + ".rope.freq_base", 10000.0f);
+  w.add_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
 }
 
 bool save(const Writer& w, const std::filesystem::path& p) {
@@ -67,5 +85,54 @@ int main(int argc, char** argv) {
   ok &= model.add_tensor("output_norm.weight", c, graft::type_id::f32, bytes(32)).ok();
   ok &= model.add_tensor("token_embd.weight", d, graft::type_id::q1_0, bytes(18)).ok();
   ok &= save(model, dir / "model.gguf");
+
+  // SentencePiece: <unk>, <s>, </s>, byte tokens, a few pieces with scores, a control token.
+  Writer spm;
+  model_header(spm, "llama");
+  std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
+  std::vector<std::int32_t> types{2, 3, 3};
+  std::vector<float> scores{0, 0, 0};
+  for (int v = 0; v < 256; ++v) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "<0x%02X>", v);
+    tokens.emplace_back(hex), types.push_back(6), scores.push_back(0);
+  }
+  for (const char* piece : {"\xe2\x96\x81", "\xe2\x96\x81H", "ello", "\xe2\x96\x81world", "12", ",", "<|im_start|>"}) {
+    tokens.emplace_back(piece), types.push_back(std::string_view(piece) == "<|im_start|>" ? 3 : 1);
+    scores.push_back(-static_cast<float>(tokens.size()));
+  }
+  spm.add_string("tokenizer.ggml.model", "llama");
+  spm.add_string_array("tokenizer.ggml.tokens", tokens);
+  spm.add_i32_array("tokenizer.ggml.token_type", types);
+  spm.add_f32_array("tokenizer.ggml.scores", scores);
+  spm.add_u32("tokenizer.ggml.bos_token_id", 1);
+  spm.add_u32("tokenizer.ggml.eos_token_id", 2);
+  spm.add_u32("tokenizer.ggml.unknown_token_id", 0);
+  spm.add_bool("tokenizer.ggml.add_bos_token", true);
+  std::uint64_t embd[] = {8, 4};
+  ok &= spm.add_tensor("token_embd.weight", embd, graft::type_id::f32, bytes(128)).ok();
+  ok &= save(spm, dir / "llama_spm.gguf");
+
+  // Byte-level BPE (Qwen's pre-tokenizer): the 256 byte tokens, merges, special tokens.
+  Writer bpe;
+  model_header(bpe, "qwen3");
+  tokens.clear(), types.clear();
+  for (int v = 0; v < 256; ++v)
+    tokens.emplace_back(graft::byte_map::byte_to_utf8(static_cast<std::uint8_t>(v))), types.push_back(1);
+  for (const char* t : {"He", "ll", "Hell", "Hello", "\xc4\xa0w", "or", "\xc4\xa0wor", "\xc4\xa0worl", "\xc4\xa0world"})
+    tokens.emplace_back(t), types.push_back(1);
+  for (const char* t : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"})  // ids 265-267
+    tokens.emplace_back(t), types.push_back(3);
+  bpe.add_string("tokenizer.ggml.model", "gpt2");
+  bpe.add_string("tokenizer.ggml.pre", "qwen2");
+  bpe.add_string_array("tokenizer.ggml.tokens", tokens);
+  bpe.add_i32_array("tokenizer.ggml.token_type", types);
+  bpe.add_string_array("tokenizer.ggml.merges", {"H e", "l l", "He ll", "Hell o", "\xc4\xa0 w", "o r", "\xc4\xa0w or",
+                                                 "\xc4\xa0wor l", "\xc4\xa0worl d"});
+  bpe.add_u32("tokenizer.ggml.eos_token_id", 265);
+  bpe.add_u32("tokenizer.ggml.padding_token_id", 265);
+  bpe.add_bool("tokenizer.ggml.add_bos_token", false);
+  ok &= bpe.add_tensor("token_embd.weight", embd, graft::type_id::f32, bytes(128)).ok();
+  ok &= save(bpe, dir / "qwen3_bpe.gguf");
   return ok ? 0 : 1;
 }
