@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gguf/gguf_writer.hpp"
-#include "tokenizer/byte_map.hpp"
+#include "tokenizer/synthetic_vocab.hpp"
 
 using namespace graft::gguf;
 
@@ -31,6 +31,16 @@ void model_header(Writer& w, const std::string& arch) {
   w.add_u32(arch + ".rope.dimension_count", 4);
   w.add_f32(arch + ".rope.freq_base", 10000.0f);
   w.add_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
+}
+
+// tokenizer.ggml.model, .pre, .tokens, .token_type, .scores and .merges of a vocabulary.
+void add_vocab(Writer& w, const graft::VocabData& d) {
+  w.add_string("tokenizer.ggml.model", d.model);
+  w.add_string("tokenizer.ggml.pre", d.pre);
+  w.add_string_array("tokenizer.ggml.tokens", d.tokens);
+  w.add_i32_array("tokenizer.ggml.token_type", d.token_types);
+  if (!d.scores.empty()) w.add_f32_array("tokenizer.ggml.scores", d.scores);
+  if (!d.merges.empty()) w.add_string_array("tokenizer.ggml.merges", d.merges);
 }
 
 bool save(const Writer& w, const std::filesystem::path& p) {
@@ -86,25 +96,16 @@ int main(int argc, char** argv) {
   ok &= model.add_tensor("token_embd.weight", d, graft::type_id::q1_0, bytes(18)).ok();
   ok &= save(model, dir / "model.gguf");
 
-  // SentencePiece: <unk>, <s>, </s>, byte tokens, a few pieces with scores, a control token.
+  // SentencePiece (tests/tokenizer/synthetic_vocab.hpp: <unk>, <s>, </s>, byte tokens) with a few
+  // scored pieces and a control token.
   Writer spm;
   model_header(spm, "llama");
-  std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
-  std::vector<std::int32_t> types{2, 3, 3};
-  std::vector<float> scores{0, 0, 0};
-  for (int v = 0; v < 256; ++v) {
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "<0x%02X>", v);
-    tokens.emplace_back(hex), types.push_back(6), scores.push_back(0);
-  }
-  for (const char* piece : {"\xe2\x96\x81", "\xe2\x96\x81H", "ello", "\xe2\x96\x81world", "12", ",", "<|im_start|>"}) {
-    tokens.emplace_back(piece), types.push_back(std::string_view(piece) == "<|im_start|>" ? 3 : 1);
-    scores.push_back(-static_cast<float>(tokens.size()));
-  }
-  spm.add_string("tokenizer.ggml.model", "llama");
-  spm.add_string_array("tokenizer.ggml.tokens", tokens);
-  spm.add_i32_array("tokenizer.ggml.token_type", types);
-  spm.add_f32_array("tokenizer.ggml.scores", scores);
+  std::vector<std::pair<std::string, float>> pieces;
+  for (const char* piece : {"\xe2\x96\x81", "\xe2\x96\x81H", "ello", "\xe2\x96\x81world", "12", ",", "<|im_start|>"})
+    pieces.emplace_back(piece, -static_cast<float>(graft::test::kSpmFirstPiece + pieces.size() + 1));
+  graft::VocabData sp = graft::test::spm_vocab(pieces);
+  sp.token_types.back() = static_cast<std::int32_t>(graft::TokenType::control);
+  add_vocab(spm, sp);
   spm.add_u32("tokenizer.ggml.bos_token_id", 1);
   spm.add_u32("tokenizer.ggml.eos_token_id", 2);
   spm.add_u32("tokenizer.ggml.unknown_token_id", 0);
@@ -113,22 +114,18 @@ int main(int argc, char** argv) {
   ok &= spm.add_tensor("token_embd.weight", embd, graft::type_id::f32, bytes(128)).ok();
   ok &= save(spm, dir / "llama_spm.gguf");
 
-  // Byte-level BPE (Qwen's pre-tokenizer): the 256 byte tokens, merges, special tokens.
+  // Byte-level BPE (synthetic_vocab.hpp: the 256 byte tokens first) with Qwen's pre-tokenizer,
+  // merges and special tokens.
   Writer bpe;
   model_header(bpe, "qwen3");
-  tokens.clear(), types.clear();
-  for (int v = 0; v < 256; ++v)
-    tokens.emplace_back(graft::byte_map::byte_to_utf8(static_cast<std::uint8_t>(v))), types.push_back(1);
-  for (const char* t : {"He", "ll", "Hell", "Hello", "\xc4\xa0w", "or", "\xc4\xa0wor", "\xc4\xa0worl", "\xc4\xa0world"})
-    tokens.emplace_back(t), types.push_back(1);
-  for (const char* t : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"})  // ids 265-267
-    tokens.emplace_back(t), types.push_back(3);
-  bpe.add_string("tokenizer.ggml.model", "gpt2");
-  bpe.add_string("tokenizer.ggml.pre", "qwen2");
-  bpe.add_string_array("tokenizer.ggml.tokens", tokens);
-  bpe.add_i32_array("tokenizer.ggml.token_type", types);
-  bpe.add_string_array("tokenizer.ggml.merges", {"H e", "l l", "He ll", "Hell o", "\xc4\xa0 w", "o r", "\xc4\xa0w or",
-                                                 "\xc4\xa0wor l", "\xc4\xa0worl d"});
+  graft::VocabData bp = graft::test::bpe_vocab(
+      {"He", "ll", "Hell", "Hello", "\xc4\xa0w", "or", "\xc4\xa0wor", "\xc4\xa0worl", "\xc4\xa0world", "<|endoftext|>",
+       "<|im_start|>", "<|im_end|>"},
+      {"H e", "l l", "He ll", "Hell o", "\xc4\xa0 w", "o r", "\xc4\xa0w or", "\xc4\xa0wor l", "\xc4\xa0worl d"},
+      "qwen2");
+  for (std::size_t id = 265; id < bp.token_types.size(); ++id)  // the three special tokens
+    bp.token_types[id] = static_cast<std::int32_t>(graft::TokenType::control);
+  add_vocab(bpe, bp);
   bpe.add_u32("tokenizer.ggml.eos_token_id", 265);
   bpe.add_u32("tokenizer.ggml.padding_token_id", 265);
   bpe.add_bool("tokenizer.ggml.add_bos_token", false);
