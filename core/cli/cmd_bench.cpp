@@ -11,6 +11,7 @@
 #include <random>
 
 #include "bench/read_bandwidth.hpp"
+#include "bench/session_speed.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/run_support.hpp"
@@ -34,10 +35,6 @@ double stddev(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += (x - m) * (x - m);
   return std::sqrt(s / (v.size() - 1));
-}
-
-std::size_t argmax(const std::vector<float>& v) {
-  return static_cast<std::size_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
 }  // namespace
@@ -79,39 +76,22 @@ int cmd_bench(const Args& args) {
   std::mt19937 rng(1234);
   std::vector<TokenId> prompt(static_cast<std::size_t>(P));
   for (auto& t : prompt) t = static_cast<TokenId>(rng() % p.model().params().n_vocab);
-  std::vector<double> prefill, decode;
-  std::vector<float> logits;
-  const std::uint32_t B = p.model().max_batch();
-  for (std::int64_t r = 0; r < reps; ++r) {
-    Status st = p.kv().truncate(0);
-    auto t0 = std::chrono::steady_clock::now();
-    for (std::int64_t pos = 0; st.ok() && pos < P; pos += B) {
-      ForwardBatch fb;
-      fb.tokens = std::span<const TokenId>(prompt).subspan(pos, std::min<std::int64_t>(B, P - pos));
-      fb.n_past = static_cast<std::uint32_t>(pos);
-      st = p.model().forward(fb, p.kv(), logits);
-    }
-    const double t_prefill = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    t0 = std::chrono::steady_clock::now();
-    TokenId next = static_cast<TokenId>(argmax(logits));
-    for (std::int64_t i = 0; st.ok() && i + 1 < G; ++i) {
-      ForwardBatch fb;
-      fb.tokens = std::span<const TokenId>(&next, 1);
-      fb.n_past = static_cast<std::uint32_t>(P + i);
-      st = p.model().forward(fb, p.kv(), logits);
-      next = static_cast<TokenId>(argmax(logits));
-    }
-    const double t_decode = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!st.ok()) {
-      std::fprintf(stderr, "graft bench: %s\n", st.message().c_str());
-      return 1;
-    }
-    prefill.push_back(P / t_prefill);
-    decode.push_back((G - 1) / t_decode);
+  auto session = p.new_session();
+  if (!session) {
+    std::fprintf(stderr, "graft bench: %s\n", session.status().message().c_str());
+    return 1;
   }
+  Session& s = **session;
+  auto samples = measure_speed(s, prompt, G, reps);
+  if (!samples) {
+    std::fprintf(stderr, "graft bench: %s\n", samples.status().message().c_str());
+    return 1;
+  }
+  std::vector<double> prefill, decode;
+  for (const SpeedSample& x : *samples) prefill.push_back(x.prefill_tps), decode.push_back(x.decode_tps);
 
   // Bytes one decode step reads: every weight once, plus the KV of the average context.
-  const MemoryReport mem = p.memory();
+  const MemoryReport mem = p.memory(s);
   const double kv_per_token = double(mem.kv) / p.context();
   const double bytes_per_step = double(mem.weights) + kv_per_token * (P + G / 2.0);
   const double achieved = bytes_per_step * mean(decode);

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "cli/human_bytes.hpp"
+#include "common/human_bytes.hpp"
 #include "gguf/gguf_file.hpp"
 #include "plugin_host/weight_formats.hpp"
 

@@ -85,21 +85,27 @@ int cmd_perplexity(const Args& args) {
 
   const bool add_bos = tok.add_bos() && tok.bos() >= 0;
   const std::size_t n_vocab = p.model().params().n_vocab;
-  Generator gen(p);
-  std::vector<float> logits;
+  auto session = p.new_session();
+  if (!session) {
+    std::fprintf(stderr, "graft perplexity: %s\n", session.status().message().c_str());
+    return 1;
+  }
+  Session& s = **session;
   double nll = 0, nll2 = 0;
   std::size_t count = 0;
   for (std::int64_t c = 0; c < n_chunks; ++c) {
     std::vector<TokenId> chunk(tokens->begin() + c * ctx, tokens->begin() + (c + 1) * ctx);
     if (add_bos) chunk[0] = tok.bos();
-    if (Status st = gen.evaluate(chunk, logits); !st.ok()) {
+    Status st = s.reset();
+    if (st.ok()) st = s.append(chunk, /*all_logits=*/true);
+    if (!st.ok()) {
       std::fprintf(stderr, "graft perplexity: %s\n", st.message().c_str());
       return 1;
     }
     for (std::int64_t i = ctx / 2; i <= ctx - 2; ++i) {
       // Score against the original text: the BOS substitution only affects position 0.
       const TokenId target = (*tokens)[c * ctx + i + 1];
-      const double lp = log_prob(logits.data() + i * n_vocab, n_vocab, target);
+      const double lp = log_prob(s.logits().data() + i * n_vocab, n_vocab, target);
       nll -= lp;
       nll2 += lp * lp;
       ++count;

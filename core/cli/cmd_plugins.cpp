@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/human_bytes.hpp"
+#include "common/human_bytes.hpp"
 #include "cli/options.hpp"
 #include "graft/backend.hpp"
 #include "plugin_host/host_services.hpp"
@@ -45,10 +45,11 @@ int cmd_plugins(const Args& args) {
     std::cout << opts << "\n";
     return 0;
   }
-  auto profile = load_profile_with_overrides(*vm);
+  int exit_code = 1;
+  auto profile = load_profile_with_overrides(*vm, &exit_code);
   if (!profile) {
     std::fprintf(stderr, "%s\n", profile.status().message().c_str());
-    return 1;
+    return exit_code;
   }
   PluginRegistry registry = registry_for(*profile);
   std::printf("search path:\n");

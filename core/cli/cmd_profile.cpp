@@ -102,10 +102,11 @@ int cmd_profile(const Args& args) {
     return 2;
   }
 
-  auto profile = load_profile_with_overrides(*vm);
+  int exit_code = 1;
+  auto profile = load_profile_with_overrides(*vm, &exit_code);
   if (!profile) {
     std::fprintf(stderr, "%s\n", profile.status().message().c_str());
-    return 1;
+    return exit_code;
   }
   if (Status plugins = check_plugin_keys(*profile); !plugins.ok()) {
     std::fprintf(stderr, "%s\n", plugins.message().c_str());

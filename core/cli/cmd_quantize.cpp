@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
-#include "cli/human_bytes.hpp"
+#include "common/human_bytes.hpp"
 #include "cli/options.hpp"
 #include "gguf/gguf_file.hpp"
 #include "quantize/quantizer.hpp"

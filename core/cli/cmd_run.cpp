@@ -8,7 +8,6 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/run_support.hpp"
-#include "sampling/stop_checker.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace graft::cli {
@@ -70,47 +69,45 @@ int cmd_run(const Args& args) {
     return 2;
   }
 
-  Sampler sampler(profile->sampling);
+  auto session = p.new_session();
+  if (!session) {
+    std::fprintf(stderr, "graft run: %s\n", session.status().message().c_str());
+    return 1;
+  }
+  Session& s = **session;
   const bool json = vm.count("json") > 0;
-  std::vector<TokenId> generated;
-  Utf8Stream stream;
-  std::string text;
-  StopChecker stop(vm.count("stop") ? vm["stop"].as<std::vector<std::string>>() : std::vector<std::string>{});
-  auto emit = [&](const std::string& bytes) {
-    const std::string piece = stream.push(bytes);
-    text += piece;
-    if (!json) {
-      std::fputs(piece.c_str(), stdout);
-      std::fflush(stdout);
-    }
-  };
+  GenerationOptions gen;
+  gen.max_tokens = profile->max_tokens;
+  gen.sampling = profile->sampling;
+  if (vm.count("stop")) gen.stop = vm["stop"].as<std::vector<std::string>>();
   if (!json && !vm.count("prompt-ids")) {
     std::fputs(profile->prompt.c_str(), stdout);
     std::fflush(stdout);
   }
+  std::vector<TokenId> generated;
   GenerationStats stats;
-  Generator gen(p);
-  Status st = gen.generate(prompt, profile->max_tokens, sampler,
-                           [&](TokenId id) {
-                             generated.push_back(id);
-                             const StopResult r = stop.push_token(tok, id);
-                             emit(r.text);
-                             return !r.stopped();
-                           },
-                           stats);
-  if (!stop.stopped()) emit(stop.flush());
-  const std::string tail = stream.flush();
-  text += tail;
+  Status st = s.generate(prompt, gen,
+                         [&](TokenId id, std::string_view text) {
+                           generated.push_back(id);
+                           if (!json) {
+                             std::fwrite(text.data(), 1, text.size(), stdout);
+                             std::fflush(stdout);
+                           }
+                           return true;
+                         },
+                         stats);
   if (!json) {
-    std::fputs(tail.c_str(), stdout);
+    std::fputs(s.tail().c_str(), stdout);
     std::fputc('\n', stdout);
   }
   if (!st.ok()) {
     std::fprintf(stderr, "graft run: %s\n", st.message().c_str());
     return 1;
   }
+  const Sampler& sampler = *s.sampler();
+  const std::string& text = s.text();
 
-  const MemoryReport mem = p.memory();
+  const MemoryReport mem = p.memory(s);
   if (json) {
     nlohmann::json o = {
         {"prompt_ids", prompt},

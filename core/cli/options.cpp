@@ -170,10 +170,17 @@ Status apply_overrides(Profile& profile, const po::variables_map& vm) {
   return Status::success();
 }
 
-Expected<Profile> load_profile_with_overrides(const po::variables_map& vm) {
+Expected<Profile> load_profile_with_overrides(const po::variables_map& vm, int* exit_code) {
   Expected<Profile> profile = vm.count("profile") ? Profile::load(vm["profile"].as<std::string>()) : Profile::builtin();
-  if (!profile) return profile;
-  GRAFT_TRY(apply_overrides(*profile, vm));
+  if (!profile) {
+    if (exit_code) *exit_code = 1;  // the profile file
+    return profile;
+  }
+  if (Status st = apply_overrides(*profile, vm); !st.ok()) {
+    // A flag's value is a usage error, except a file it names that cannot be read (--prompt-file).
+    if (exit_code) *exit_code = st.code() == Errc::io_error || st.code() == Errc::not_found ? 1 : 2;
+    return st;
+  }
   return profile;
 }
 

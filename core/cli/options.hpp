@@ -36,7 +36,9 @@ Expected<po::variables_map> parse_options(const Args& args, const po::options_de
 // together are an error; --plugin-dir folders are searched before the profile's plugin_dirs.
 Status apply_overrides(Profile& profile, const po::variables_map& vm);
 
-// The --profile file (the built-in defaults without one) with apply_overrides on top.
-Expected<Profile> load_profile_with_overrides(const po::variables_map& vm);
+// The --profile file (the built-in defaults without one) with apply_overrides on top. On failure
+// *exit_code (when given) is the command's exit status by the rule in docs/cli.md: 1 for the
+// profile file or a file a flag names, 2 for a flag's value.
+Expected<Profile> load_profile_with_overrides(const po::variables_map& vm, int* exit_code = nullptr);
 
 }  // namespace graft::cli

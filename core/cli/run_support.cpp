@@ -23,10 +23,9 @@ std::optional<ParsedCommand> parse_command(const char* name, const Args& args, p
     exit_code = 0;
     return std::nullopt;
   }
-  auto profile = load_profile_with_overrides(*vm);
+  auto profile = load_profile_with_overrides(*vm, &exit_code);
   if (!profile) {
     std::fprintf(stderr, "graft %s: %s\n", name, profile.status().message().c_str());
-    exit_code = 1;
     return std::nullopt;
   }
   return ParsedCommand{std::move(*vm), std::move(*profile)};

@@ -6,10 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/human_bytes.hpp"
+#include "common/human_bytes.hpp"
 #include "cli/options.hpp"
 
-#include "engine/generator.hpp"
 #include "engine/pipeline.hpp"
 
 namespace graft::cli {

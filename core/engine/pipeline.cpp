@@ -6,9 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 #include <vector>
 
+#include "common/human_bytes.hpp"
+#include "plugin_host/host_services.hpp"
+#include "plugin_host/plugin_registry.hpp"
 #include "plugin_host/profile_plugins.hpp"
+#include "plugin_host/weight_formats.hpp"
 #include "profile/plugin_config_check.hpp"
 
 namespace graft {
@@ -42,74 +47,126 @@ void prefault(const gguf::File& file, const std::vector<const std::uint8_t*>& sk
 
 }  // namespace
 
+// The plugin side of a pipeline, shared with its Model: prepared weights are memory of the
+// weight-format plugins, so their libraries stay loaded while any Model or Session lives.
+struct LoadedPlugins {
+  std::unique_ptr<PluginRegistry> registry;
+  std::unique_ptr<DefaultHostServices> host;
+  WeightFormats formats;
+};
+
 Pipeline::~Pipeline() = default;
 
-MemoryReport Pipeline::memory() const {
-  const KvMemory kvm = kv_->memory();
-  return {model_->weights().total_bytes, kvm.device_bytes + kvm.host_bytes, model_->scratch_bytes(),
+MemoryReport Pipeline::memory(Session& session) const {
+  const KvMemory kvm = session.kv().memory();
+  return {model_->weights().total_bytes, kvm.device_bytes + kvm.host_bytes, session.workspace().bytes(),
           model_->weights().prepared_bytes, model_->weights().released_bytes};
 }
 
+Expected<std::unique_ptr<Session>> Pipeline::new_session() const {
+  auto kv = kv_factory_->create(*backend_, model_->kv_geometry(context_));
+  if (!kv) return std::move(kv).status();
+  SessionOptions options;
+  options.max_batch = max_batch_;
+  options.capacity_source = fmt::format("[context] size ({}) or --ctx", profile_.where("context.size"));
+  return Session::create(model_, kv_library_->adopt(std::move(*kv)), options);
+}
+
+namespace {
+
+// Threads beyond the machine's hardware threads only make the pool's workers wait on each other.
+std::int64_t clamp_threads(const Profile& profile, std::int64_t threads) {
+  const unsigned hw = std::thread::hardware_concurrency();
+  if (hw > 0 && threads > static_cast<std::int64_t>(hw)) {
+    spdlog::warn("{}: {} threads on a machine with {} hardware threads would oversubscribe it; using {}",
+                 profile.where("backend.threads"), threads, hw, hw);
+    return hw;
+  }
+  return threads;
+}
+
+// The KV cache is allocated whole at the start: refuse one the backend's memory cannot hold,
+// before allocating, and warn when it and the weights exceed what is free now.
+Status check_kv_fits(const Profile& profile, Backend& backend, std::uint32_t context, std::uint64_t kv_bytes,
+                     std::uint64_t per_token, std::uint64_t weight_bytes) {
+  const auto devices = backend.devices();
+  if (devices.empty() || devices[0].total_memory == 0) return Status::success();
+  const DeviceInfo& d = devices[0];
+  if (kv_bytes > d.total_memory)
+    return Status(Errc::out_of_memory,
+                  fmt::format("{}: a context of {} tokens needs {} of KV cache ({} per token) but {} has {} of "
+                              "memory: lower [context] size or --ctx",
+                              profile.where("context.size"), context, human_bytes(kv_bytes), human_bytes(per_token),
+                              d.name, human_bytes(d.total_memory)));
+  if (d.free_memory > 0 && kv_bytes + weight_bytes > d.free_memory)
+    spdlog::warn("{}: the KV cache ({} for {} tokens) and the weights ({}) exceed the {} free now; the system may swap",
+                 profile.where("context.size"), human_bytes(kv_bytes), context, human_bytes(weight_bytes),
+                 human_bytes(d.free_memory));
+  return Status::success();
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std::uint32_t max_batch,
-                                                    const ProgressFn& progress, const TransformerOptions& model_options) {
+                                                    const ProgressFn& progress, const ModelOptions& model_options) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Pipeline> p(new Pipeline());
   p->profile_ = profile;
   if (profile.model.empty())
     return Status(Errc::invalid_argument, "no model: set [model] path in the profile or pass --model FILE");
+  if (max_batch == 0) return Status(Errc::invalid_argument, "pipeline: max_batch must be at least 1");
+  p->max_batch_ = max_batch;
 
-  p->registry_ = std::make_unique<PluginRegistry>(registry_for(profile));
-  GRAFT_TRY(check_profile_plugins(profile, *p->registry_));
-  p->host_ = std::make_unique<DefaultHostServices>();
-  auto formats = load_weight_formats(*p->registry_, *p->host_);
+  auto plugins = std::make_shared<LoadedPlugins>();
+  plugins->registry = std::make_unique<PluginRegistry>(registry_for(profile));
+  GRAFT_TRY(check_profile_plugins(profile, *plugins->registry));
+  plugins->host = std::make_unique<DefaultHostServices>();
+  auto formats = load_weight_formats(*plugins->registry, *plugins->host);
   if (!formats) return std::move(formats).status();
-  p->formats_ = std::move(*formats);
+  plugins->formats = std::move(*formats);
+  p->plugins_ = plugins;
 
   // Backend: its own keys plus the profile's thread count.
-  auto backend_lib = p->registry_->find(PluginKind::backend, profile.backend.name);
+  auto backend_lib = plugins->registry->find(PluginKind::backend, profile.backend.name);
   if (!backend_lib) return std::move(backend_lib).status();
   Config backend_cfg = normalized_plugin_config(profile.backend, (*backend_lib)->config_keys());
   for (const auto& k : (*backend_lib)->config_keys())
     if (std::string_view(k.key) == "threads" && !backend_cfg.has("threads")) backend_cfg.set("threads", profile.threads);
-  auto backend = (*backend_lib)->create<Backend>(*p->host_, backend_cfg);
+  if (auto threads = backend_cfg.get_int("threads")) backend_cfg.set("threads", clamp_threads(profile, *threads));
+  auto backend = (*backend_lib)->create<Backend>(*plugins->host, backend_cfg);
   if (!backend) return std::move(backend).status();
   p->backend_ = *backend;
   if (Status st = p->backend_->status(); !st.ok())
     return Status(st.code(), fmt::format("backend '{}' is not usable: {}", profile.backend.name, st.message()));
 
-  auto file = gguf::File::open(profile.model, p->formats_.types);
+  auto file = gguf::File::open(profile.model, plugins->formats.types);
   if (!file) return std::move(file).status();
-  p->file_ = *file;
-  auto tok = Tokenizer::from_gguf(*p->file_);
-  if (!tok) return std::move(tok).status();
-  p->tokenizer_ = std::move(*tok);
-  auto model = Transformer::load(p->file_, *p->backend_, profile.backend.name, *p->host_, max_batch, model_options);
-  if (!model) return std::move(model).status();
-  p->model_ = std::move(*model);
-  if (p->model_->params().n_vocab != p->tokenizer_->n_vocab())
-    return Status(Errc::invalid_argument,
-                  fmt::format("{}: the vocabulary has {} tokens but token_embd has {} rows", p->file_->name(),
-                              p->tokenizer_->n_vocab(), p->model_->params().n_vocab));
-
+  // The context and the KV cache it needs, checked before anything large is allocated.
+  auto params = ModelParams::from_gguf(**file);
+  if (!params) return std::move(params).status();
   p->context_ = static_cast<std::uint32_t>(profile.context);
   // An unset context defaults to the model's training context when that is smaller; a context
   // the user chose is kept, with a warning past the training length.
   const bool context_chosen = profile.locations.count("context.size") > 0;
-  if (!context_chosen) p->context_ = std::min(p->context_, p->model_->params().n_ctx_train);
-  if (p->context_ > p->model_->params().n_ctx_train)
+  if (!context_chosen) p->context_ = std::min(p->context_, params->n_ctx_train);
+  if (p->context_ > params->n_ctx_train)
     spdlog::warn("{}: context {} exceeds the {} tokens the model was trained on; quality may drop past it",
-                 profile.where("context.size"), p->context_, p->model_->params().n_ctx_train);
-
-  auto kv_lib = p->registry_->find(PluginKind::kv_store, profile.kv.name);
+                 profile.where("context.size"), p->context_, params->n_ctx_train);
+  auto kv_lib = plugins->registry->find(PluginKind::kv_store, profile.kv.name);
   if (!kv_lib) return std::move(kv_lib).status();
-  auto factory = (*kv_lib)->create<KvStoreFactory>(*p->host_, normalized_plugin_config(profile.kv, (*kv_lib)->config_keys()));
+  auto factory = (*kv_lib)->create<KvStoreFactory>(*plugins->host, normalized_plugin_config(profile.kv, (*kv_lib)->config_keys()));
   if (!factory) return std::move(factory).status();
   p->kv_factory_ = *factory;
-  auto kv = p->kv_factory_->create(*p->backend_, p->model_->kv_geometry(p->context_));
-  if (!kv) return std::move(kv).status();
-  p->kv_ = (*kv_lib)->adopt(std::move(*kv));
+  p->kv_library_ = *kv_lib;
+  const std::uint64_t per_token = p->kv_factory_->bytes_per_token(params->kv_geometry(p->context_));
+  p->kv_bytes_ = per_token * p->context_;
+  GRAFT_TRY(check_kv_fits(profile, *p->backend_, p->context_, p->kv_bytes_, per_token, (*file)->file_size()));
 
-  prefault(*p->file_, p->model_->weights().released, progress);
+  auto model = Model::load(*file, p->backend_, profile.backend.name, *plugins->host, plugins, model_options);
+  if (!model) return std::move(model).status();
+  p->model_ = std::move(*model);
+
+  prefault(p->model_->file(), p->model_->weights().released, progress);
   p->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }

@@ -1,19 +1,17 @@
 // Everything a profile asks for, loaded and wired: plugins (ABI and keys checked), backend,
-// weight formats, the model file, tokenizer, transformer and a KV store sized for the context.
+// weight formats, the Model (weights, tokenizer) and the KV-store plugin. Sessions (sequences)
+// are made from it, each with a KV store sized for the context; the Model is shared by all.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "engine/session.hpp"
 #include "graft/backend.hpp"
 #include "graft/kv_store.hpp"
 #include "gguf/gguf_file.hpp"
-#include "model/transformer.hpp"
-#include "plugin_host/host_services.hpp"
-#include "plugin_host/plugin_registry.hpp"
-#include "plugin_host/weight_formats.hpp"
+#include "model/model.hpp"
 #include "profile/profile.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -30,38 +28,45 @@ struct MemoryReport {
 // Progress of a long step: fraction done in [0, 1].
 using ProgressFn = std::function<void(std::string_view what, double fraction)>;
 
+struct LoadedPlugins;
+class PluginLibrary;
+
 class Pipeline {
  public:
-  // Fails with one line naming the cause (profile location, plugin file, model file, tensor).
+  // Fails with one line naming the cause (profile location, plugin file, model file, tensor, a KV
+  // cache larger than the backend's memory). max_batch: rows per forward pass of its sessions.
   static Expected<std::unique_ptr<Pipeline>> build(const Profile& profile, std::uint32_t max_batch,
                                                    const ProgressFn& progress = {},
-                                                   const TransformerOptions& model_options = {});
+                                                   const ModelOptions& model_options = {});
   ~Pipeline();
 
   const Profile& profile() const { return profile_; }
   Backend& backend() { return *backend_; }
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
-  Transformer& model() { return *model_; }
-  KvStore& kv() { return *kv_; }
-  const gguf::File& file() const { return *file_; }
-  std::uint32_t context() const { return context_; }
+  const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& shared_model() const { return model_; }
+  const Tokenizer& tokenizer() const { return model_->tokenizer(); }
+  const gguf::File& file() const { return model_->file(); }
+  std::uint32_t context() const { return context_; }  // KV slots per session
+  std::uint32_t max_batch() const { return max_batch_; }
   double load_seconds() const { return load_seconds_; }
-  MemoryReport memory() const;
+  std::uint64_t kv_bytes_per_session() const { return kv_bytes_; }
+
+  // A new, empty sequence with a KV store of context() slots from the profile's KV plugin.
+  Expected<std::unique_ptr<Session>> new_session() const;
+  MemoryReport memory(Session& session) const;
 
  private:
   Pipeline() = default;
 
   Profile profile_;
-  std::unique_ptr<PluginRegistry> registry_;
-  std::unique_ptr<DefaultHostServices> host_;
-  WeightFormats formats_;
+  std::shared_ptr<LoadedPlugins> plugins_;
   std::shared_ptr<Backend> backend_;
-  std::shared_ptr<const gguf::File> file_;
-  std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<Transformer> model_;
+  std::shared_ptr<const Model> model_;
   std::shared_ptr<KvStoreFactory> kv_factory_;
-  std::shared_ptr<KvStore> kv_;
+  std::shared_ptr<PluginLibrary> kv_library_;
   std::uint32_t context_ = 0;
+  std::uint32_t max_batch_ = 0;
+  std::uint64_t kv_bytes_ = 0;
   double load_seconds_ = 0;
 };
 

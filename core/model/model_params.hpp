@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "graft/kv_store.hpp"
 #include "graft/status.hpp"
 #include "gguf/gguf_file.hpp"
 
@@ -33,6 +34,10 @@ struct ModelParams {
   std::uint32_t n_nextn = 0;   // MTP blocks stored after the main layers (not run by the forward pass)
 
   std::uint32_t n_main_layers() const { return n_layer - n_nextn; }
+  // The KV cache the main layers need for `capacity` tokens.
+  KvGeometry kv_geometry(std::uint32_t capacity) const {
+    return KvGeometry{n_main_layers(), n_head_kv, head_dim, head_dim, capacity};
+  }
 
   // Every missing or inconsistent key is a one-line error naming it.
   static Expected<ModelParams> from_gguf(const gguf::File& file);

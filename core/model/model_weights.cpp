@@ -41,7 +41,7 @@ class Binder {
     out.name = name;
     out.kernels = kernels;
     out.bytes = t->bytes;
-    out.view = view_of(*t, block_bytes);
+    out.view = weight_view(*t, block_bytes);
     return Status::success();
   }
 
@@ -68,18 +68,6 @@ class Binder {
   }
 
  private:
-  static TensorView view_of(const gguf::TensorInfo& t, std::uint32_t block_bytes) {
-    TensorView v;
-    v.data = const_cast<std::uint8_t*>(t.data);  // read-only mapping; kernels never write weights
-    v.type = t.type;
-    v.n_dims = static_cast<std::int32_t>(t.n_dims);
-    for (int i = 0; i < 4; ++i) v.ne[i] = static_cast<std::int64_t>(t.ne[i]);
-    const std::size_t row = t.bytes / static_cast<std::size_t>(t.ne[1] * t.ne[2] * t.ne[3]);
-    v.nb = {block_bytes, row, row * t.ne[1], row * t.ne[1] * t.ne[2]};
-    v.memory = MemoryKind::host;
-    return v;
-  }
-
   const gguf::File& f_;
   const HostServices& host_;
   std::string backend_;
@@ -110,6 +98,18 @@ class Binder {
 };
 
 }  // namespace
+
+TensorView weight_view(const gguf::TensorInfo& t, std::uint32_t block_bytes) {
+  TensorView v;
+  v.data = const_cast<std::uint8_t*>(t.data);  // read-only mapping; kernels never write weights
+  v.type = t.type;
+  v.n_dims = static_cast<std::int32_t>(t.n_dims);
+  for (int i = 0; i < 4; ++i) v.ne[i] = static_cast<std::int64_t>(t.ne[i]);
+  const std::size_t row = t.bytes / static_cast<std::size_t>(t.ne[1] * t.ne[2] * t.ne[3]);
+  v.nb = {block_bytes, row, row * t.ne[1], row * t.ne[1] * t.ne[2]};
+  v.memory = MemoryKind::host;
+  return v;
+}
 
 Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelParams& p, const HostServices& host,
                                           std::string_view backend_name) {

@@ -39,21 +39,35 @@ struct VectorWeight {
   TensorView view;
 };
 
+// One transformer block. Shapes as GGUF stores them, [ne0 = k, ne1 = m] for a matrix used as
+// y = x W^T; E = n_embd, D = head_dim, H = n_head, HKV = n_head_kv, F = n_ff.
 struct LayerWeights {
-  VectorWeight attn_norm, ffn_norm, q_norm, k_norm;
-  MatrixWeight wq, wk, wv, wo, w_gate, w_up, w_down;
-  // wq, wk, wv stacked, and w_gate, w_up stacked, where the load stacked them (their type and
-  // kernels agree); kernels == nullptr otherwise. The forward pass multiplies by these instead of
-  // the parts, whose file pages are then released.
+  VectorWeight attn_norm;  // [E]
+  VectorWeight ffn_norm;   // [E]
+  VectorWeight q_norm;     // [D] (qwen3)
+  VectorWeight k_norm;     // [D] (qwen3)
+  MatrixWeight wq;         // [E, H*D]
+  MatrixWeight wk;         // [E, HKV*D]
+  MatrixWeight wv;         // [E, HKV*D]
+  MatrixWeight wo;         // [H*D, E]
+  MatrixWeight w_gate;     // [E, F]
+  MatrixWeight w_up;       // [E, F]
+  MatrixWeight w_down;     // [F, E]
+  // wq, wk, wv stacked ([E, (H + 2*HKV)*D]), and w_gate, w_up stacked ([E, 2F]), where the load
+  // stacked them (their type and kernels agree); kernels == nullptr otherwise. The forward pass
+  // multiplies by these instead of the parts, whose file pages are then released.
   MatrixWeight wqkv, w_gate_up;
   bool qkv_stacked() const { return wqkv.kernels != nullptr; }
   bool gate_up_stacked() const { return w_gate_up.kernels != nullptr; }
 };
 
+// The view of a tensor in the mapped file; block_bytes is its type's block size (nb[0]).
+TensorView weight_view(const gguf::TensorInfo& t, std::uint32_t block_bytes);
+
 struct ModelWeights {
-  MatrixWeight token_embd;
-  MatrixWeight output;  // token_embd again when tied
-  VectorWeight output_norm;
+  MatrixWeight token_embd;   // [E, V]
+  MatrixWeight output;       // [E, V]; token_embd again when tied
+  VectorWeight output_norm;  // [E]
   std::vector<LayerWeights> layers;
   std::uint64_t total_bytes = 0;  // weight bytes the forward pass reads
   // Memory of the copies made at load: the kernels' own layouts (MatrixWeight::prepared) and stacked

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "engine/generator.hpp"
 #include "engine/pipeline.hpp"
 #include "test_util.hpp"
 
@@ -149,14 +148,16 @@ TEST_F(cli_run, PerplexityFollowsTheLlamaCppMethod) {
   auto tokens = (*p)->tokenizer().encode(text, opt);
   ASSERT_TRUE(tokens);
   ASSERT_GE(tokens->size(), 3u * ctx);
-  Generator gen(**p);
+  auto session = (*p)->new_session();
+  ASSERT_TRUE(session) << session.status().message();
   const std::size_t V = (*p)->model().params().n_vocab;
   double nll = 0;
   int count = 0;
   for (int c = 0; c < 3; ++c) {
     std::vector<TokenId> chunk(tokens->begin() + c * ctx, tokens->begin() + (c + 1) * ctx);
-    std::vector<float> logits;
-    ASSERT_TRUE(gen.evaluate(chunk, logits).ok());
+    ASSERT_TRUE((*session)->reset().ok());
+    ASSERT_TRUE((*session)->append(chunk, /*all_logits=*/true).ok());
+    const std::vector<float>& logits = (*session)->logits();
     for (int i = ctx / 2; i <= ctx - 2; ++i) {
       const float* l = logits.data() + i * V;
       double mx = l[0], sum = 0;

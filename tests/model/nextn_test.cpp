@@ -50,11 +50,14 @@ std::vector<float> logits_of(const std::filesystem::path& model, const std::vect
   auto p = Pipeline::build(profile, 16);
   EXPECT_TRUE(p) << p.status().message();
   if (!p) return {};
-  ForwardBatch batch;
+  auto session = (*p)->new_session();
+  EXPECT_TRUE(session) << session.status().message();
+  if (!session) return {};
+  SequenceBatch batch;
   batch.tokens = tokens;
   batch.all_logits = true;
   std::vector<float> logits;
-  Status st = (*p)->model().forward(batch, (*p)->kv(), logits);
+  Status st = (*session)->forward(batch, logits);
   EXPECT_TRUE(st.ok()) << st.message();
   return logits;
 }

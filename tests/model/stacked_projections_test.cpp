@@ -38,7 +38,7 @@ class StackedProjections : public ::testing::TestWithParam<Case> {
     profile.model = model_;
     profile.context = 64;
     profile.threads = 2;
-    TransformerOptions options;
+    ModelOptions options;
     options.fuse_projections = fuse;
     auto p = Pipeline::build(profile, 16, {}, options);
     EXPECT_TRUE(p) << p.status().message();
@@ -47,22 +47,26 @@ class StackedProjections : public ::testing::TestWithParam<Case> {
 
   // A 9-token batch (every row's logits), then 3 decoded tokens (greedy).
   static std::vector<float> run(Pipeline& p) {
+    auto session = p.new_session();
+    EXPECT_TRUE(session) << session.status().message();
+    if (!session) return {};
+    Session& s = **session;
     std::vector<TokenId> prompt(9);
     for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<TokenId>((i * 131 + 7) % 500);
     std::vector<float> all, logits;
-    ForwardBatch b;
+    SequenceBatch b;
     b.tokens = prompt;
     b.all_logits = true;
-    EXPECT_TRUE(p.model().forward(b, p.kv(), logits).ok());
+    EXPECT_TRUE(s.forward(b, logits).ok());
     all = logits;
     for (std::uint32_t i = 0; i < 3; ++i) {
       const std::size_t V = p.model().params().n_vocab;
       const float* last = logits.data() + logits.size() - V;
       TokenId next = static_cast<TokenId>(std::max_element(last, last + V) - last);
-      ForwardBatch d;
+      SequenceBatch d;
       d.tokens = std::span<const TokenId>(&next, 1);
       d.n_past = static_cast<std::uint32_t>(prompt.size() + i);
-      EXPECT_TRUE(p.model().forward(d, p.kv(), logits).ok());
+      EXPECT_TRUE(s.forward(d, logits).ok());
       all.insert(all.end(), logits.begin(), logits.end());
     }
     return all;
@@ -84,7 +88,7 @@ TEST_P(StackedProjections, GiveTheSeparateMatricesLogitsBitForBit) {
     EXPECT_FALSE(separate->model().weights().layers[il].gate_up_stacked());
   }
   // Same bytes read per token either way.
-  EXPECT_EQ(fused->memory().weights, separate->memory().weights);
+  EXPECT_EQ(fused->model().weights().total_bytes, separate->model().weights().total_bytes);
   const auto a = run(*fused), b = run(*separate);
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)

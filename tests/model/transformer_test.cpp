@@ -5,7 +5,6 @@
 
 #include <cmath>
 
-#include "engine/generator.hpp"
 #include "engine/pipeline.hpp"
 #include "reference_transformer.hpp"
 #include "test_util.hpp"
@@ -45,6 +44,13 @@ class TransformerTest : public ::testing::TestWithParam<Case> {
     return p ? std::move(*p) : nullptr;
   }
 
+  // A fresh sequence over p's model.
+  static std::unique_ptr<Session> session(const Pipeline& p) {
+    auto s = p.new_session();
+    EXPECT_TRUE(s) << s.status().message();
+    return s ? std::move(*s) : nullptr;
+  }
+
   ref::Params ref_params(const Pipeline& p) const {
     const auto& mp = const_cast<Pipeline&>(p).model().params();
     return ref::Params{int(mp.n_vocab), int(mp.n_embd), int(mp.n_main_layers()), int(mp.n_head), int(mp.n_head_kv),
@@ -67,13 +73,14 @@ std::vector<TokenId> prompt_tokens(std::size_t n, std::uint32_t vocab) {
 TEST_P(TransformerTest, LogitsMatchTheNaiveReference) {
   auto p = pipeline(64);
   ASSERT_TRUE(p);
+  auto s = session(*p);
+  ASSERT_TRUE(s);
   const auto tokens = prompt_tokens(12, p->model().params().n_vocab);
   std::vector<float> logits;
-  ForwardBatch batch;
+  SequenceBatch batch;
   batch.tokens = tokens;
   batch.all_logits = true;
-  ASSERT_TRUE(p->kv().truncate(0).ok());
-  Status st = p->model().forward(batch, p->kv(), logits);
+  Status st = s->forward(batch, logits);
   ASSERT_TRUE(st.ok()) << st.message();
 
   ref::Transformer reference(p->file(), ref_params(*p));
@@ -93,13 +100,14 @@ TEST_P(TransformerTest, GreedyDecodeMatchesReferenceAndBatchedPrefill) {
   auto p = pipeline(64);
   ASSERT_TRUE(p);
   const auto prompt = prompt_tokens(9, p->model().params().n_vocab);
-  SamplingSettings greedy;
-  greedy.temperature = 0;
-  Sampler sampler(greedy);
+  auto s = session(*p);
+  ASSERT_TRUE(s);
+  GenerationOptions greedy;
+  greedy.max_tokens = 16;
+  greedy.sampling.temperature = 0;
   std::vector<TokenId> got;
   GenerationStats stats;
-  Generator gen(*p);
-  Status st = gen.generate(prompt, 16, sampler, [&](TokenId id) { got.push_back(id); return true; }, stats);
+  Status st = s->generate(prompt, greedy, [&](TokenId id, std::string_view) { got.push_back(id); return true; }, stats);
   ASSERT_TRUE(st.ok()) << st.message();
 
   // Reference: full recompute per step, argmax in double.
@@ -123,18 +131,19 @@ TEST_P(TransformerTest, OneBatchAndTokenByTokenGiveIdenticalLogits) {
   ASSERT_TRUE(p);
   const auto tokens = prompt_tokens(10, p->model().params().n_vocab);
   const std::size_t V = p->model().params().n_vocab;
+  auto seq = session(*p);
+  ASSERT_TRUE(seq);
   std::vector<float> batched, one;
-  ForwardBatch b;
+  SequenceBatch b;
   b.tokens = tokens;
   b.all_logits = true;
-  ASSERT_TRUE(p->kv().truncate(0).ok());
-  ASSERT_TRUE(p->model().forward(b, p->kv(), batched).ok());
-  ASSERT_TRUE(p->kv().truncate(0).ok());
+  ASSERT_TRUE(seq->forward(b, batched).ok());
+  ASSERT_TRUE(seq->reset().ok());
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    ForwardBatch s;
+    SequenceBatch s;
     s.tokens = std::span<const TokenId>(&tokens[i], 1);
     s.n_past = static_cast<std::uint32_t>(i);
-    ASSERT_TRUE(p->model().forward(s, p->kv(), one).ok());
+    ASSERT_TRUE(seq->forward(s, one).ok());
     ASSERT_EQ(one.size(), V);
     for (std::size_t v = 0; v < V; ++v) ASSERT_EQ(one[v], batched[i * V + v]) << "token " << i << " logit " << v;
   }
@@ -146,10 +155,12 @@ TEST_P(TransformerTest, ThreadCountDoesNotChangeLogits) {
   for (auto [threads, out] : {std::pair{1, &l1}, std::pair{3, &l3}}) {
     auto p = pipeline(16, threads);
     ASSERT_TRUE(p);
-    ForwardBatch b;
+    auto s = session(*p);
+    ASSERT_TRUE(s);
+    SequenceBatch b;
     b.tokens = tokens;
     b.all_logits = true;
-    ASSERT_TRUE(p->model().forward(b, p->kv(), *out).ok());
+    ASSERT_TRUE(s->forward(b, *out).ok());
   }
   EXPECT_EQ(l1, l3);
 }
@@ -158,15 +169,16 @@ TEST_P(TransformerTest, SeededSamplingIsReproducible) {
   auto p = pipeline(64);
   ASSERT_TRUE(p);
   const auto prompt = prompt_tokens(5, p->model().params().n_vocab);
-  SamplingSettings s;
-  s.temperature = 1.0;
-  s.seed = 42;
+  GenerationOptions o;
+  o.max_tokens = 24;
+  o.sampling.temperature = 1.0;
+  o.sampling.seed = 42;
   std::vector<TokenId> a, b;
   for (auto* out : {&a, &b}) {
-    Sampler sampler(s);
+    auto s = session(*p);
+    ASSERT_TRUE(s);
     GenerationStats stats;
-    Generator gen(*p);
-    ASSERT_TRUE(gen.generate(prompt, 24, sampler, [&](TokenId id) { out->push_back(id); return true; }, stats).ok());
+    ASSERT_TRUE(s->generate(prompt, o, [&](TokenId id, std::string_view) { out->push_back(id); return true; }, stats).ok());
   }
   EXPECT_EQ(a, b);
   EXPECT_FALSE(a.empty());

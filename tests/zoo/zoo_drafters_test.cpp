@@ -112,14 +112,16 @@ TEST(zoo_drafters, GraftPicksEveryFixtureContextsNextToken) {
   profile.kv.config.set("type", std::string("f32"));
   auto p = Pipeline::build(profile, 128);
   ASSERT_TRUE(p) << p.status().message();
+  auto session = (*p)->new_session();
+  ASSERT_TRUE(session) << session.status().message();
   for (const char* name : {"zoo-mtp.json", "zoo-dflash2.json"}) {
     for (const auto& c : load_json(name)["cases"]) {
       const auto ids = c["ids"].get<std::vector<TokenId>>();
       std::vector<float> logits;
-      ForwardBatch batch;
+      SequenceBatch batch;
       batch.tokens = ids;
-      ASSERT_TRUE((*p)->kv().truncate(0).ok());
-      Status st = (*p)->model().forward(batch, (*p)->kv(), logits);
+      ASSERT_TRUE((*session)->reset().ok());
+      Status st = (*session)->forward(batch, logits);
       ASSERT_TRUE(st.ok()) << st.message();
       ASSERT_GE(logits.size(), 4096u);
       const float* last = logits.data() + logits.size() - 4096;

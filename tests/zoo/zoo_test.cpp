@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/generator.hpp"
 #include "engine/pipeline.hpp"
 #include "gguf/gguf_file.hpp"
 #include "test_util.hpp"
@@ -84,14 +83,16 @@ TEST(zoo, LogitsMatchThePyTorchReference) {
   const std::size_t V = p->model().params().n_vocab;
   double worst_rel = 0;
   ASSERT_EQ(V, fx["n_vocab"].get<std::size_t>());
+  auto session = p->new_session();
+  ASSERT_TRUE(session) << session.status().message();
   for (const auto& c : fx["cases"]) {
     const auto prompt = c["prompt_ids"].get<std::vector<TokenId>>();
     std::vector<float> logits;
-    ForwardBatch batch;
+    SequenceBatch batch;
     batch.tokens = prompt;
     batch.all_logits = true;
-    ASSERT_TRUE(p->kv().truncate(0).ok());
-    Status st = p->model().forward(batch, p->kv(), logits);
+    ASSERT_TRUE((*session)->reset().ok());
+    Status st = (*session)->forward(batch, logits);
     ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_EQ(logits.size(), prompt.size() * V);
     std::size_t row = c["logit_rows_start"].get<std::size_t>();
@@ -117,15 +118,15 @@ TEST(zoo, GreedyContinuationMatchesThePyTorchReference) {
   for (const auto& c : fixture()["cases"]) {
     const auto prompt = c["prompt_ids"].get<std::vector<TokenId>>();
     const auto want = c["greedy_ids"].get<std::vector<TokenId>>();
-    SamplingSettings greedy;
-    greedy.temperature = 0;
-    Sampler sampler(greedy);
+    GenerationOptions greedy;
+    greedy.max_tokens = static_cast<std::int64_t>(want.size());
+    greedy.sampling.temperature = 0;
     std::vector<TokenId> got;
     GenerationStats stats;
-    Generator gen(*p);
-    ASSERT_TRUE(p->kv().truncate(0).ok());
-    Status st = gen.generate(prompt, static_cast<std::int64_t>(want.size()), sampler,
-                             [&](TokenId id) { got.push_back(id); return true; }, stats);
+    auto session = p->new_session();
+    ASSERT_TRUE(session) << session.status().message();
+    Status st = (*session)->generate(prompt, greedy, [&](TokenId id, std::string_view) { got.push_back(id); return true; },
+                                     stats);
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_EQ(got, want) << "prompt " << c["prompt"].get<std::string>();
   }

@@ -22,7 +22,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/run_support.hpp"
-#include "model/transformer.hpp"
+#include "engine/pipeline.hpp"
 
 using namespace graft;
 using namespace graft::cli;
@@ -101,27 +101,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "graft_logits: %s\n", st.message().c_str());
     return 1;
   };
-  if (Status st = p.kv().truncate(0); !st.ok()) return fail(st);
-  std::vector<float> logits, last;
-  const std::uint32_t B = p.model().max_batch();
-  for (std::size_t pos = 0; pos < prompt->size(); pos += B) {
-    const std::size_t n = std::min<std::size_t>(B, prompt->size() - pos);
-    ForwardBatch fb;
-    fb.tokens = std::span<const TokenId>(*prompt).subspan(pos, n);
-    fb.n_past = static_cast<std::uint32_t>(pos);
-    fb.all_logits = all;
-    if (Status st = p.model().forward(fb, p.kv(), logits); !st.ok()) return fail(st);
-    if (all)
-      for (std::size_t i = 0; i < n; ++i) emit(logits.data() + i * n_vocab);
-  }
-  if (!all) emit(logits.data());
-  std::uint32_t n_past = static_cast<std::uint32_t>(prompt->size());
+  auto session = p.new_session();
+  if (!session) return fail(session.status());
+  Session& s = **session;
+  if (Status st = s.append(*prompt, all); !st.ok()) return fail(st);
+  for (std::size_t i = 0; i < (all ? prompt->size() : 1); ++i) emit(s.logits().data() + i * n_vocab);
   for (TokenId t : cont) {
-    ForwardBatch fb;
-    fb.tokens = std::span<const TokenId>(&t, 1);
-    fb.n_past = n_past++;
-    if (Status st = p.model().forward(fb, p.kv(), logits); !st.ok()) return fail(st);
-    emit(logits.data());
+    if (Status st = s.append(std::span<const TokenId>(&t, 1)); !st.ok()) return fail(st);
+    emit(s.logits().data());
   }
   std::puts(nlohmann::json{{"rows", rows}}.dump().c_str());
   return 0;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace graft::cli {
+namespace graft {
 
 inline std::string human_bytes(std::uint64_t b) {
   if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
@@ -14,4 +14,4 @@ inline std::string human_bytes(std::uint64_t b) {
   return fmt::format("{:.1f} KiB", b / 1024.0);
 }
 
-}  // namespace graft::cli
+}  // namespace graft

@@ -1,0 +1,185 @@
+#include "engine/session.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace graft {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::length: return "length";
+    case FinishReason::eog: return "end of generation";
+    case FinishReason::context_full: return "context full";
+    case FinishReason::stop: return "stop string";
+  }
+  return "?";
+}
+
+Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, std::shared_ptr<KvStore> kv,
+                                                   const SessionOptions& options, std::shared_ptr<Workspace> workspace) {
+  if (!model || !kv) return Status(Errc::invalid_argument, "session: no model or no KV store");
+  if (options.max_batch == 0) return Status(Errc::invalid_argument, "session: max_batch must be at least 1");
+  const KvGeometry want = model->kv_geometry(kv->geometry().capacity), got = kv->geometry();
+  if (got.n_layers != want.n_layers || got.n_kv_heads != want.n_kv_heads || got.head_dim_k != want.head_dim_k ||
+      got.head_dim_v != want.head_dim_v)
+    return Status(Errc::invalid_argument, "session: the KV store was made for another model's geometry");
+  if (workspace && workspace->max_batch() < options.max_batch)
+    return Status(Errc::invalid_argument, fmt::format("session: the shared workspace holds {} rows, fewer than max_batch {}",
+                                                      workspace->max_batch(), options.max_batch));
+  if (!workspace) {
+    auto ws = model->new_workspace(options.max_batch);
+    if (!ws) return std::move(ws).status();
+    workspace = std::move(*ws);
+  }
+  std::unique_ptr<Session> s(new Session());
+  s->model_ = std::move(model);
+  s->kv_ = std::move(kv);
+  s->ws_ = std::move(workspace);
+  s->max_batch_ = options.max_batch;
+  s->capacity_source_ = options.capacity_source;
+  GRAFT_TRY(s->reset());
+  return s;
+}
+
+Status Session::reset() {
+  tokens_.clear();
+  logits_.clear();
+  return kv_->truncate(0);
+}
+
+Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
+  if (tokens.empty()) return Status(Errc::invalid_argument, "append: no tokens");
+  if (tokens_.size() + tokens.size() > capacity()) {
+    if (tokens_.empty())
+      return Status(Errc::out_of_range, fmt::format("the prompt has {} tokens but the context holds {}: raise {}",
+                                                    tokens.size(), capacity(), capacity_source_));
+    return Status(Errc::out_of_range, fmt::format("the sequence would hold {} tokens but the context holds {}: raise {}",
+                                                  tokens_.size() + tokens.size(), capacity(), capacity_source_));
+  }
+  const std::size_t n_vocab = model_->params().n_vocab;
+  std::vector<float> chunk;
+  logits_.clear();
+  for (std::size_t pos = 0; pos < tokens.size(); pos += max_batch_) {
+    const std::size_t n = std::min<std::size_t>(max_batch_, tokens.size() - pos);
+    SequenceBatch batch;
+    batch.tokens = tokens.subspan(pos, n);
+    batch.n_past = static_cast<std::uint32_t>(tokens_.size());
+    batch.all_logits = all_logits;
+    if (Status st = model_->forward(*ws_, *kv_, batch, chunk); !st.ok()) {
+      // The store may hold part of the tokens: drop them so the sequence stays what tokens() says.
+      (void)kv_->truncate(static_cast<std::uint32_t>(tokens_.size()));
+      return st;
+    }
+    tokens_.insert(tokens_.end(), batch.tokens.begin(), batch.tokens.end());
+    if (all_logits || pos + n == tokens.size()) logits_.insert(logits_.end(), chunk.begin(), chunk.end());
+  }
+  if (logits_.size() != (all_logits ? tokens.size() : 1) * n_vocab)
+    return Status(Errc::internal, "append produced the wrong number of logits");
+  return Status::success();
+}
+
+Status Session::append_together(Workspace& ws, std::span<const SessionStep> steps) {
+  if (steps.empty()) return Status(Errc::invalid_argument, "append_together: no sessions");
+  const Model* model = steps[0].session ? steps[0].session->model_.get() : nullptr;
+  std::vector<TokenId> tokens;
+  std::vector<SequenceRows> seqs;
+  std::vector<std::uint32_t> last_rows;
+  for (const SessionStep& step : steps) {
+    Session* s = step.session;
+    if (!s || s->model_.get() != model)
+      return Status(Errc::invalid_argument, "append_together: every session must run over the same model");
+    if (step.tokens.empty()) return Status(Errc::invalid_argument, "append_together: a session has no tokens");
+    for (const SessionStep& other : steps)
+      if (&other != &step && other.session == s)
+        return Status(Errc::invalid_argument, "append_together: a session appears twice");
+    if (s->tokens_.size() + step.tokens.size() > s->capacity())
+      return Status(Errc::out_of_range, fmt::format("the sequence would hold {} tokens but the context holds {}: raise {}",
+                                                    s->tokens_.size() + step.tokens.size(), s->capacity(),
+                                                    s->capacity_source_));
+    seqs.push_back(SequenceRows{s->kv_.get(), static_cast<std::uint32_t>(step.tokens.size()),
+                                static_cast<std::uint32_t>(s->tokens_.size()), nullptr});
+    tokens.insert(tokens.end(), step.tokens.begin(), step.tokens.end());
+    last_rows.push_back(static_cast<std::uint32_t>(tokens.size() - 1));
+  }
+  ForwardBatch batch;
+  batch.tokens = tokens;
+  batch.sequences = seqs;
+  batch.logit_rows = last_rows;
+  ForwardOutput out;
+  if (Status st = model->forward(ws, batch, out); !st.ok()) {
+    for (const SessionStep& step : steps) (void)step.session->kv_->truncate(static_cast<std::uint32_t>(step.session->tokens_.size()));
+    return st;
+  }
+  const std::size_t V = model->params().n_vocab;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    Session& s = *steps[i].session;
+    s.tokens_.insert(s.tokens_.end(), steps[i].tokens.begin(), steps[i].tokens.end());
+    s.logits_.assign(out.logits.begin() + i * V, out.logits.begin() + (i + 1) * V);
+  }
+  return Status::success();
+}
+
+Status Session::forward(const SequenceBatch& batch, std::vector<float>& logits) {
+  return model_->forward(*ws_, *kv_, batch, logits);
+}
+
+Status Session::generate(std::span<const TokenId> prompt, const GenerationOptions& options, const TokenFn& on_token,
+                         GenerationStats& stats) {
+  stats = GenerationStats{};
+  stats.prompt_tokens = static_cast<std::uint32_t>(prompt.size());
+  sampler_.emplace(options.sampling);
+  text_.emplace(model_->tokenizer(), options.stop);
+  tail_.clear();
+  if (prompt.empty()) return Status(Errc::invalid_argument, "the prompt is empty: nothing to continue from");
+  GRAFT_TRY(reset());
+
+  auto t0 = std::chrono::steady_clock::now();
+  GRAFT_TRY(append(prompt));
+  stats.prefill_seconds = seconds_since(t0);
+
+  const std::size_t n_vocab = model_->params().n_vocab;
+  const std::int64_t max_tokens = options.max_tokens;
+  t0 = std::chrono::steady_clock::now();
+  Status st;
+  for (;;) {
+    if (max_tokens >= 0 && stats.generated_tokens >= max_tokens) {
+      stats.stop = FinishReason::length;
+      break;
+    }
+    const TokenId next = sampler_->sample(std::span<const float>(logits_.data(), n_vocab), tokens_);
+    ++stats.generated_tokens;
+    if (model_->tokenizer().is_eog(next)) {
+      stats.stop = FinishReason::eog;
+      break;
+    }
+    const TextStream::Piece piece = text_->push(next);
+    const bool go_on = on_token(next, piece.text);
+    if (piece.stopped || !go_on) {
+      stats.stop = FinishReason::stop;
+      break;
+    }
+    if (max_tokens >= 0 && stats.generated_tokens >= max_tokens) {
+      stats.stop = FinishReason::length;
+      break;
+    }
+    // The token after `next` has no slot left to be sampled from.
+    if (tokens_.size() + 1 >= capacity()) {
+      stats.stop = FinishReason::context_full;
+      break;
+    }
+    st = append(std::span<const TokenId>(&next, 1));
+    if (!st.ok()) break;
+  }
+  stats.decode_seconds = stats.generated_tokens > 1 ? seconds_since(t0) : 0;
+  tail_ = text_->finish();
+  return st;
+}
+
+}  // namespace graft

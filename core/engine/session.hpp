@@ -1,0 +1,124 @@
+// One sequence over a shared Model: its KV store, its forward-pass scratch (Workspace), the
+// tokens committed to it, and, while generating, its sampler and text stream. Many sessions may
+// run over one Model; each touches only its own KV store.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/text_stream.hpp"
+#include "graft/kv_store.hpp"
+#include "model/model.hpp"
+#include "sampling/sampler.hpp"
+
+namespace graft {
+
+enum class FinishReason { length, eog, context_full, stop };
+const char* finish_reason_name(FinishReason r);
+
+struct GenerationStats {
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t generated_tokens = 0;
+  double prefill_seconds = 0;  // prompt forward passes, up to the first sampled token
+  double decode_seconds = 0;   // every later forward pass and sampling step
+  FinishReason stop = FinishReason::length;
+  double prefill_tps() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
+  // As the field reports it: the first token comes from prefill, so (generated - 1) / decode time.
+  double decode_tps() const {
+    return decode_seconds > 0 && generated_tokens > 1 ? (generated_tokens - 1) / decode_seconds : 0;
+  }
+};
+
+struct GenerationOptions {
+  std::int64_t max_tokens = -1;  // < 0: until end of generation or a full context
+  SamplingSettings sampling;
+  std::vector<std::string> stop;  // stop strings (never output)
+};
+
+// Each generated token (end-of-generation tokens excepted) with the text it adds to the output
+// (TextStream); return false to stop.
+using TokenFn = std::function<bool(TokenId id, std::string_view text)>;
+
+struct SessionOptions {
+  std::uint32_t max_batch = 256;  // rows per forward pass (prompts go in pieces of this size)
+  // Where the KV capacity comes from, for the error when a prompt exceeds it.
+  std::string capacity_source = "--ctx";
+};
+
+class Session;
+
+// One session's share of a batched step: tokens to commit after its committed ones.
+struct SessionStep {
+  Session* session = nullptr;
+  std::span<const TokenId> tokens;
+};
+
+class Session {
+ public:
+  // kv: an empty store of model->kv_geometry(capacity). workspace: one to share with sessions that
+  // never run a forward pass at the same time as this one, at least options.max_batch rows; null:
+  // a workspace of its own.
+  static Expected<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model, std::shared_ptr<KvStore> kv,
+                                                   const SessionOptions& options,
+                                                   std::shared_ptr<Workspace> workspace = nullptr);
+
+  const Model& model() const { return *model_; }
+  KvStore& kv() { return *kv_; }
+  Workspace& workspace() { return *ws_; }
+  std::uint32_t capacity() const { return kv_->geometry().capacity; }
+  std::uint32_t max_batch() const { return max_batch_; }
+  // Tokens committed to the KV store, in order.
+  std::span<const TokenId> tokens() const { return tokens_; }
+  // The logits after the last append(): n_vocab floats (n_vocab per token with all_logits).
+  const std::vector<float>& logits() const { return logits_; }
+
+  // Empties the sequence (the KV store keeps its memory).
+  Status reset();
+  // Commits tokens after the committed ones, max_batch per forward pass; keeps the logits of the
+  // last token, or of every appended token with all_logits.
+  Status append(std::span<const TokenId> tokens, bool all_logits = false);
+  // Several sessions over one Model in ONE forward pass (every row through each matmul together,
+  // each session's attention over its own KV store), using `ws` (at least as many rows as the
+  // steps' tokens together). Each session commits its tokens and its logits() become those of its
+  // last token, bit for bit what its own append() would give. On an error no session's committed
+  // tokens change.
+  static Status append_together(Workspace& ws, std::span<const SessionStep> steps);
+  // One forward pass of this sequence as the caller lays it out (a verify pass, a benchmark),
+  // leaving the committed list alone.
+  Status forward(const SequenceBatch& batch, std::vector<float>& logits);
+
+  // Plain generation from a fresh sequence: prefill the prompt, then sample and commit one token
+  // per forward pass. The sampler and text stream live for the call; text() and sampler() report
+  // them afterwards.
+  Status generate(std::span<const TokenId> prompt, const GenerationOptions& options, const TokenFn& on_token,
+                  GenerationStats& stats);
+  // The last generate()'s sampler (its seed) and output text; the text held back at the end is
+  // released by generate() into text() and returned by tail().
+  const Sampler* sampler() const { return sampler_ ? &*sampler_ : nullptr; }
+  const std::string& text() const { return text_ ? text_->text() : empty_; }
+  const std::string& tail() const { return tail_; }
+
+ private:
+  Session() = default;
+
+  // Members in this order so the workspace and store (backend memory) go before the model.
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<KvStore> kv_;
+  std::shared_ptr<Workspace> ws_;
+  std::uint32_t max_batch_ = 0;
+  std::string capacity_source_;
+  std::vector<TokenId> tokens_;
+  std::vector<float> logits_;
+  std::optional<Sampler> sampler_;
+  std::optional<TextStream> text_;
+  std::string tail_;
+  std::string empty_;
+};
+
+}  // namespace graft

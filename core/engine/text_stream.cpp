@@ -1,0 +1,22 @@
+#include "engine/text_stream.hpp"
+
+namespace graft {
+
+TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stop_strings)
+    : tok_(tok), stop_(std::move(stop_strings)) {}
+
+TextStream::Piece TextStream::push(TokenId id) {
+  const StopResult r = stop_.push_token(tok_, id);
+  Piece piece{utf8_.push(r.text), r.stopped()};
+  text_ += piece.text;
+  return piece;
+}
+
+std::string TextStream::finish() {
+  std::string tail = stop_.stopped() ? std::string() : utf8_.push(stop_.flush());
+  tail += utf8_.flush();
+  text_ += tail;
+  return tail;
+}
+
+}  // namespace graft

@@ -1,0 +1,220 @@
+// The llama/qwen3 forward pass, top to bottom. Shapes are [ne0, ne1, ...] with ne0 contiguous;
+// E = n_embd, D = head_dim, H = n_head, HKV = n_head_kv, F = n_ff, V = n_vocab, n = rows in the
+// batch (the rows of every sequence in it, one sequence after another).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "model/model.hpp"
+
+namespace graft {
+
+namespace {
+// The f32 view t with dimension `dim` `stride` floats apart instead of packed (the dimensions
+// above it follow on from it): a part of a stacked projection's output.
+TensorView with_stride(TensorView t, int dim, std::int64_t stride) {
+  t.nb[dim] = static_cast<std::size_t>(stride) * sizeof(float);
+  for (int d = dim + 1; d < kMaxDims; ++d) t.nb[d] = t.nb[d - 1] * static_cast<std::size_t>(t.ne[d - 1]);
+  return t;
+}
+}  // namespace
+
+Status Model::matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) const {
+  const auto k = w.view.ne[0], m = w.view.ne[1];
+  return w.kernels->matmul(*backend_, w.view, w.prepared.get(), f32_view(x, k, n), f32_view(y, m, n));
+}
+
+Status Model::embed(Workspace& ws, std::span<const TokenId> tokens) const {
+  // token_embd [E, V]: x[i] = row tokens[i].
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  return weights_.token_embd.kernels->get_rows(*backend_, weights_.token_embd.view, tokens.data(), tokens.size(),
+                                               f32_view(ws.x, params_.n_embd, n));
+}
+
+Status Model::layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
+                    const std::int32_t* positions, std::uint32_t n) const {
+  const auto& p = params_;
+  Backend& be = *backend_;
+  const std::int64_t E = p.n_embd, D = p.head_dim, H = p.n_head, HKV = p.n_head_kv, F = p.n_ff;
+
+  // h = rms_norm(x) * attn_norm [E].
+  GRAFT_TRY(be.rms_norm(f32_view(ws.x, E, n), L.attn_norm.view, p.rms_eps, f32_view(ws.h, E, n)));
+  // q [D, H, n], k and v [D, HKV, n] = h * wq [E, H*D], wk and wv [E, HKV*D]: three buffers, or
+  // the parts of the stacked wqkv's output (one row's q | k | v after another).
+  const bool stacked = L.qkv_stacked();
+  const std::int64_t stride = (H + 2 * HKV) * D;
+  if (stacked) {
+    GRAFT_TRY(matmul(L.wqkv, ws.h, n, ws.qkv));
+  } else {
+    GRAFT_TRY(matmul(L.wq, ws.h, n, ws.q));
+    GRAFT_TRY(matmul(L.wk, ws.h, n, ws.k));
+    GRAFT_TRY(matmul(L.wv, ws.h, n, ws.v));
+  }
+  // Rows [r0, r0 + rows) of q, k and v.
+  auto qkv_rows = [&](std::uint32_t r0, std::uint32_t rows) {
+    if (stacked) {
+      float* at = ws.qkv + std::int64_t(r0) * stride;
+      return std::array{with_stride(f32_view(at, D, H, rows), 2, stride),
+                        with_stride(f32_view(at + H * D, D, HKV, rows), 2, stride),
+                        with_stride(f32_view(at + (H + HKV) * D, D, HKV, rows), 2, stride)};
+    }
+    return std::array{f32_view(ws.q + std::int64_t(r0) * H * D, D, H, rows),
+                      f32_view(ws.k + std::int64_t(r0) * HKV * D, D, HKV, rows),
+                      f32_view(ws.v + std::int64_t(r0) * HKV * D, D, HKV, rows)};
+  };
+  const auto [q, k, v] = qkv_rows(0, n);
+  // qwen3: q and k per head *= rms_norm with q_norm, k_norm [D].
+  if (p.qk_norm) {
+    GRAFT_TRY(be.rms_norm(q, L.q_norm.view, p.rms_eps, q));
+    GRAFT_TRY(be.rms_norm(k, L.k_norm.view, p.rms_eps, k));
+  }
+  // RoPE on q and k at each row's position.
+  const RopeParams rope{static_cast<std::int32_t>(p.n_rot), p.rope_neox, p.rope_freq_base, p.rope_freq_scale};
+  GRAFT_TRY(be.rope(q, positions, rope, q));
+  GRAFT_TRY(be.rope(k, positions, rope, k));
+  // Each sequence: its k, v into its own KV store after its committed slots; attn [D, H, rows] =
+  // attention of its q over that store (causal, or its token tree's ancestor mask).
+  std::uint32_t r0 = 0;
+  for (const SequenceRows& s : seqs) {
+    const auto [qs, ks, vs] = qkv_rows(r0, s.n_tokens);
+    GRAFT_TRY(s.kv->write(kv_layer, s.n_past, s.n_tokens, ks, vs));
+    AttentionBatch ab;
+    ab.n_query = s.n_tokens;
+    ab.n_past = s.n_past;
+    ab.ancestor = s.ancestor;
+    ab.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    GRAFT_TRY(s.kv->attend(kv_layer, qs, ab, f32_view(ws.attn + std::int64_t(r0) * H * D, D, H, s.n_tokens)));
+    r0 += s.n_tokens;
+  }
+  // x += attn * wo [H*D, E].
+  GRAFT_TRY(matmul(L.wo, ws.attn, n, ws.h));
+  GRAFT_TRY(be.add(f32_view(ws.x, E, n), f32_view(ws.h, E, n), f32_view(ws.x, E, n)));
+
+  // h = rms_norm(x) * ffn_norm [E].
+  GRAFT_TRY(be.rms_norm(f32_view(ws.x, E, n), L.ffn_norm.view, p.rms_eps, f32_view(ws.h, E, n)));
+  // gate [F, n] = silu(h * w_gate [E, F]) * (h * w_up [E, F]) (SwiGLU), stacked or separate.
+  if (L.gate_up_stacked()) {
+    GRAFT_TRY(matmul(L.w_gate_up, ws.h, n, ws.gate_up));
+    GRAFT_TRY(be.silu_mul(with_stride(f32_view(ws.gate_up, F, n), 1, 2 * F),
+                          with_stride(f32_view(ws.gate_up + F, F, n), 1, 2 * F), f32_view(ws.gate, F, n)));
+  } else {
+    GRAFT_TRY(matmul(L.w_gate, ws.h, n, ws.gate));
+    GRAFT_TRY(matmul(L.w_up, ws.h, n, ws.up));
+    GRAFT_TRY(be.silu_mul(f32_view(ws.gate, F, n), f32_view(ws.up, F, n), f32_view(ws.gate, F, n)));
+  }
+  // x += gate * w_down [F, E].
+  GRAFT_TRY(matmul(L.w_down, ws.gate, n, ws.h));
+  return be.add(f32_view(ws.x, E, n), f32_view(ws.h, E, n), f32_view(ws.x, E, n));
+}
+
+Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits) const {
+  const auto& p = params_;
+  const std::int64_t E = p.n_embd;
+  const std::size_t V = p.n_vocab;
+  for (std::size_t r = 0; r < rows.size(); r += kLogitRows) {
+    const auto chunk = static_cast<std::uint32_t>(std::min<std::size_t>(kLogitRows, rows.size() - r));
+    // h[j] = rms_norm(x[rows[r + j]]) * output_norm [E], one call per run of consecutive rows.
+    for (std::uint32_t j = 0; j < chunk;) {
+      std::uint32_t run = 1;
+      while (j + run < chunk && rows[r + j + run] == rows[r + j] + run) ++run;
+      GRAFT_TRY(backend_->rms_norm(f32_view(ws.x + std::int64_t(rows[r + j]) * E, E, run), weights_.output_norm.view,
+                                   p.rms_eps, f32_view(ws.h + std::int64_t(j) * E, E, run)));
+      j += run;
+    }
+    // logits [V, chunk] = h * output [E, V] (token_embd when tied).
+    GRAFT_TRY(matmul(weights_.output, ws.h, chunk, ws.logits));
+    GRAFT_TRY(backend_->synchronize());
+    GRAFT_TRY(backend_->copy(logits + r * V, MemoryKind::host, ws.logits, MemoryKind::device, chunk * V * sizeof(float)));
+  }
+  return Status::success();
+}
+
+Status Model::copy_rows_out(const float* src, std::uint32_t rows, float* dst) const {
+  GRAFT_TRY(backend_->synchronize());
+  return backend_->copy(dst, MemoryKind::host, src, MemoryKind::device, std::size_t(rows) * params_.n_embd * sizeof(float));
+}
+
+Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& out) const {
+  const auto& p = params_;
+  const auto n = static_cast<std::uint32_t>(batch.tokens.size());
+  const std::uint32_t n_layers = p.n_main_layers();
+  // The batch as a whole: sizes, ids and the outputs asked for.
+  if (n == 0) return Status(Errc::invalid_argument, "forward: empty batch");
+  if (n > ws.max_batch())
+    return Status(Errc::invalid_argument, fmt::format("forward: {} tokens exceed the batch size {}", n, ws.max_batch()));
+  if (!batch.positions.empty() && batch.positions.size() != n)
+    return Status(Errc::invalid_argument, "forward: positions and tokens differ in length");
+  std::uint64_t seq_rows = 0;
+  for (const SequenceRows& s : batch.sequences) {
+    if (!s.kv) return Status(Errc::invalid_argument, "forward: a sequence has no KV store");
+    seq_rows += s.n_tokens;
+  }
+  if (seq_rows != n)
+    return Status(Errc::invalid_argument,
+                  fmt::format("forward: the sequences hold {} rows but the batch has {} tokens", seq_rows, n));
+  for (TokenId t : batch.tokens)
+    if (t < 0 || static_cast<std::uint32_t>(t) >= p.n_vocab)
+      return Status(Errc::out_of_range, fmt::format("forward: token id {} is outside the vocabulary (0..{})", t, p.n_vocab - 1));
+  for (std::uint32_t r : batch.logit_rows)
+    if (r >= n) return Status(Errc::out_of_range, fmt::format("forward: logits asked for row {} of {}", r, n));
+  for (std::int32_t id : batch.hidden_layers)
+    if (id < 0 || static_cast<std::uint32_t>(id) > n_layers)
+      return Status(Errc::out_of_range,
+                    fmt::format("forward: hidden-state tap {} is outside 0..{} (the layers' inputs, then the output)",
+                                id, n_layers));
+  // RoPE positions: n_past + i within each sequence unless given.
+  const std::int32_t* positions = batch.positions.data();
+  if (batch.positions.empty()) {
+    ws.positions.resize(n);
+    std::uint32_t r = 0;
+    for (const SequenceRows& s : batch.sequences)
+      for (std::uint32_t i = 0; i < s.n_tokens; ++i) ws.positions[r++] = static_cast<std::int32_t>(s.n_past + i);
+    positions = ws.positions.data();
+  }
+
+  const std::size_t block = std::size_t(n) * p.n_embd;
+  out.hidden.resize((batch.hidden_layers.size() + (batch.hidden_normed_output ? 1 : 0)) * block);
+  // Copies x (the input of layer `id`, or the output when id == n_layers) to every tap asking for it.
+  auto tap = [&](std::uint32_t id) -> Status {
+    for (std::size_t t = 0; t < batch.hidden_layers.size(); ++t)
+      if (static_cast<std::uint32_t>(batch.hidden_layers[t]) == id) GRAFT_TRY(copy_rows_out(ws.x, n, out.hidden.data() + t * block));
+    return Status::success();
+  };
+
+  // x [E, n] = token embeddings, then every layer in turn.
+  GRAFT_TRY(embed(ws, batch.tokens));
+  for (std::uint32_t il = 0; il < n_layers; ++il) {
+    GRAFT_TRY(tap(il));
+    GRAFT_TRY(layer(ws, weights_.layers[il], il, batch.sequences, positions, n));
+  }
+  GRAFT_TRY(tap(n_layers));
+  if (batch.hidden_normed_output) {
+    GRAFT_TRY(backend_->rms_norm(f32_view(ws.x, p.n_embd, n), weights_.output_norm.view, p.rms_eps,
+                                 f32_view(ws.h, p.n_embd, n)));
+    GRAFT_TRY(copy_rows_out(ws.h, n, out.hidden.data() + batch.hidden_layers.size() * block));
+  }
+  // logits of the chosen rows only.
+  out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
+  return head(ws, batch.logit_rows, out.logits.data());
+}
+
+Status Model::forward(Workspace& ws, KvStore& kv, const SequenceBatch& batch, std::vector<float>& logits) const {
+  const auto n = static_cast<std::uint32_t>(batch.tokens.size());
+  const SequenceRows seq{&kv, n, batch.n_past, batch.ancestor};
+  std::vector<std::uint32_t> rows(batch.all_logits ? n : std::min<std::uint32_t>(n, 1));
+  std::iota(rows.begin(), rows.end(), batch.all_logits ? 0u : n - 1);
+  ForwardBatch fb;
+  fb.tokens = batch.tokens;
+  fb.positions = batch.positions;
+  fb.sequences = std::span<const SequenceRows>(&seq, 1);
+  fb.logit_rows = rows;
+  ForwardOutput out;
+  out.logits = std::move(logits);  // reuse the caller's allocation
+  Status st = forward(ws, fb, out);
+  logits = std::move(out.logits);
+  return st;
+}
+
+}  // namespace graft

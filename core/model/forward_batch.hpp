@@ -1,0 +1,48 @@
+// What one forward pass computes: the rows of one or several sequences at once, and which
+// optional outputs it hands back (logits of chosen rows, hidden states of chosen layers).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "graft/kv_store.hpp"
+
+namespace graft {
+
+using TokenId = std::int32_t;
+
+// One sequence's rows in a batch. Its rows follow the previous sequence's; they are written into
+// its own KV store after its n_past committed slots and attend only to that store.
+struct SequenceRows {
+  KvStore* kv = nullptr;
+  std::uint32_t n_tokens = 0;
+  std::uint32_t n_past = 0;  // tokens already in kv
+  // n_tokens x n_tokens ancestor mask of a token tree (see AttentionBatch); null: causal.
+  const std::uint8_t* ancestor = nullptr;
+};
+
+struct ForwardBatch {
+  std::span<const TokenId> tokens;  // every row, the sequences one after another
+  // RoPE positions, one per row; empty: n_past + i within each sequence. A token tree passes
+  // n_past + depth.
+  std::span<const std::int32_t> positions;
+  std::span<const SequenceRows> sequences;  // their n_tokens add up to tokens.size()
+
+  // Rows (indices into tokens, any order) whose logits are wanted: ForwardOutput::logits holds
+  // n_vocab floats per entry, in this order.
+  std::span<const std::uint32_t> logit_rows;
+  // Hidden-state taps by llama.cpp's id convention: id L is the input of layer L (0 = the token
+  // embeddings), id n_layer the final output before output_norm. ForwardOutput::hidden holds one
+  // [rows][n_embd] block per id, in this order, every row of the batch (token-major).
+  std::span<const std::int32_t> hidden_layers;
+  // Also the final output after output_norm, as one more block after the taps above.
+  bool hidden_normed_output = false;
+};
+
+struct ForwardOutput {
+  std::vector<float> logits;  // logit_rows.size() x n_vocab
+  std::vector<float> hidden;  // (hidden_layers.size() + hidden_normed_output) x rows x n_embd
+};
+
+}  // namespace graft

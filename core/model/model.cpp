@@ -1,0 +1,130 @@
+// Loading a Model: hyperparameters, tokenizer, weights bound to kernels, stacked and prepared.
+#include "model/model.hpp"
+
+#include <fmt/format.h>
+
+#include <span>
+#include <tuple>
+#include <utility>
+
+#include "model/stacked_matrix.hpp"
+
+namespace graft {
+
+Model::~Model() = default;
+
+Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::File> file,
+                                                   std::shared_ptr<Backend> backend, std::string_view backend_name,
+                                                   const HostServices& host, std::shared_ptr<const void> plugins,
+                                                   const ModelOptions& options) {
+  auto params = ModelParams::from_gguf(*file);
+  if (!params) return std::move(params).status();
+  auto tokenizer = Tokenizer::from_gguf(*file);
+  if (!tokenizer) return std::move(tokenizer).status();
+  auto weights = ModelWeights::bind(*file, *params, host, backend_name);
+  if (!weights) return std::move(weights).status();
+  if (params->n_vocab != (*tokenizer)->n_vocab())
+    return Status(Errc::invalid_argument, fmt::format("{}: the vocabulary has {} tokens but token_embd has {} rows",
+                                                      file->name(), (*tokenizer)->n_vocab(), params->n_vocab));
+
+  std::shared_ptr<Model> m(new Model());
+  m->file_ = std::move(file);
+  m->backend_ = std::move(backend);
+  m->plugins_ = std::move(plugins);
+  m->tokenizer_ = std::move(*tokenizer);
+  m->params_ = *params;
+  m->weights_ = std::move(*weights);
+  ModelWeights& W = m->weights_;
+  // A matrix the forward pass no longer reads from the file: its pages go back to the system and
+  // the load-time prefault skips it.
+  auto release_file_pages = [&](const void* view_data, std::uint64_t bytes) {
+    const auto* data = static_cast<const std::uint8_t*>(view_data);
+    W.released_bytes += m->file_->release(data, bytes);
+    W.released.push_back(data);
+  };
+  if (options.fuse_projections) {
+    for (std::uint32_t il = 0; il < m->params_.n_main_layers(); ++il) {
+      LayerWeights& L = W.layers[il];
+      const MatrixWeight* qkv[] = {&L.wq, &L.wk, &L.wv};
+      const MatrixWeight* gate_up[] = {&L.w_gate, &L.w_up};
+      for (auto [parts, out, name] : {std::tuple{std::span<const MatrixWeight* const>(qkv), &L.wqkv, "attn_q+k+v"},
+                                      std::tuple{std::span<const MatrixWeight* const>(gate_up), &L.w_gate_up, "ffn_gate+up"}}) {
+        auto stacked = stack_rows(parts, fmt::format("blk.{}.{}", il, name));
+        if (!stacked) return std::move(stacked).status();
+        if (!stacked->kernels) continue;  // types differ: the parts stay separate
+        *out = std::move(*stacked);
+        for (const MatrixWeight* part : parts) release_file_pages(part->view.data, part->bytes);  // read stacked only
+      }
+    }
+  }
+  // Kernels that read their own layout get it now, once (the file's bytes stay mapped for the
+  // rest: norms, token rows, and matrices whose kernels read them as they are). The file's pages of
+  // a prepared matrix are then released, so the weights are not held twice (a tied output keeps
+  // them: its rows are the token embeddings).
+  for (MatrixWeight* w : W.matmul_weights()) {
+    std::unique_ptr<PreparedWeights> prepared;
+    if (Status st = w->kernels->prepare(*m->backend_, w->view, prepared); !st.ok())
+      return Status(st.code(), fmt::format("{}: {}", w->name, st.message()));
+    if (prepared) {
+      W.prepared_bytes += prepared->bytes();
+      if (w->storage)
+        w->storage->release();  // a stacked copy, read no more
+      else if (w->view.data != W.token_embd.view.data)
+        release_file_pages(w->view.data, w->bytes);
+    } else if (w->storage) {
+      W.prepared_bytes += w->bytes;
+    }
+    w->prepared = std::move(prepared);
+  }
+  for (const LayerWeights& L : W.layers) {
+    (L.qkv_stacked() ? m->any_qkv_stacked_ : m->any_qkv_split_) = true;
+    (L.gate_up_stacked() ? m->any_gate_up_stacked_ : m->any_gate_up_split_) = true;
+  }
+  m->view_ = m->bind_view(host);
+  return std::shared_ptr<const Model>(std::move(m));
+}
+
+KvGeometry Model::kv_geometry(std::uint32_t capacity) const { return params_.kv_geometry(capacity); }
+
+std::uint64_t Model::lay_out(std::uint32_t max_batch, Workspace& ws, float* base) const {
+  const auto& p = params_;
+  const std::uint64_t B = max_batch, q_dim = std::uint64_t(p.n_head) * p.head_dim,
+                      kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
+  std::uint64_t used = 0;
+  auto take = [&](float*& field, std::uint64_t floats) {
+    if (floats > 0 && base) field = base + used;
+    used += floats;
+  };
+  take(ws.x, B * p.n_embd);
+  take(ws.h, B * p.n_embd);
+  take(ws.attn, B * q_dim);
+  take(ws.q, any_qkv_split_ ? B * q_dim : 0);
+  take(ws.k, any_qkv_split_ ? B * kv_dim : 0);
+  take(ws.v, any_qkv_split_ ? B * kv_dim : 0);
+  take(ws.qkv, any_qkv_stacked_ ? B * (q_dim + 2 * kv_dim) : 0);
+  take(ws.gate, B * p.n_ff);
+  take(ws.up, any_gate_up_split_ ? B * p.n_ff : 0);
+  take(ws.gate_up, any_gate_up_stacked_ ? B * 2 * p.n_ff : 0);
+  take(ws.logits, std::uint64_t(kLogitRows) * p.n_vocab);
+  return used;
+}
+
+std::uint64_t Model::workspace_bytes(std::uint32_t max_batch) const {
+  Workspace counted;
+  return lay_out(max_batch, counted, nullptr) * sizeof(float);
+}
+
+Expected<std::unique_ptr<Workspace>> Model::new_workspace(std::uint32_t max_batch) const {
+  if (max_batch == 0) return Status(Errc::invalid_argument, "workspace: max_batch must be at least 1");
+  std::unique_ptr<Workspace> ws(new Workspace());
+  const std::uint64_t floats = lay_out(max_batch, *ws, nullptr);
+  auto buf = backend_->allocate(floats * sizeof(float), MemoryKind::device);
+  if (!buf) return std::move(buf).status();
+  ws->buffer_ = std::move(*buf);
+  ws->bytes_ = floats * sizeof(float);
+  ws->max_batch_ = max_batch;
+  lay_out(max_batch, *ws, static_cast<float*>(ws->buffer_->data()));
+  return ws;
+}
+
+}  // namespace graft

@@ -1,0 +1,111 @@
+// A loaded model: the GGUF file, its hyperparameters and tokenizer, its weights bound to the
+// weight-format kernels of one backend (stacked and prepared once at load), and the forward pass.
+// Immutable after load and shared by every Session over it: each sequence brings its own KV store
+// and Workspace, so any number of sequences run over one copy of the weights.
+//
+// The forward pass is written once against the SDK interfaces (generic ops from the backend,
+// matmuls from weight-format kernels, attention from the KV store) and serves prefill, decode,
+// token-tree verification and batches of several sequences. Its steps are public (embed, layer,
+// head) so drafters and batching reuse them instead of re-implementing attention or matmul.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "graft/backend.hpp"
+#include "graft/host.hpp"
+#include "graft/kv_store.hpp"
+#include "graft/model_view.hpp"
+#include "gguf/gguf_file.hpp"
+#include "model/forward_batch.hpp"
+#include "model/model_params.hpp"
+#include "model/model_weights.hpp"
+#include "model/workspace.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace graft {
+
+struct ModelOptions {
+  // Stack q/k/v and gate/up into one matrix each where their types agree (stacked_matrix.hpp):
+  // the same logits, bit for bit, with three fewer matmul calls per layer. Off only to compare.
+  bool fuse_projections = true;
+};
+
+// One sequence's forward pass, the common case (a Session's prefill, decode and verify).
+struct SequenceBatch {
+  std::span<const TokenId> tokens;
+  std::span<const std::int32_t> positions;  // empty: n_past + i; a token tree: n_past + depth
+  std::uint32_t n_past = 0;                 // tokens already in the KV store
+  const std::uint8_t* ancestor = nullptr;   // n x n ancestor mask (AttentionBatch); null: causal
+  bool all_logits = false;                  // false: only the last row's logits
+};
+
+class Model {
+ public:
+  // Output rows per lm_head matmul: bounds the logits scratch (n_vocab is up to ~256K).
+  static constexpr std::uint32_t kLogitRows = 16;
+
+  // Keeps `file` (the mapping the weights point into), the backend and `plugins` alive as long as
+  // the Model: `plugins` holds the weight-format libraries loaded (prepared weights are their
+  // memory) and `host`. Errors name the file and tensor.
+  static Expected<std::shared_ptr<const Model>> load(std::shared_ptr<const gguf::File> file,
+                                                     std::shared_ptr<Backend> backend, std::string_view backend_name,
+                                                     const HostServices& host, std::shared_ptr<const void> plugins,
+                                                     const ModelOptions& options = {});
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelParams& params() const { return params_; }
+  const ModelWeights& weights() const { return weights_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const gguf::File& file() const { return *file_; }
+  Backend& backend() const { return *backend_; }
+  // What plugins (drafters) see of this model; lives as long as the Model.
+  const ModelView& view() const { return *view_; }
+  KvGeometry kv_geometry(std::uint32_t capacity) const;
+
+  // Scratch for forward passes of up to max_batch rows (several sessions may share one when they
+  // never run forward passes at the same time).
+  Expected<std::unique_ptr<Workspace>> new_workspace(std::uint32_t max_batch) const;
+  // The bytes new_workspace(max_batch) allocates.
+  std::uint64_t workspace_bytes(std::uint32_t max_batch) const;
+
+  // The whole pass over a batch of one or several sequences (forward_batch.hpp).
+  Status forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& out) const;
+  // One sequence: logits of the last row, or of every row, appended to `logits` after clearing it.
+  Status forward(Workspace& ws, KvStore& kv, const SequenceBatch& batch, std::vector<float>& logits) const;
+
+  // ---- the steps of forward(), for drafters and batching ----
+  // ws.x [rows, n_embd] = the token embeddings.
+  Status embed(Workspace& ws, std::span<const TokenId> tokens) const;
+  // ws.x += one transformer block over every row: L's weights, its K/V in layer kv_layer of each
+  // sequence's store. positions: one per row.
+  Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
+               const std::int32_t* positions, std::uint32_t rows) const;
+  // logits [rows.size(), n_vocab] (host memory) = lm_head(output_norm(ws.x[row])) for the chosen rows.
+  // Overwrites ws.h.
+  Status head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits) const;
+
+ private:
+  Model() = default;
+  Status matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) const;
+  Status copy_rows_out(const float* src, std::uint32_t rows, float* dst) const;
+  // Points ws's buffers into `base` (null: only counts); returns the floats they take.
+  std::unique_ptr<ModelView> bind_view(const HostServices& host) const;
+  std::uint64_t lay_out(std::uint32_t max_batch, Workspace& ws, float* base) const;
+
+  std::shared_ptr<const gguf::File> file_;
+  std::shared_ptr<Backend> backend_;
+  std::shared_ptr<const void> plugins_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ModelParams params_;
+  ModelWeights weights_;
+  std::unique_ptr<ModelView> view_;
+  bool any_qkv_stacked_ = false, any_qkv_split_ = false, any_gate_up_stacked_ = false, any_gate_up_split_ = false;
+};
+
+}  // namespace graft

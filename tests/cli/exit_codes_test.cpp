@@ -1,0 +1,102 @@
+// The exit-status rule every command follows (README, "Exit status"): 0 success; 1 when the
+// command could not do its job with what it was given (a file missing, unreadable or invalid, a
+// plugin, a model the plugins cannot run, a KV cache the machine cannot hold); 2 when the command
+// line itself is wrong (unknown command or option, a missing argument, a flag's value out of
+// range). And what a new user hit: oversubscribed threads, a KV cache larger than memory.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <thread>
+
+#include "test_util.hpp"
+
+
+namespace {
+
+class cli_exit : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    model_ = (dir_->path() / "m.gguf").string();
+    // 8 layers x 8 KV heads x 64 dims: 16 KiB of f16 K/V per token, so 16M tokens need 256 GiB.
+    auto r = run_command(std::string(GRAFT_EXE) +
+                         " synth --arch llama --n-embd 512 --n-layer 8 --n-head 8 --n-head-kv 8 --n-ff 256 "
+                         "--n-vocab 300 --ctx 512 --seed 5 --out " + model_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static CommandResult graft(const std::string& args) { return run_command(std::string(GRAFT_EXE) + " " + args); }
+  // Lines of output other than the load progress ("loading weights: 100%").
+  static int message_lines(const std::string& out) {
+    int n = 0;
+    for (std::size_t at = 0; at < out.size();) {
+      const std::size_t end = out.find('\n', at);
+      if (out.compare(at, 16, "loading weights:") != 0) ++n;
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    return n;
+  }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline std::string model_;
+};
+
+TEST_F(cli_exit, UsageErrorsExitTwo) {
+  const std::string m = " --model " + model_;
+  const std::vector<std::string> usage_errors = {
+      "frobnicate", "run" + m + " --tmep 1", "run" + m + " --temp 150", "run" + m + " -c 8",
+      "run" + m + " --prompt-ids \"1 999\"", "bench" + m + " --reps 0", "perplexity" + m, "info",
+      "plugins --bogus", "profile check", "tokenize" + m + " --bogus"};
+  for (const std::string& args : usage_errors) {
+    auto r = graft(args);
+    EXPECT_EQ(r.exit_code, 2) << "graft " << args << "\n" << r.output;
+    EXPECT_EQ(message_lines(r.output), 1) << "one line: " << r.output;
+    EXPECT_EQ(r.output.back(), '\n');
+  }
+}
+
+TEST_F(cli_exit, RunTimeErrorsExitOne) {
+  const std::string missing = (dir_->path() / "missing.gguf").string();
+  const std::string no_prompt = (dir_->path() / "no-prompt.txt").string();
+  const std::vector<std::string> run_time_errors = {
+      "run --model " + missing + " -p x", "bench --model " + missing, "info " + missing,
+      "run --profile " + missing + ".toml", "run --model " + model_ + " -f " + no_prompt,
+      "perplexity --model " + model_ + " --file " + no_prompt};
+  for (const std::string& args : run_time_errors) {
+    auto r = graft(args);
+    EXPECT_EQ(r.exit_code, 1) << "graft " << args << "\n" << r.output;
+    EXPECT_EQ(message_lines(r.output), 1) << "one line: " << r.output;
+    EXPECT_EQ(r.output.back(), '\n');
+  }
+}
+
+TEST_F(cli_exit, MoreThreadsThanTheMachineHasAreClampedWithAMessage) {
+  const unsigned hw = std::thread::hardware_concurrency();
+  ASSERT_GT(hw, 0u);
+  auto r = graft("run --model " + model_ + " -p x -n 1 -t 1000 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string want = "command line: --threads: 1000 threads on a machine with " + std::to_string(hw) +
+                           " hardware threads would oversubscribe it; using " + std::to_string(hw);
+  EXPECT_NE(r.output.find(want), std::string::npos) << r.output;
+}
+
+TEST_F(cli_exit, AKvCacheLargerThanMemoryIsRefusedBeforeAllocating) {
+  auto r = graft("run --model " + model_ + " -p x -n 1 -c 16777216");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("graft run: command line: --ctx: a context of 16777216 tokens needs "
+                                                     "256\\.00 GiB of KV cache \\(16\\.0 KiB per token\\) but .* has "
+                                                     "[0-9.]+ GiB of memory: lower \\[context\\] size or --ctx\n$")))
+      << r.output;
+}
+
+TEST_F(cli_exit, TheZooModelOnTheDefaultProfileDrawsNoWarning) {
+  const std::string zoo = std::string(GRAFT_SOURCE_DIR) + "/models/zoo-qwen3-4x256.gguf";
+  auto r = graft("run --profile " + std::string(GRAFT_SOURCE_DIR) + "/profiles/cpu.toml --model " + zoo +
+                 " -n 4 --seed 3 -p 'import os'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("warn"), std::string::npos) << r.output;
+}
+
+}  // namespace
