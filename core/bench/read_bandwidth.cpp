@@ -47,7 +47,8 @@ __attribute__((target("avx2"))) std::uint64_t sum_words_avx2(const std::uint64_t
   return lanes[0] + lanes[1] + lanes[2] + lanes[3] + sum_words(p + i, n - i);
 }
 // kPrefetch: each line is also prefetched into L2 4 KiB ahead, as the decode kernels do (their
-// streams then run 3-10% above the plain loop here); the probe keeps the faster of the two.
+// streams can then run faster than the plain loop: docs/benchmarks.md, "Prefetching probe"); the
+// probe keeps the faster of the two.
 template <bool kPrefetch>
 __attribute__((target("avx512f"))) std::uint64_t sum_words_avx512(const std::uint64_t* p, std::size_t n) {
   __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;

@@ -1,7 +1,6 @@
 // The machine's memory read bandwidth, measured the way decode reads weights: every thread
 // streams its own contiguous slice of a buffer much larger than the caches, with the widest loads
-// the CPU has (a plain 64-bit or SSE2 loop is core-bound on some machines: 22 GB/s where 512-bit
-// loads see 35), once plain and once prefetching into L2 4 KiB ahead as the decode kernels do,
+// the CPU has (a plain 64-bit or SSE2 loop is core-bound on some machines: docs/benchmarks.md), once plain and once prefetching into L2 4 KiB ahead as the decode kernels do,
 // keeping the faster. Decode speed is reported as a fraction of this number measured in the same
 // run.
 #pragma once

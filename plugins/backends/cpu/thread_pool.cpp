@@ -11,9 +11,9 @@ namespace {
 constexpr int kSpinIterations = 4000;
 // Pieces per share, and the units per thread from which a job is split in pieces: a piece
 // (an eighth of a share, at least one unit) is what a thread that finished early can take over.
-// From 2 units per thread: decode attention is 8 units of ~5 us (one per KV head), and without
-// pieces the thread that ran slower held the other up by 3-9 us a layer (250M Q1_0 decode with
-// against without, 8 pairs: 6 faster, median 1.03x; each such call costs ~0.2 us more to hand out).
+// From 2 units per thread: decode attention is one short unit per KV head, and without pieces the
+// thread that ran slower held the other up every layer (measured: docs/benchmarks.md, "Thread pool
+// pieces").
 constexpr std::size_t kPiecesPerShare = 8;
 constexpr std::size_t kPiecesFrom = 2;  // units per thread
 
