@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "engine/pipeline.hpp"
 #include "test_util.hpp"
@@ -119,6 +120,35 @@ TEST_P(SessionTest, InterleavedSessionsEachMatchALoneRun) {
   EXPECT_EQ(a->tokens().size(), pa.size() + steps);
   EXPECT_EQ(a->kv().size(), pa.size() + steps);
   EXPECT_EQ(b->kv().size(), pb.size() + steps);
+}
+
+// Sessions driven from two host threads at once (the server's case before batching): the
+// backend, the format kernels and the Model are shared; each session's results stay its own.
+TEST_P(SessionTest, SessionsOnTwoThreadsAtOnceEachMatchALoneRun) {
+  const auto pa = tokens_of(12, 11), pb = tokens_of(6, 12);
+  const int steps = 8;
+  const auto want_a = lone_run(pa, steps), want_b = lone_run(pb, steps);
+  std::vector<std::vector<float>> got_a, got_b;
+  auto a = session(), b = session();
+  ASSERT_TRUE(a && b);
+  auto drive = [&](Session& s, const std::vector<TokenId>& prompt, std::vector<std::vector<float>>& got) {
+    if (!s.append(prompt).ok()) return;
+    got.push_back(s.logits());
+    for (int i = 0; i < steps; ++i) {
+      const TokenId next = argmax(s.logits());
+      if (!s.append(std::span<const TokenId>(&next, 1)).ok()) return;
+      got.push_back(s.logits());
+    }
+  };
+  std::thread ta([&] { drive(*a, pa, got_a); }), tb([&] { drive(*b, pb, got_b); });
+  ta.join();
+  tb.join();
+  ASSERT_EQ(got_a.size(), want_a.size());
+  ASSERT_EQ(got_b.size(), want_b.size());
+  for (std::size_t i = 0; i < want_a.size(); ++i) {
+    EXPECT_TRUE(same_bits(got_a[i].data(), want_a[i].data(), kVocab)) << "a, step " << i;
+    EXPECT_TRUE(same_bits(got_b[i].data(), want_b[i].data(), kVocab)) << "b, step " << i;
+  }
 }
 
 TEST_P(SessionTest, OneForwardPassOverSeveralSessionsMatchesLoneRuns) {
