@@ -76,6 +76,9 @@ int cmd_plugins(const Args& args) {
     if (d.kind == PluginKind::backend) std::printf("         device: %s\n", backend_status(*e.library).c_str());
     if (verbose) {
       if (d.description) std::printf("         %s\n", d.description);
+      // The loader has checked stdlib and sdk_hash against the host's; the compiler is information.
+      std::printf("         built with %s, %s; SDK headers %s\n", d.compiler ? d.compiler : "(unknown compiler)",
+                  d.stdlib, d.sdk_hash);
       for (const auto& k : e.library->config_keys())
         std::printf("         key %-16s %-18s %s%s\n", k.key, config_type_name(k.type), k.description,
                     k.required ? " (required)" : "");

@@ -5,6 +5,7 @@
 #include <boost/dll/shared_library.hpp>
 #include <dlfcn.h>
 
+#include <string_view>
 #include <system_error>
 
 namespace graft {
@@ -26,6 +27,15 @@ std::string dlopen_error(const std::filesystem::path& file, std::string fallback
   }
   const char* why = ::dlerror();
   return why ? why : fallback;
+}
+
+// "FILE: standard library differs: plugin 'X', host 'Y'; rebuild ..." when the plugin's value is
+// not the host's.
+Status check_build(const std::string& where, const char* what, const char* plugin_value, const char* host_value) {
+  if (plugin_value && std::string_view(plugin_value) == host_value) return Status::success();
+  return Status(Errc::abi_mismatch, fmt::format("{}: {} differs: plugin '{}', host '{}'; rebuild the plugin against "
+                                                "this graft SDK",
+                                                where, what, plugin_value ? plugin_value : "(none)", host_value));
 }
 }  // namespace
 
@@ -61,7 +71,8 @@ Expected<std::shared_ptr<PluginLibrary>> PluginLibrary::load(const std::filesyst
     return Status(Errc::invalid_argument,
                   fmt::format("{}: not a graft plugin (no '{}' symbol exported)", where, GRAFT_PLUGIN_SYMBOL));
 
-  auto& descriptor_fn = handle->lib.get_alias<DescriptorFn>(GRAFT_PLUGIN_SYMBOL);
+  // A plain extern "C" function: the plugin needs no Boost to export it.
+  auto& descriptor_fn = handle->lib.get<DescriptorFn>(GRAFT_PLUGIN_SYMBOL);
   const PluginDescriptor* desc = descriptor_fn();
   if (!desc) return Status(Errc::invalid_argument, fmt::format("{}: graft_plugin returned no descriptor", where));
   // abi_version and struct_size are the first fields in every ABI version: safe to read first.
@@ -75,6 +86,10 @@ Expected<std::shared_ptr<PluginLibrary>> PluginLibrary::load(const std::filesyst
                   fmt::format("{}: plugin descriptor is {} bytes, host expects {} (same ABI version, "
                               "different SDK headers); rebuild the plugin",
                               where, desc->struct_size, sizeof(PluginDescriptor)));
+  // Same layout from here on. The standard library's types cross the boundary, so it must be the
+  // host's; equal header hashes mean the plugin saw exactly these interfaces.
+  if (Status st = check_build(where, "standard library", desc->stdlib, GRAFT_STDLIB_TAG); !st.ok()) return st;
+  if (Status st = check_build(where, "SDK header hash", desc->sdk_hash, GRAFT_SDK_HEADER_HASH); !st.ok()) return st;
   const auto kind_value = static_cast<std::uint32_t>(desc->kind);
   if (kind_value < 1 || kind_value > 4)
     return Status(Errc::invalid_argument, fmt::format("{}: unknown plugin kind {}", where, kind_value));

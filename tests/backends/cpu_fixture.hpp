@@ -125,38 +125,4 @@ inline TensorView view(std::vector<float>& v, std::int64_t ne0, std::int64_t ne1
   return graft::f32_view(v.data(), ne0, ne1, ne2);
 }
 
-// A contiguous view of 16-bit elements (f16 or bf16).
-inline TensorView view16(std::vector<std::uint16_t>& v, graft::TypeId type, std::int64_t ne0, std::int64_t ne1 = 1) {
-  TensorView t;
-  t.data = v.data();
-  t.type = type;
-  t.n_dims = ne1 > 1 ? 2 : 1;
-  t.ne = {ne0, ne1, 1, 1};
-  t.nb = {2, 2 * static_cast<std::size_t>(ne0), 2 * static_cast<std::size_t>(ne0 * ne1),
-          2 * static_cast<std::size_t>(ne0 * ne1)};
-  return t;
-}
-
-// Reference widening, written independently of the plugin: value arithmetic, not bit tricks.
-inline double f16_value(std::uint16_t h) {
-  const int sign = (h & 0x8000) ? -1 : 1;
-  const int exp = (h >> 10) & 0x1f;
-  const int mant = h & 0x3ff;
-  if (exp == 0) return sign * std::ldexp(static_cast<double>(mant), -24);
-  if (exp == 31) return mant ? std::nan("") : sign * INFINITY;
-  return sign * std::ldexp(static_cast<double>(1024 + mant), exp - 25);
-}
-
-inline std::uint16_t f32_to_bf16_truncate(float f) { return static_cast<std::uint16_t>(bits(f) >> 16); }
-
-// A float in f16's normal range, truncated to f16 (test data only: no subnormals, no overflow).
-inline std::uint16_t f32_to_f16_normal(float f) {
-  const std::uint32_t b = bits(f);
-  const std::uint32_t sign = (b >> 16) & 0x8000u;
-  const int exp = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
-  std::uint32_t mant = (b & 0x7fffffu) >> 13;
-  if (exp <= 0) return static_cast<std::uint16_t>(sign);
-  return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(exp) << 10) | mant);
-}
-
 }  // namespace cpu_test

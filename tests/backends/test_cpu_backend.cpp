@@ -31,6 +31,14 @@ TEST_P(Basics, ReportsDeviceThreadsAndKernelLevel) {
   EXPECT_EQ(b->native_stream(), nullptr);
 }
 
+// The backend names itself as its descriptor does, so callers need no name beside Backend&.
+TEST(cpuBackend, NameIsThePluginName) {
+  auto b = make_cpu(1);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->name(), "cpu");
+  EXPECT_EQ(b->name(), cpu_library()->name());
+}
+
 TEST_P(Basics, AllocatesAlignedMemoryAndCopies) {
   auto b = make_cpu(GetParam());
   ASSERT_TRUE(b);

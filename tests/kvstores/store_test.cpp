@@ -10,6 +10,7 @@ namespace {
 class FakeBackend final : public Backend {
  public:
   explicit FakeBackend(bool gpu) : gpu_(gpu) {}
+  std::string_view name() const noexcept override { return gpu_ ? "fakegpu" : "fake"; }
   Status status() const override { return Status::success(); }
   std::vector<DeviceInfo> devices() const override {
     DeviceInfo d;
@@ -31,14 +32,8 @@ class FakeBackend final : public Backend {
   Status rope(const TensorView&, const std::int32_t*, const RopeParams&, const TensorView&) override {
     return not_implemented("x");
   }
-  Status softmax(const TensorView&, float, const TensorView&) override { return not_implemented("x"); }
   Status add(const TensorView&, const TensorView&, const TensorView&) override { return not_implemented("x"); }
-  Status mul(const TensorView&, const TensorView&, const TensorView&) override { return not_implemented("x"); }
   Status silu_mul(const TensorView&, const TensorView&, const TensorView&) override { return not_implemented("x"); }
-  Status matmul(const TensorView&, const TensorView&, const TensorView&) override { return not_implemented("x"); }
-  Status get_rows(const TensorView&, const std::int32_t*, std::size_t, const TensorView&) override {
-    return not_implemented("x");
-  }
 
  private:
   bool gpu_;

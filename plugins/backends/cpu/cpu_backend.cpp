@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <exception>
 #include <new>
@@ -21,6 +22,7 @@ namespace graft::cpu {
 namespace {
 
 constexpr std::size_t kAlignment = 64;  // a cache line, and an AVX-512 register
+constexpr const char* kName = "cpu";     // the plugin's name, also Backend::name()
 
 class HostBuffer final : public Buffer {
  public:
@@ -41,6 +43,7 @@ class CpuBackend final : public Backend {
   CpuBackend(const CpuInfo& info, SimdLevel level, unsigned threads)
       : info_(info), kernels_(&kernels_for(level)), pool_(threads ? threads : info_.logical_cores) {}
 
+  std::string_view name() const noexcept override { return kName; }
   Status status() const override { return Status::success(); }
 
   std::vector<DeviceInfo> devices() const override {
@@ -79,23 +82,11 @@ class CpuBackend final : public Backend {
   Status rope(const TensorView& x, const std::int32_t* positions, const RopeParams& p, const TensorView& y) override {
     return guarded("rope", [&] { return op_rope(ctx(), x, positions, p, y); });
   }
-  Status softmax(const TensorView& x, float scale, const TensorView& y) override {
-    return guarded("softmax", [&] { return op_softmax(ctx(), x, scale, y); });
-  }
   Status add(const TensorView& a, const TensorView& b, const TensorView& y) override {
     return guarded("add", [&] { return op_add(ctx(), a, b, y); });
   }
-  Status mul(const TensorView& a, const TensorView& b, const TensorView& y) override {
-    return guarded("mul", [&] { return op_mul(ctx(), a, b, y); });
-  }
   Status silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) override {
     return guarded("silu_mul", [&] { return op_silu_mul(ctx(), gate, up, y); });
-  }
-  Status matmul(const TensorView& w, const TensorView& x, const TensorView& y) override {
-    return guarded("matmul", [&] { return op_matmul(ctx(), w, x, y); });
-  }
-  Status get_rows(const TensorView& table, const std::int32_t* ids, std::size_t n, const TensorView& y) override {
-    return guarded("get_rows", [&] { return op_get_rows(ctx(), table, ids, n, y); });
   }
 
  private:
@@ -141,7 +132,7 @@ PluginObject* create(const HostServices&, const Config& config, Status& error) n
 }
 
 const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::backend, "cpu", GRAFT_SDK_VERSION_STRING,
+    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::backend, kName, GRAFT_SDK_VERSION_STRING,
     "CPU backend: host memory, thread pool, generic ops", kKeys, std::size(kKeys), &create,
 };
 

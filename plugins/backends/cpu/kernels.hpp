@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 
 #include "simd_level.hpp"
 
@@ -23,23 +22,13 @@ struct Kernels {
   SimdLevel level;
   // y = (x * (1 / sqrt(mean + eps))) * w, mean = (float)(sum_of_squares(x) / n) as ggml.
   void (*rms_norm_row)(const float* x, const float* w, float eps, float* y, std::size_t n);
-  // y = exp(x*scale - max) / sum, the sum accumulated in double.
-  void (*softmax_row)(const float* x, float scale, float* y, std::size_t n);
   void (*add_row)(const float* a, const float* b, float* y, std::size_t n);
-  void (*mul_row)(const float* a, const float* b, float* y, std::size_t n);
   // y = gate / (1 + exp(-gate)) * up
   void (*silu_mul_row)(const float* gate, const float* up, float* y, std::size_t n);
   // Adjacent pairs: (y[2i], y[2i+1]) = rotate((x[2i], x[2i+1]), cos[i], sin[i]), i < n_pairs.
   void (*rope_norm_row)(const float* x, const float* cos, const float* sin, std::size_t n_pairs, float* y);
   // Split halves: (y[i], y[i+n_pairs]) = rotate((x[i], x[i+n_pairs]), cos[i], sin[i]).
   void (*rope_neox_row)(const float* x, const float* cos, const float* sin, std::size_t n_pairs, float* y);
-  // Exact widening conversions.
-  void (*f16_to_f32)(const std::uint16_t* src, float* dst, std::size_t n);
-  void (*bf16_to_f32)(const std::uint16_t* src, float* dst, std::size_t n);
-  // y[c * y_stride] = dot(w[0..k), x[c * x_stride + 0..k)) for c < n_cols. Every column's dot
-  // uses the same accumulation order, whichever group of columns it is computed in.
-  void (*dot_cols)(const float* w, const float* x, std::size_t k, std::size_t x_stride,
-                   std::size_t n_cols, float* y, std::size_t y_stride);
 };
 
 const Kernels& scalar_kernels() noexcept;

@@ -33,12 +33,7 @@ struct OpContext {
 Status op_rms_norm(const OpContext& c, const TensorView& x, const TensorView& w, float eps, const TensorView& y);
 Status op_rope(const OpContext& c, const TensorView& x, const std::int32_t* positions, const RopeParams& p,
                const TensorView& y);
-Status op_softmax(const OpContext& c, const TensorView& x, float scale, const TensorView& y);
 Status op_add(const OpContext& c, const TensorView& a, const TensorView& b, const TensorView& y);
-Status op_mul(const OpContext& c, const TensorView& a, const TensorView& b, const TensorView& y);
 Status op_silu_mul(const OpContext& c, const TensorView& gate, const TensorView& up, const TensorView& y);
-Status op_matmul(const OpContext& c, const TensorView& w, const TensorView& x, const TensorView& y);
-Status op_get_rows(const OpContext& c, const TensorView& table, const std::int32_t* ids, std::size_t n,
-                   const TensorView& y);
 
 }  // namespace graft::cpu

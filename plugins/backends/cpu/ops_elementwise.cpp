@@ -1,5 +1,5 @@
-// Elementwise ops: add, mul (b may be one row broadcast over all rows of a) and silu_mul (which
-// takes row-strided views: the gate and up parts of a fused projection's output).
+// Elementwise ops: add (b may be one row broadcast over all rows of a) and silu_mul (which takes
+// row-strided views: the gate and up parts of a fused projection's output).
 #include <string>
 
 #include "ops.hpp"
@@ -43,10 +43,6 @@ Status binary(const OpContext& c, const char* op, RowFn row, const TensorView& a
 
 Status op_add(const OpContext& c, const TensorView& a, const TensorView& b, const TensorView& y) {
   return binary(c, "add", c.k.add_row, a, b, y);
-}
-
-Status op_mul(const OpContext& c, const TensorView& a, const TensorView& b, const TensorView& y) {
-  return binary(c, "mul", c.k.mul_row, a, b, y);
 }
 
 Status op_silu_mul(const OpContext& c, const TensorView& gate, const TensorView& up, const TensorView& y) {

@@ -13,7 +13,7 @@ namespace graft::cpu {
 
 // "f32", "bf16", "q8_0", ... (the ids of graft/tensor.hpp) or "id 99" for others.
 std::string type_name(TypeId type);
-// Bytes per element of the dense types the ops accept (f32, f16, bf16); 0 otherwise.
+// Bytes per element of f32, f16 and bf16 (the ops take f32 only); 0 otherwise.
 std::size_t dense_element_size(TypeId type) noexcept;
 
 // "" when t is a packed (contiguous) tensor of one of `types` with a sane shape and data;

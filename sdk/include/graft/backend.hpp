@@ -1,6 +1,7 @@
-// A compute backend: devices, memory, execution and the generic (format-independent) ops.
-// Quantized matmuls live in weight-format plugins, attention in KV-store plugins; both run on a
-// backend through parallel_for (CPU) or native_stream (CUDA).
+// A compute backend: devices, memory, execution and the generic (format-independent) ops the
+// forward pass needs. Matmuls and embedding gathers, dense (f32/f16/bf16) or quantized, live in
+// weight-format plugins, attention in KV-store plugins; both run on a backend through
+// parallel_for (CPU) or native_stream (CUDA).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graft/plugin_object.hpp"
@@ -43,6 +45,9 @@ struct RopeParams {
 
 class Backend : public PluginObject {
  public:
+  // The plugin's name ("cpu", "cuda"): what WeightFormat::kernels() is asked for, so nothing needs
+  // to carry a backend's name beside the Backend itself.
+  virtual std::string_view name() const noexcept = 0;
   // "ok" when usable; otherwise why not (e.g. "no CUDA device: cudaGetDeviceCount returned 100").
   virtual Status status() const = 0;
   virtual std::vector<DeviceInfo> devices() const = 0;
@@ -67,27 +72,28 @@ class Backend : public PluginObject {
   // cudaStream_t on CUDA, nullptr on CPU.
   virtual void* native_stream() noexcept = 0;
 
-  // ---- generic ops ----
-  // Tensors are packed (contiguous) f32 rows, ne[0] = row length; other layouts are refused with
-  // Errc::invalid_argument. The result for one row never depends on the other rows in the call or
-  // on the thread count (bitwise), so a batched verify pass reproduces one-token decoding.
-  // y = (x * (1 / sqrt(mean(x^2) + eps))) * w per row; w has ne[0] elements; y may alias x.
+  // ---- generic ops: the ones the forward pass calls (contracts in docs/backends.md) ----
+  // f32 tensors, ne[0] = row length. Where an op says "row-strided", a tensor's rows (ne[0]
+  // elements each, contiguous) may lie apart: nb[1..3] are any multiples of 4 bytes that keep rows
+  // from overlapping (the q/k or gate/up part of a fused projection's output); elsewhere tensors
+  // must be packed. Other layouts and types are Errc::invalid_argument, with one line naming the
+  // op, the tensor and the fault. An output may be an input only where stated, and then exactly
+  // the same view; any other overlap is refused. Empty batches (a zero in ne[1..3]) succeed.
+  // A row's result never depends on the other rows in the call or on the thread count (bitwise),
+  // so a batched verify pass reproduces one-token decoding.
+  //
+  // y = (x * (1 / sqrt(mean(x^2) + eps))) * w per row. x and y row-strided, w packed with ne[0]
+  // elements; y may be x.
   virtual Status rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) = 0;
-  // x: [head_dim, n_heads, n_tokens]; positions: n_tokens entries. In-place allowed (y == x).
+  // x: [head_dim, n_heads, n_tokens] (ne[3] = 1), row-strided; positions: n_tokens entries.
+  // y like x, row-strided; y may be x.
   virtual Status rope(const TensorView& x, const std::int32_t* positions, const RopeParams& p,
                       const TensorView& y) = 0;
-  // Row-wise softmax of x * scale; in place allowed.
-  virtual Status softmax(const TensorView& x, float scale, const TensorView& y) = 0;
-  // Elementwise; b is either a's shape or one row broadcast over all rows of a; y may alias a.
+  // y = a + b, all packed; b is either a's shape or one row broadcast over all rows of a. y may be
+  // a, or b when b is not broadcast.
   virtual Status add(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
-  virtual Status mul(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
-  // y = silu(gate) * up; y may alias gate or up.
+  // y = silu(gate) * up, all row-strided and of one shape; y may be gate or up.
   virtual Status silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) = 0;
-  // Dense (f32/f16/bf16) weights: y[n, m] = x[n, k] * w[m, k]^T (w rows along k as in GGUF).
-  virtual Status matmul(const TensorView& w, const TensorView& x, const TensorView& y) = 0;
-  // Dense embedding lookup: y[i] = table row ids[i]; an id outside the table is Errc::out_of_range.
-  virtual Status get_rows(const TensorView& table, const std::int32_t* ids, std::size_t n,
-                          const TensorView& y) = 0;
 };
 
 }  // namespace GRAFT_ABI_NAMESPACE

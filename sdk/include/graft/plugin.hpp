@@ -1,6 +1,8 @@
-// The one symbol a plugin library exports: a descriptor the host checks before trusting anything
-// else in the library. abi_version and struct_size come first and never move, so any future host
-// can read them from any plugin and refuse a mismatch with both numbers in the message.
+// The one symbol a plugin library exports: a plain extern "C" function returning a descriptor the
+// host checks before trusting anything else in the library. abi_version and struct_size come first
+// and never move, so any future host can read them from any plugin and refuse a mismatch with both
+// numbers in the message; then the host compares the standard library and the SDK header hash the
+// plugin was built with against its own.
 #pragma once
 
 #include <cstdint>
@@ -11,12 +13,8 @@
 #include "graft/host.hpp"
 #include "graft/plugin_object.hpp"
 #include "graft/status.hpp"
+#include "graft/toolchain.hpp"
 #include "graft/version.hpp"
-
-#ifndef BOOST_DLL_USE_STD_FS
-#define BOOST_DLL_USE_STD_FS
-#endif
-#include <boost/dll/alias.hpp>
 
 namespace graft {
 inline namespace GRAFT_ABI_NAMESPACE {
@@ -50,8 +48,14 @@ struct PluginDescriptor {
   const ConfigKeySpec* config_keys;  // keys its profile table accepts
   std::uint32_t n_config_keys;
   CreateFn create;            // config has been validated against config_keys
+  // What the plugin was built with. The defaults are expanded in the plugin's own compile, so a
+  // descriptor written with the nine fields above records its build without saying so.
+  const char* stdlib = GRAFT_STDLIB_TAG;         // must equal the host's
+  const char* sdk_hash = GRAFT_SDK_HEADER_HASH;  // must equal the host's
+  const char* compiler = GRAFT_COMPILER_TAG;     // shown by `graft plugins -v`, not checked
 };
 
+// The entry point's type: what dlsym("graft_plugin") points at.
 using DescriptorFn = const PluginDescriptor*();
 
 // Runs a factory body, turning any exception into a Status so none crosses the boundary.
@@ -70,11 +74,15 @@ PluginObject* guarded_create(Status& error, F&& body) noexcept {
 }  // namespace GRAFT_ABI_NAMESPACE
 }  // namespace graft
 
-// Exports `descriptor` (a PluginDescriptor with static storage) as the library's graft_plugin.
-#define GRAFT_PLUGIN(descriptor)                                                     \
-  namespace graft_plugin_export {                                                    \
-  const ::graft::PluginDescriptor* graft_plugin_descriptor() { return &(descriptor); } \
-  }                                                                                  \
-  BOOST_DLL_ALIAS(graft_plugin_export::graft_plugin_descriptor, graft_plugin)
+// The entry point, declared here so that GRAFT_PLUGIN's definition must match it. C linkage: its
+// name is the same whatever the compiler, and the host finds it with dlsym alone.
+extern "C" __attribute__((visibility("default"))) const ::graft::PluginDescriptor* graft_plugin(void);
+
+// Exports `descriptor` (a PluginDescriptor with static storage) through graft_plugin. Use it once
+// per library, at global scope.
+#define GRAFT_PLUGIN(descriptor)                                                                    \
+  extern "C" __attribute__((visibility("default"))) const ::graft::PluginDescriptor* graft_plugin(void) { \
+    return &(descriptor);                                                                           \
+  }
 
 #define GRAFT_PLUGIN_SYMBOL "graft_plugin"

@@ -67,8 +67,8 @@ class WeightFormat : public PluginObject {
   virtual Status quantize(TypeId type, const float* src, void* dst, std::int64_t n_rows,
                           std::int64_t row_len, const float* importance) const = 0;
 
-  // Kernels for a backend by its plugin name ("cpu", "cuda"), or nullptr when this format has
-  // none there: the host reports that as an error, never a silent fallback.
+  // Kernels for a backend by its name (Backend::name(): "cpu", "cuda"), or nullptr when this
+  // format has none there: the host reports that as an error, never a silent fallback.
   // Const: formats reached through HostServices::weight_format() are const; kernels are
   // stateless to callers (any scratch they keep is internal and thread-safe).
   virtual FormatKernels* kernels(std::string_view backend_name) const noexcept = 0;
