@@ -162,7 +162,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
   p->kv_bytes_ = per_token * p->context_;
   GRAFT_TRY(check_kv_fits(profile, *p->backend_, p->context_, p->kv_bytes_, per_token, (*file)->file_size()));
 
-  auto model = Model::load(*file, p->backend_, profile.backend.name, *plugins->host, plugins, model_options);
+  auto model = Model::load(*file, p->backend_, *plugins->host, plugins, model_options);
   if (!model) return std::move(model).status();
   p->model_ = std::move(*model);
 

@@ -14,14 +14,14 @@ namespace graft {
 Model::~Model() = default;
 
 Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::File> file,
-                                                   std::shared_ptr<Backend> backend, std::string_view backend_name,
+                                                   std::shared_ptr<Backend> backend,
                                                    const HostServices& host, std::shared_ptr<const void> plugins,
                                                    const ModelOptions& options) {
   auto params = ModelParams::from_gguf(*file);
   if (!params) return std::move(params).status();
   auto tokenizer = Tokenizer::from_gguf(*file);
   if (!tokenizer) return std::move(tokenizer).status();
-  auto weights = ModelWeights::bind(*file, *params, host, backend_name);
+  auto weights = ModelWeights::bind(*file, *params, host, *backend);
   if (!weights) return std::move(weights).status();
   if (params->n_vocab != (*tokenizer)->n_vocab())
     return Status(Errc::invalid_argument, fmt::format("{}: the vocabulary has {} tokens but token_embd has {} rows",

@@ -52,7 +52,7 @@ class Model {
   // the Model: `plugins` holds the weight-format libraries loaded (prepared weights are their
   // memory) and `host`. Errors name the file and tensor.
   static Expected<std::shared_ptr<const Model>> load(std::shared_ptr<const gguf::File> file,
-                                                     std::shared_ptr<Backend> backend, std::string_view backend_name,
+                                                     std::shared_ptr<Backend> backend,
                                                      const HostServices& host, std::shared_ptr<const void> plugins,
                                                      const ModelOptions& options = {});
   ~Model();

@@ -112,8 +112,8 @@ TensorView weight_view(const gguf::TensorInfo& t, std::uint32_t block_bytes) {
 }
 
 Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelParams& p, const HostServices& host,
-                                          std::string_view backend_name) {
-  Binder b(file, host, backend_name);
+                                          const Backend& backend) {
+  Binder b(file, host, backend.name());
   ModelWeights w;
   const std::uint64_t q_dim = std::uint64_t(p.n_head) * p.head_dim, kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
   GRAFT_TRY(b.matrix("token_embd.weight", p.n_embd, p.n_vocab, w.token_embd));

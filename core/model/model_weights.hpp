@@ -83,7 +83,7 @@ struct ModelWeights {
   // Binds every tensor of the main layers (MTP blocks are left to drafters). Errors name the
   // tensor: missing, wrong shape, or a type no loaded weight-format plugin handles on `backend`.
   static Expected<ModelWeights> bind(const gguf::File& file, const ModelParams& params, const HostServices& host,
-                                     std::string_view backend_name);
+                                     const Backend& backend);
 };
 
 }  // namespace graft
