@@ -8,6 +8,7 @@
 #include "common/human_bytes.hpp"
 #include "cli/options.hpp"
 #include "graft/backend.hpp"
+#include "graft/extension.hpp"
 #include "plugin_host/host_services.hpp"
 #include "plugin_host/profile_plugins.hpp"
 
@@ -15,18 +16,33 @@ namespace graft::cli {
 
 namespace {
 
-// A backend's device status: create it with its defaults and ask.
-std::string backend_status(PluginLibrary& lib) {
-  DefaultHostServices host;
-  auto backend = lib.create<Backend>(host, Config{});
-  if (!backend) return "unavailable: " + backend.status().message();
-  Status st = (*backend)->status();
+// A backend's device status.
+std::string backend_status(const Backend& backend) {
+  Status st = backend.status();
   if (!st.ok()) return "unavailable: " + st.message();
   std::string out;
-  for (const auto& d : (*backend)->devices())
+  for (const auto& d : backend.devices())
     out += fmt::format("{}{} ({} total, {} free)", out.empty() ? "" : "; ", d.name, human_bytes(d.total_memory),
                        human_bytes(d.free_memory));
   return out.empty() ? "ok" : out;
+}
+
+// Creates the backend with its defaults and prints its device status and, verbose, the
+// extensions the host knows that it offers.
+void print_backend(PluginLibrary& lib, bool verbose) {
+  DefaultHostServices host;
+  auto backend = lib.create<Backend>(host, Config{});
+  if (!backend) {
+    std::printf("         device: unavailable: %s\n", backend.status().message().c_str());
+    return;
+  }
+  std::printf("         device: %s\n", backend_status(**backend).c_str());
+  if (!verbose) return;
+  if (const auto* simd = find_extension<CpuSimdExtension>(**backend)) {
+    const std::string name(CpuSimdExtension::kName);
+    std::printf("         extension %s v%u: %s kernels, %u floats per vector; CPU features: %s\n", name.c_str(),
+                CpuSimdExtension::kVersion, simd->level, simd->floats_per_vector, simd->cpu_features);
+  }
 }
 
 }  // namespace
@@ -73,7 +89,7 @@ int cmd_plugins(const Args& args) {
     const auto& d = e.library->descriptor();
     std::printf("%-8s %-14s %-8s %-4u %s\n", plugin_kind_name(d.kind), d.name, d.version, d.abi_version,
                 e.file.c_str());
-    if (d.kind == PluginKind::backend) std::printf("         device: %s\n", backend_status(*e.library).c_str());
+    if (d.kind == PluginKind::backend) print_backend(*e.library, verbose);
     if (verbose) {
       if (d.description) std::printf("         %s\n", d.description);
       // The loader has checked stdlib and sdk_hash against the host's; the compiler is information.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "cpu_fixture.hpp"
 #include "simd_level.hpp"
@@ -37,6 +38,36 @@ TEST(cpuBackend, NameIsThePluginName) {
   ASSERT_TRUE(b);
   EXPECT_EQ(b->name(), "cpu");
   EXPECT_EQ(b->name(), cpu_library()->name());
+}
+
+// "graft.cpu.simd" v1 describes the kernels in use, as the device name does.
+TEST(cpuExtensions, SimdExtensionDescribesTheKernelsInUse) {
+  const std::pair<const char*, std::uint32_t> levels[] = {{"scalar", 1}, {"avx2", 8}, {"avx512", 16}};
+  for (auto [level, floats] : levels) {
+    if (!level_available(level)) continue;
+    auto b = make_cpu(1, level);
+    ASSERT_TRUE(b);
+    const CpuSimdExtension* simd = find_extension<CpuSimdExtension>(*b);
+    ASSERT_NE(simd, nullptr) << level;
+    EXPECT_EQ(b->extension("graft.cpu.simd", 1), simd);
+    EXPECT_STREQ(simd->level, level);
+    EXPECT_EQ(simd->floats_per_vector, floats) << level;
+    const std::string tail = std::string(simd->cpu_features) + "; kernels " + level + ")";
+    EXPECT_NE(b->devices()[0].name.find(tail), std::string::npos) << b->devices()[0].name << " lacks " << tail;
+  }
+}
+
+// Only the exact name and version are answered.
+TEST(cpuExtensions, OtherVersionsAndNamesAreNull) {
+  auto b = make_cpu(1);
+  ASSERT_TRUE(b);
+  ASSERT_NE(b->extension("graft.cpu.simd", 1), nullptr);
+  EXPECT_EQ(b->extension("graft.cpu.simd", 0), nullptr);
+  EXPECT_EQ(b->extension("graft.cpu.simd", 2), nullptr);
+  EXPECT_EQ(b->extension("graft.cpu.simdx", 1), nullptr);
+  EXPECT_EQ(b->extension("graft.cpu.sim", 1), nullptr);
+  EXPECT_EQ(b->extension("graft.cuda.simd", 1), nullptr);
+  EXPECT_EQ(b->extension("", 1), nullptr);
 }
 
 TEST_P(Basics, AllocatesAlignedMemoryAndCopies) {

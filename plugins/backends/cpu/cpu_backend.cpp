@@ -24,6 +24,16 @@ namespace {
 constexpr std::size_t kAlignment = 64;  // a cache line, and an AVX-512 register
 constexpr const char* kName = "cpu";     // the plugin's name, also Backend::name()
 
+// Floats per register of a level's kernels (W in kernels_avx2.cpp and kernels_avx512.cpp).
+std::uint32_t floats_per_vector(SimdLevel level) noexcept {
+  switch (level) {
+    case SimdLevel::scalar: return 1;
+    case SimdLevel::avx2: return 8;
+    case SimdLevel::avx512: return 16;
+  }
+  return 1;
+}
+
 class HostBuffer final : public Buffer {
  public:
   HostBuffer(void* p, std::size_t n, MemoryKind k) : p_(p), n_(n), k_(k) {}
@@ -41,7 +51,16 @@ class HostBuffer final : public Buffer {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const CpuInfo& info, SimdLevel level, unsigned threads)
-      : info_(info), kernels_(&kernels_for(level)), pool_(threads ? threads : info_.logical_cores) {}
+      : info_(info),
+        kernels_(&kernels_for(level)),
+        pool_(threads ? threads : info_.logical_cores),
+        cpu_features_(info_.simd_summary()),
+        simd_{simd_level_name(level), floats_per_vector(level), cpu_features_.c_str()} {}
+
+  const void* extension(std::string_view ext, std::uint32_t version) const noexcept override {
+    if (ext == CpuSimdExtension::kName && version == CpuSimdExtension::kVersion) return &simd_;
+    return nullptr;
+  }
 
   std::string_view name() const noexcept override { return kName; }
   Status status() const override { return Status::success(); }
@@ -110,6 +129,8 @@ class CpuBackend final : public Backend {
   CpuInfo info_;
   const Kernels* kernels_;
   ThreadPool pool_;
+  std::string cpu_features_;  // simd_ points into it
+  CpuSimdExtension simd_;     // "graft.cpu.simd" v1
 };
 
 const ConfigKeySpec kKeys[] = {

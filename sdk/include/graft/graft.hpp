@@ -4,6 +4,7 @@
 #include "graft/backend.hpp"
 #include "graft/config.hpp"
 #include "graft/drafter.hpp"
+#include "graft/extension.hpp"
 #include "graft/host.hpp"
 #include "graft/kv_store.hpp"
 #include "graft/model_view.hpp"
