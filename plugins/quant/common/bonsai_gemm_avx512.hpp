@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "bonsai_gemm.hpp"
+#include "cpu_features.hpp"
 #include "gemm.hpp"
 #include "q8_activations.hpp"
 #include "x86_simd.hpp"
@@ -38,10 +39,7 @@
 namespace graft::quant {
 namespace {
 
-inline bool bonsai_has_vbmi() noexcept {
-  static const bool has = __builtin_cpu_supports("avx512vbmi");
-  return has;
-}
+inline bool bonsai_has_vbmi() noexcept { return cpu_features().avx512vbmi; }
 
 // The 16-lane fold of bonsai_gemm.hpp (l + (l + 8), then 4, 2, 1 apart) for n <= 16 outputs at
 // once: acc holds n rows of 16 lanes, out gets n sums. The same additions as folding each output

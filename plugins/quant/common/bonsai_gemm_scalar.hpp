@@ -22,7 +22,7 @@ struct BonsaiScalarGemm {
     float dw[R];
     for (std::int64_t b = 0; b < a.k / kElems; ++b) {
       for (int i = 0; i < R; ++i)
-        dw[i] = fp16_to_fp32(W::decode(a.w + (r + i) * a.w_stride + b * W::kBlockBytes, codes[i]));
+        dw[i] = f16_to_f32(W::decode(a.w + (r + i) * a.w_stride + b * W::kBlockBytes, codes[i]));
       for (int sb = 0; sb < kG; ++sb) {
         const std::int64_t g = b * kG + sb;
         for (int j = 0; j < C; ++j) {

@@ -11,9 +11,9 @@ const float* prepare_dense_activations(Backend& backend, DenseRounding rounding,
   float* out = storage.data();
   auto convert = [&](std::size_t begin, std::size_t end) {
     if (rounding == DenseRounding::f16)
-      for (std::size_t i = begin; i < end; ++i) out[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+      for (std::size_t i = begin; i < end; ++i) out[i] = f16_to_f32(f32_to_f16_ggml(x[i]));
     else
-      for (std::size_t i = begin; i < end; ++i) out[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
+      for (std::size_t i = begin; i < end; ++i) out[i] = bf16_to_f32(f32_to_bf16(x[i]));
   };
   if (count < (std::int64_t{1} << 16)) convert(0, static_cast<std::size_t>(count));
   else backend.parallel_for(static_cast<std::size_t>(count), convert);

@@ -26,8 +26,8 @@ inline constexpr std::int64_t kElemBytes = T == DenseType::f32 ? 4 : 2;
 template <DenseType T>
 inline float dense_weight(const std::uint8_t* row, std::int64_t i) noexcept {
   if constexpr (T == DenseType::f32) return reinterpret_cast<const float*>(row)[i];
-  else if constexpr (T == DenseType::f16) return fp16_to_fp32(reinterpret_cast<const std::uint16_t*>(row)[i]);
-  else return bf16_to_fp32(reinterpret_cast<const std::uint16_t*>(row)[i]);
+  else if constexpr (T == DenseType::f16) return f16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[i]);
+  else return bf16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[i]);
 }
 
 // The fixed reduction of the 16 lane sums.

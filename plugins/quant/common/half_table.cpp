@@ -10,7 +10,7 @@ namespace graft::quant {
 const float* fp16_table() noexcept {
   static const std::vector<float> table = [] {
     std::vector<float> t(65536);
-    for (std::uint32_t h = 0; h < 65536; ++h) t[h] = fp16_to_fp32(static_cast<std::uint16_t>(h));
+    for (std::uint32_t h = 0; h < 65536; ++h) t[h] = f16_to_f32(static_cast<std::uint16_t>(h));
     return t;
   }();
   return table.data();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu_features.hpp"
 #include "simd_level.hpp"
 
 namespace graft::quant {
@@ -17,8 +18,7 @@ namespace graft::quant {
 // file's layout is read. (Every CPU with VBMI has GFNI but Cannon Lake.)
 inline bool packed_layout_level(SimdLevel level) noexcept {
 #ifdef __x86_64__
-  static const bool isa = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
-  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && isa;
+  return (level == SimdLevel::avx512 || level == SimdLevel::amx) && cpu_features().avx512vbmi && cpu_features().gfni;
 #else
   (void)level;
   return false;

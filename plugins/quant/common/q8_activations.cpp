@@ -29,7 +29,7 @@ void quantize_activation_row(const float* x, std::int64_t k, std::int32_t offset
       const float a = std::fabs(x[j]);
       amax = amax > a ? amax : a;
     }
-    d[b] = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
+    d[b] = f16_to_f32(f32_to_f16_ggml(amax / 127.0f));
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     for (int j = 0; j < 32; ++j) qs[j] = static_cast<std::int8_t>(static_cast<int>(round_half_even(x[j] * id)));
     for (int l = 0; l < 8; ++l) lane_offsets[l] = -offset * (qs[4 * l] + qs[4 * l + 1] + qs[4 * l + 2] + qs[4 * l + 3]);

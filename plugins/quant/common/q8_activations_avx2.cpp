@@ -24,7 +24,7 @@ GRAFT_TARGET_AVX2 void quantize_activation_row_avx2(const float* x, std::int64_t
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
-    d[b] = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
+    d[b] = f16_to_f32(f32_to_f16_ggml(amax / 127.0f));
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
     __m256i q[4];
     for (int i = 0; i < 4; ++i)

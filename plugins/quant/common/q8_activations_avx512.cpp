@@ -1,7 +1,7 @@
 // AVX-512 form of quantize_activation_row: the scalar's operations (see q8_activations_avx2.cpp
 // for why each gives the same bits), with the per-block scalar steps done for 16 blocks at once:
 // their 16 maxima folded into one register, then one division, one fp16 round trip (vcvtps2ph
-// rounds to nearest even like fp32_to_fp16) and one division for the 16 inverse scales. Where
+// rounds to nearest even like f32_to_f16_ggml) and one division for the 16 inverse scales. Where
 // the scalar's float-to-int cast is undefined (127 / amax overflows: amax below ~3.7e-37) this
 // row equals the AVX2 row; blocks holding a NaN are not pinned to any form's bits.
 #include "q8_activations.hpp"

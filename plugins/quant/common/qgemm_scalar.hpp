@@ -22,7 +22,7 @@ struct ScalarQGemm {
     for (std::int64_t b = 0; b < nb; ++b) {
       int codes[R][32];
       float dw[R];
-      for (int i = 0; i < R; ++i) dw[i] = fp16_to_fp32(Weights::decode(w[i] + b * Weights::kBlockBytes, codes[i]));
+      for (int i = 0; i < R; ++i) dw[i] = f16_to_f32(Weights::decode(w[i] + b * Weights::kBlockBytes, codes[i]));
       for (int j = 0; j < C; ++j) {
         const std::int8_t* xq = a.xq->block_qs(c + j, b);
         const float dx = a.xq->scales(c + j)[b];

@@ -1,27 +1,21 @@
 // Which x86 kernels a format runs: picked once when the format is created, from the "simd" config
 // key, else $GRAFT_CPU_SIMD, else the best the CPU supports. Every level computes bit-identical
 // results (see docs/formats.md), so forcing one only changes speed; tests use it to cover each.
+// The levels, their names and the variable are the CPU plugins' (plugins/common/cpu_simd.hpp).
 #pragma once
 
-#include <string>
 #include <string_view>
 
+#include "cpu_simd.hpp"
 #include "graft/config.hpp"
 #include "graft/status.hpp"
 
 namespace graft::quant {
 
-// amx: the avx512 kernels, plus AMX tile kernels for batches in the formats that have them (a
-// format without one runs its avx512 kernel at this level: the results are the same either way).
-enum class SimdLevel { scalar = 0, avx2 = 1, avx512 = 2, amx = 3 };
-inline constexpr int kSimdLevels = 4;
-
-inline constexpr const char* kSimdEnvVar = "GRAFT_CPU_SIMD";
-
-const char* simd_level_name(SimdLevel level) noexcept;
 // avx2: AVX2 + FMA + F16C. avx512: that plus AVX-512 F/BW/VL/VNNI (OS-enabled state checked).
 // amx: avx512 plus AVX512-DQ/BITALG and AMX-TILE/AMX-INT8, with the tile state granted to this
 // process by the kernel (Linux arch_prctl(ARCH_REQ_XCOMP_PERM), requested on the first query).
+// A format without AMX kernels runs its avx512 kernel at the amx level: the results are the same.
 bool cpu_supports(SimdLevel level) noexcept;
 SimdLevel best_simd_level() noexcept;
 // "auto", "scalar", "avx2", "avx512" or "amx"; a level the CPU lacks is an error, never a silent downgrade.

@@ -12,12 +12,12 @@ namespace {
 
 void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
   auto* y = static_cast<std::uint16_t*>(dst);
-  for (std::int64_t i = 0; i < k; ++i) y[i] = fp32_to_fp16(x[i]);
+  for (std::int64_t i = 0; i < k; ++i) y[i] = f32_to_f16_ggml(x[i]);
 }
 
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* x = static_cast<const std::uint16_t*>(src);
-  for (std::int64_t i = 0; i < k; ++i) y[i] = fp16_to_fp32(x[i]);
+  for (std::int64_t i = 0; i < k; ++i) y[i] = f16_to_f32(x[i]);
 }
 
 const FormatSpec kSpec{

@@ -21,7 +21,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
   for (std::int64_t i = 0; i < k / kQK1_0; ++i, x += kQK1_0) {
     float sum_abs = 0.0f;
     for (int j = 0; j < kQK1_0; ++j) sum_abs += std::fabs(x[j]);
-    y[i].d = fp32_to_fp16(sum_abs / kQK1_0);
+    y[i].d = f32_to_f16_ggml(sum_abs / kQK1_0);
     std::memset(y[i].qs, 0, sizeof y[i].qs);
     for (int j = 0; j < kQK1_0; ++j)
       if (x[j] >= 0.0f) y[i].qs[j / 8] = static_cast<std::uint8_t>(y[i].qs[j / 8] | (1u << (j % 8)));
@@ -31,7 +31,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* x = static_cast<const BlockQ1_0*>(src);
   for (std::int64_t i = 0; i < k / kQK1_0; ++i) {
-    const float d = fp16_to_fp32(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     for (int j = 0; j < kQK1_0; ++j) y[i * kQK1_0 + j] = (x[i].qs[j / 8] >> (j % 8)) & 1 ? d : -d;
   }
 }

@@ -48,7 +48,7 @@ struct Q1Amx {
       for (int i = 0; i < 16; ++i) {
         std::uint16_t d = 0;
         if (i < rows) std::memcpy(&d, w + i * stride + b * kBlockBytes, 2);
-        dw[16 * b + i] = i < rows ? fp16_to_fp32(d) : 0.0f;
+        dw[16 * b + i] = i < rows ? f16_to_f32(d) : 0.0f;
       }
       for (int sb = 0; sb < kSubPerBlock; ++sb) {
         // Sub-block sb's 32 sign bits of each row (missing rows: zeros, weighted by scale 0).

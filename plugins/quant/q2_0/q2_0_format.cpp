@@ -38,7 +38,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
     }
     const float d = amax;
     const float id = d > 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = fp32_to_fp16(d);
+    y[i].d = f32_to_f16_ggml(d);
     std::memset(y[i].qs, 0, sizeof y[i].qs);
     for (int j = 0; j < kQK2_0; ++j) {
       const int r = round_to_int(x[j] * id);
@@ -51,7 +51,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* x = static_cast<const BlockQ2_0*>(src);
   for (std::int64_t i = 0; i < k / kQK2_0; ++i) {
-    const float d = fp16_to_fp32(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     for (int j = 0; j < kQK2_0; ++j) y[i * kQK2_0 + j] = static_cast<float>(((x[i].qs[j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
   }
 }

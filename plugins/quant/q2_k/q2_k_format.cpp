@@ -239,9 +239,9 @@ Q2K_INLINE void quantize_block(const float* x, BlockQ2K& out) {
   for (float fd : kShrink)
     for (float fm : kShrink) {
       BlockQ2K cand{};
-      cand.d = fp32_to_fp16(max_a * fd / 15.0f);
-      cand.dmin = fp32_to_fp16(max_m * fm / 15.0f);
-      const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
+      cand.d = f32_to_f16_ggml(max_a * fd / 15.0f);
+      cand.dmin = f32_to_f16_ggml(max_m * fm / 15.0f);
+      const float d = f16_to_f32(cand.d), dmin = f16_to_f32(cand.dmin);
       float err = 0.0f;
       for (int j = 0; j < 16 && err < best; ++j)
         err += choose_codes<W>(x + kSub * j, d, dmin, a[j], nm[j], cand.scales[j]);
@@ -271,7 +271,7 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* blocks = static_cast<const BlockQ2K*>(src);
   for (std::int64_t i = 0; i < k / kQ2KBlockElems; ++i) {
     const BlockQ2K& b = blocks[i];
-    const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
+    const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     for (int e = 0; e < kQ2KBlockElems; ++e) {
       const int j = e / 16;
       const float dl = d * static_cast<float>(b.scales[j] & 15), ml = dmin * static_cast<float>(b.scales[j] >> 4);

@@ -184,8 +184,8 @@ Q3K_INLINE void quantize_block(const float* x, BlockQ3K& out) {
   std::uint16_t best_d = 0;
   for (float target : {-32.0f, 31.0f})
     for (float shrink : {1.0f, 0.96f, 0.92f}) {
-      const std::uint16_t dh = fp32_to_fp16(max * shrink / target);
-      const float d = fp16_to_fp32(dh);
+      const std::uint16_t dh = f32_to_f16_ggml(max * shrink / target);
+      const float d = f16_to_f32(dh);
       float err = 0.0f;
       for (int j = 0; j < 16 && err < best; ++j) err += choose_scale<(W > 8 ? 8 : W)>(x + kSub * j, d, a[j], sc[j]);
       if (err < best) {
@@ -198,7 +198,7 @@ Q3K_INLINE void quantize_block(const float* x, BlockQ3K& out) {
     std::memset(&out, 0, sizeof out);
     return;
   }
-  pack(x, fp16_to_fp32(best_d), best_sc, best_d, out);
+  pack(x, f16_to_f32(best_d), best_sc, best_d, out);
 }
 
 // (Step 3's five scales fill 8 lanes at most: at 16 lanes they are tried on AVX2 widths.)
@@ -214,7 +214,7 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* blocks = static_cast<const BlockQ3K*>(src);
   for (std::int64_t i = 0; i < k / kQ3KBlockElems; ++i) {
     const BlockQ3K& b = blocks[i];
-    const float d = fp16_to_fp32(b.d);
+    const float d = f16_to_f32(b.d);
     for (int e = 0; e < kQ3KBlockElems; ++e) {
       const float dl = d * static_cast<float>(q3k_scale(b.scales, e / 16) - 32);
       y[i * kQ3KBlockElems + e] = dl * static_cast<float>(q3k_code(b, e));

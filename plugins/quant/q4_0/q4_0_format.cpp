@@ -25,7 +25,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
     }
     const float d = max / -8;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = fp32_to_fp16(d);
+    y[i].d = f32_to_f16_ggml(d);
     for (int j = 0; j < kQK / 2; ++j) {
       const float x0 = x[j] * id, x1 = x[kQK / 2 + j] * id;
       // ggml: MIN(15, (int8_t)(x + 8.5f)); the float-to-int conversion truncates.
@@ -39,7 +39,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* x = static_cast<const BlockQ4_0*>(src);
   for (std::int64_t i = 0; i < k / kQK; ++i) {
-    const float d = fp16_to_fp32(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     for (int j = 0; j < kQK / 2; ++j) {
       y[i * kQK + j] = ((x[i].qs[j] & 0x0F) - 8) * d;
       y[i * kQK + j + kQK / 2] = ((x[i].qs[j] >> 4) - 8) * d;

@@ -22,8 +22,8 @@ struct ScalarK4 {
   static void decode(const std::uint8_t* p, Decoded& out) {
     std::uint16_t h[2];
     std::memcpy(h, p, 4);
-    out.d = fp16_to_fp32(h[0]);
-    out.dmin = fp16_to_fp32(h[1]);
+    out.d = f16_to_f32(h[0]);
+    out.dmin = f16_to_f32(h[1]);
     unpack_scales_k4(p + 4, out.sc, out.m);
     const std::uint8_t* qs = p + K4Layout<Bits>::kQsOffset;
     for (int e = 0; e < kQK_K; ++e) {

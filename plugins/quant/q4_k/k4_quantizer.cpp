@@ -101,9 +101,9 @@ float sub_block_error(const float* x, int nmax, float d, float dmin, int ls, int
 
 // Steps 2-3 for one choice of the super-block scales; returns the total squared error.
 float encode(const float* x, int nmax, const Fit* fits, float max_scale, float max_min, K4Block& out) noexcept {
-  out.d = fp32_to_fp16(max_scale / 63);
-  out.dmin = fp32_to_fp16(max_min / 63);
-  const float d = fp16_to_fp32(out.d), dmin = fp16_to_fp32(out.dmin);
+  out.d = f32_to_f16_ggml(max_scale / 63);
+  out.dmin = f32_to_f16_ggml(max_min / 63);
+  const float d = f16_to_f32(out.d), dmin = f16_to_f32(out.dmin);
   float total = 0;
   for (int j = 0; j < 8; ++j) {
     const float* xs = x + kSub * j;

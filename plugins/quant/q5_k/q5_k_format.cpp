@@ -34,7 +34,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* x = static_cast<const BlockQ5_K*>(src);
   for (std::int64_t i = 0; i < k / kQK_K; ++i) {
-    const float d = fp16_to_fp32(x[i].d), dmin = fp16_to_fp32(x[i].dmin);
+    const float d = f16_to_f32(x[i].d), dmin = f16_to_f32(x[i].dmin);
     std::uint8_t sc[8], m[8];
     unpack_scales_k4(x[i].scales, sc, m);
     for (int j = 0; j < 4; ++j) {

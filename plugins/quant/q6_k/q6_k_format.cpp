@@ -19,7 +19,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* x = static_cast<const BlockQ6_K*>(src);
   for (std::int64_t i = 0; i < k / kQK_K; ++i, y += kQK_K) {
-    const float d = fp16_to_fp32(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     std::uint8_t q[kQK_K];
     unpack_q6_k_codes(x[i], q);
     // ggml: y = d * sc * q, evaluated left to right (two roundings, no fma).

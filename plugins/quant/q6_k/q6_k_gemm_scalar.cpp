@@ -19,7 +19,7 @@ struct Decoded {
 void decode(const std::uint8_t* p, Decoded& out) {
   BlockQ6_K blk;
   std::memcpy(&blk, p, sizeof blk);
-  out.d = fp16_to_fp32(blk.d);
+  out.d = f16_to_f32(blk.d);
   for (int j = 0; j < 16; ++j) out.sc[j] = blk.scales[j];
   unpack_q6_k_codes(blk, out.u);
 }

@@ -70,8 +70,8 @@ float sub_block_error(const float* x, float d, int s, std::uint8_t* q) noexcept 
 // Steps 2-3 for one super-block scale; returns the total squared error.
 float encode(const float* x, const float* fits, float max_scale, std::uint16_t& dh, std::int8_t* sc,
              std::uint8_t* q) noexcept {
-  dh = fp32_to_fp16(-max_scale / 128);
-  const float d = fp16_to_fp32(dh);
+  dh = f32_to_f16_ggml(-max_scale / 128);
+  const float d = f16_to_f32(dh);
   float total = 0;
   for (int j = 0; j < 16; ++j) {
     const float* xs = x + kSub * j;

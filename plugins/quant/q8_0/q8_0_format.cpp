@@ -22,7 +22,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
     }
     const float d = amax / ((1 << 7) - 1);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = fp32_to_fp16(d);
+    y[i].d = f32_to_f16_ggml(d);
     for (int j = 0; j < kQK; ++j) y[i].qs[j] = static_cast<std::int8_t>(std::round(x[j] * id));  // roundf
   }
 }
@@ -30,7 +30,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* x = static_cast<const BlockQ8_0*>(src);
   for (std::int64_t i = 0; i < k / kQK; ++i) {
-    const float d = fp16_to_fp32(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     for (int j = 0; j < kQK; ++j) y[i * kQK + j] = x[i].qs[j] * d;
   }
 }

@@ -32,7 +32,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
     }
     const float d = amax;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const std::uint16_t dh = fp32_to_fp16(d);
+    const std::uint16_t dh = f32_to_f16_ggml(d);
     y[52] = static_cast<std::uint8_t>(dh & 0xFF);
     y[53] = static_cast<std::uint8_t>(dh >> 8);
     for (int m = 0; m < 32; ++m) {  // 5 trits per byte along 32 bytes
@@ -60,7 +60,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* b = static_cast<const std::uint8_t*>(src);
   for (std::int64_t i = 0; i < k / 256; ++i, b += 54) {
-    const float d = fp16_to_fp32(static_cast<std::uint16_t>(b[52] | (b[53] << 8)));
+    const float d = f16_to_f32(static_cast<std::uint16_t>(b[52] | (b[53] << 8)));
     for (int e = 0; e < 256; ++e) *y++ = static_cast<float>(tq1_0_code(b, e) - 1) * d;
   }
 }

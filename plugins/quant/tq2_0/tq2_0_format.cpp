@@ -22,7 +22,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
     }
     const float d = amax;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const std::uint16_t dh = fp32_to_fp16(d);
+    const std::uint16_t dh = f32_to_f16_ggml(d);
     y[64] = static_cast<std::uint8_t>(dh & 0xFF);
     y[65] = static_cast<std::uint8_t>(dh >> 8);
     for (int j = 0; j < 64; j += 32) {
@@ -43,7 +43,7 @@ void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   const auto* b = static_cast<const std::uint8_t*>(src);
   for (std::int64_t i = 0; i < k / 256; ++i, b += 66) {
-    const float d = fp16_to_fp32(static_cast<std::uint16_t>(b[64] | (b[65] << 8)));
+    const float d = f16_to_f32(static_cast<std::uint16_t>(b[64] | (b[65] << 8)));
     for (int e = 0; e < 256; ++e) {
       const int c = (b[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
       *y++ = static_cast<float>(c - 1) * d;

@@ -1,14 +1,18 @@
-// IEEE 754 binary16 <-> binary32 conversion in portable C++: no F16C, so the plugin loads on any
-// x86-64 (or ARM) CPU. Header-only so the tests check exactly the code the store runs.
+// The fp16 and bf16 conversions of every plugin, in plain C++ (no F16C, so a plugin loads on any
+// CPU; the SIMD paths that use vcvtph2ps / vcvtps2ph must give these bits). Bit-identical to ggml's
+// GGML_FP16_TO_FP32 / GGML_FP32_TO_FP16 and GGML_BF16_TO_FP32 / GGML_FP32_TO_BF16 (ggml-impl.h),
+// which is what GGUF files made by llama.cpp contain; only a NaN narrowed to fp16 has two
+// spellings (f32_to_f16 and f32_to_f16_ggml).
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
-namespace graft::kv {
+namespace graft {
 
-// Exact for every input (normals, subnormals, +-0, +-inf, NaN keeps its payload). Branch-free
-// (the two candidates are computed and one is selected), so loops over a row vectorize.
+// Exact for every input: normals, subnormals, +-0, +-inf; a NaN keeps its sign and payload and comes
+// back quiet, as vcvtph2ps returns it. Branch-free (both candidates are computed and one is
+// selected), so loops over a row vectorize.
 inline float f16_to_f32(std::uint16_t h) noexcept {
   const std::uint32_t w = static_cast<std::uint32_t>(h) << 16;
   const std::uint32_t sign = w & 0x80000000u;
@@ -27,7 +31,7 @@ inline float f16_to_f32(std::uint16_t h) noexcept {
 }
 
 // Round to nearest, ties to even. Overflow gives +-inf, values below half the smallest subnormal
-// give +-0, NaN stays NaN (quiet, sign and the top 9 payload bits kept).
+// give +-0, NaN stays NaN (quiet, sign and the top 9 payload bits kept), as vcvtps2ph rounds.
 inline std::uint16_t f32_to_f16(float f) noexcept {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
@@ -43,7 +47,7 @@ inline std::uint16_t f32_to_f16(float f) noexcept {
     const std::uint32_t half_up = 0x0FFFu + ((rebased >> 13) & 1u);
     return static_cast<std::uint16_t>(sign | ((rebased + half_up) >> 13));
   }
-  if (abs < 0x33000000u)  // < 2^-25 (half the smallest subnormal): rounds to zero
+  if (abs < 0x33000000u)  // < 2^-25 (half the smallest subnormal; 2^-25 itself ties to even zero)
     return sign;
   // Subnormal f16: value = m * 2^-24 with m = mant24 >> shift, rounded to nearest even.
   const std::uint32_t exponent = abs >> 23;                    // 102..112
@@ -56,4 +60,22 @@ inline std::uint16_t f32_to_f16(float f) noexcept {
   return static_cast<std::uint16_t>(sign | rounded);  // rounded may carry into the normal range: correct
 }
 
-}  // namespace graft::kv
+// ggml's GGML_FP32_TO_FP16 as its portable path computes it, which is what the weight formats
+// write: f32_to_f16, except that every NaN becomes sign | 0x7E00 (no weight is NaN).
+inline std::uint16_t f32_to_f16_ggml(float f) noexcept {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>(((x >> 16) & 0x8000u) | 0x7E00u);
+  return f32_to_f16(f);
+}
+
+// bfloat16 is the top half of a binary32: exact for every pattern, NaNs included.
+inline float bf16_to_f32(std::uint16_t h) noexcept { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
+// ggml's rounding: nearest, ties to even, NaN forced quiet (bit 6 of the bf16), subnormals kept.
+inline std::uint16_t f32_to_bf16(float f) noexcept {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((x >> 16) | 64u);
+  return static_cast<std::uint16_t>((x + (0x7FFFu + ((x >> 16) & 1u))) >> 16);
+}
+
+}  // namespace graft
