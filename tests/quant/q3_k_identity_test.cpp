@@ -1,5 +1,5 @@
 // The Q3_K quantizer was made faster without changing its output: its first version
-// (plugins/quant/q3_k/q3_k_format.cpp before the speed-up, copied verbatim below but for names) is
+// (plugins/quant/formats/q3_k/q3_k_format.cpp before the speed-up, copied verbatim below but for names) is
 // the reference for kquant_identity.hpp's data at every SIMD level.
 #include <algorithm>
 #include <cmath>
