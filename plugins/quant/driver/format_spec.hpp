@@ -48,16 +48,21 @@ struct LevelKernels {
 
 // A layout of the weights that the kernels of some levels read instead of the file's, made once at
 // load (FormatKernels::prepare): rows interleaved in groups, say, so one load serves many rows.
+// Defined in the family folder next to its packing code and kernels; a format's FormatSpec lists the
+// layouts its kernels read.
 struct PackedLayout {
+  using BytesFn = std::uint64_t (*)(std::int64_t k, std::int64_t m) noexcept;
+  // Writes groups [g0, g1) of the m rows at w (row stride `stride`) into the packed matrix out.
+  using PackFn = void (*)(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
+                          std::int64_t g1, std::uint8_t* out) noexcept;
+
   const char* name;
   std::int64_t row_group;  // rows per group: threads split the rows on its multiples
   // Whether the kernels of this level (on this CPU) can read it; of a format's layouts, the first
   // that can is read (packed_layout).
   bool (*used_at)(SimdLevel level) noexcept;
-  std::uint64_t (*bytes)(std::int64_t k, std::int64_t m) noexcept;
-  // Writes groups [g0, g1) of the m rows at w (row stride `stride`) into the packed matrix out.
-  void (*pack)(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,
-               std::int64_t g1, std::uint8_t* out) noexcept;
+  BytesFn bytes;
+  PackFn pack;
   // The kernels on it, where used_at: GemmArgs::w is the packed matrix, w_stride the bytes of one
   // row (group r / row_group starts at w + r * w_stride, whatever the stride of the weight view it
   // was packed from), r0 a multiple of row_group.

@@ -47,4 +47,25 @@ bool q1_0_planes_level(SimdLevel level) noexcept {
 #endif
 }
 
+constinit const PackedLayout kQ1_0Rows16{
+    .name = "q1_0_rows16",
+    .row_group = kQ1GroupRows,
+    .used_at = &packed_layout_level,
+    .bytes = &q1_0_packed_bytes,
+    .pack = &q1_0_pack_groups,
+    .gemm = {.avx512 = GRAFT_X86_KERNEL(&q1_0_packed_gemm_avx512), .amx = GRAFT_X86_KERNEL(&q1_0_packed_gemm_amx)},
+};
+
+constinit const PackedLayout kQ1_0Rows32{
+    .name = "q1_0_rows32",
+    .row_group = kQ1PlaneRows,
+    .used_at = &q1_0_planes_level,
+    .bytes = &q1_0_planes_bytes,
+    .pack = &q1_0_pack_planes,
+    .gemm = {.avx2 = GRAFT_X86_KERNEL(&q1_0_planes_gemm_avx2),
+             .avx512 = GRAFT_X86_KERNEL(&q1_0_planes_gemm_avx2),
+             .amx = GRAFT_X86_KERNEL(&q1_0_planes_gemm_avx2)},
+    .batches_by_column = true,  // the lookup tables are per column
+};
+
 }  // namespace graft::quant

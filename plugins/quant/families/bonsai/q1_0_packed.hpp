@@ -17,10 +17,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "driver/format_spec.hpp"
 #include "driver/gemm.hpp"
 #include "simd/simd_level.hpp"
 
 namespace graft::quant {
+
+// The two layouts, for the FormatSpec (rows16 first: where both are read, it is).
+extern const PackedLayout kQ1_0Rows16, kQ1_0Rows32;
 
 inline constexpr int kQ1GroupRows = 16;
 inline constexpr std::int64_t kQ1GroupBlockBytes = kQ1GroupRows * 18;  // one 128-element block of a group

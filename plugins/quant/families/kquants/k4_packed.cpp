@@ -89,4 +89,21 @@ void q5_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
   pack_row_groups(w, stride, k / kQK_K, m, kQ4GroupRows, sizeof(block_q5_k), g0, g1, out, &pack_block<5>);
 }
 
+namespace {
+// The two layouts differ only in their bytes, their packing and the kernel on them.
+constexpr PackedLayout rows4(const char* name, PackedLayout::BytesFn bytes, PackedLayout::PackFn pack, GemmFn kernel) {
+  return {.name = name,
+          .row_group = kQ4GroupRows,
+          .used_at = &packed_layout_level,
+          .bytes = bytes,
+          .pack = pack,
+          .gemm = {.avx512 = kernel, .amx = kernel}};
+}
+}  // namespace
+
+constinit const PackedLayout kQ4_KRows4 =
+    rows4("q4_k_rows4", &q4_k_packed_bytes, &q4_k_pack_groups, GRAFT_X86_KERNEL(&q4_k_packed_gemm_avx512));
+constinit const PackedLayout kQ5_KRows4 =
+    rows4("q5_k_rows4", &q5_k_packed_bytes, &q5_k_pack_groups, GRAFT_X86_KERNEL(&q5_k_packed_gemm_avx512));
+
 }  // namespace graft::quant

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "driver/format_spec.hpp"
 #include "driver/gemm.hpp"
 #include "simd/simd_level.hpp"
 
@@ -37,6 +38,9 @@ inline constexpr std::int64_t kQ4GroupNegDminAt = 8;
 inline constexpr std::int64_t kQ4GroupFieldsAt = 16;
 inline constexpr std::int64_t kQ4GroupCodesAt = 64;
 inline constexpr std::int64_t kQ5GroupHighBitsAt = kQ4GroupCodesAt + kQ4GroupRows * 128;
+
+// The layouts, for the FormatSpecs.
+extern const PackedLayout kQ4_KRows4, kQ5_KRows4;
 
 std::uint64_t q4_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
 // Packs groups [g0, g1) of the m rows at w (row stride `stride` bytes) into out (the whole packed

@@ -54,4 +54,13 @@ void q2_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k,
                   });
 }
 
+constinit const PackedLayout kQ2_KRows4{
+    .name = "q2_k_rows4",
+    .row_group = kQ2GroupRows,
+    .used_at = &packed_layout_level,
+    .bytes = &q2_k_packed_bytes,
+    .pack = &q2_k_pack_groups,
+    .gemm = {.avx512 = GRAFT_X86_KERNEL(&q2_k_packed_gemm_avx512), .amx = GRAFT_X86_KERNEL(&q2_k_packed_gemm_amx)},
+};
+
 }  // namespace graft::quant

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "driver/format_spec.hpp"
 #include "driver/gemm.hpp"
 #include "simd/simd_level.hpp"
 
@@ -56,6 +57,9 @@ inline constexpr std::int64_t kQ2GroupBlockBytes = kQ2GroupRows * 84;
 inline constexpr std::int64_t kQ2GroupNegDminAt = 8;
 inline constexpr std::int64_t kQ2GroupScalesAt = 16;
 inline constexpr std::int64_t kQ2GroupCodesAt = 80;
+
+// The layout, for the FormatSpec.
+extern const PackedLayout kQ2_KRows4;
 
 std::uint64_t q2_k_packed_bytes(std::int64_t k, std::int64_t m) noexcept;
 void q2_k_pack_groups(const std::uint8_t* w, std::size_t stride, std::int64_t k, std::int64_t m, std::int64_t g0,

@@ -43,4 +43,14 @@ bool q8_0_rows4_level(SimdLevel level) noexcept {
 
 bool q8_0_rows4_row_length(std::int64_t k) noexcept { return k <= kQ8Rows4MaxK; }
 
+constinit const PackedLayout kQ8_0Rows4{
+    .name = "q8_0_rows4",
+    .row_group = kQ8GroupRows,
+    .used_at = &q8_0_rows4_level,
+    .bytes = &q8_0_rows4_bytes,
+    .pack = &q8_0_pack_rows4,
+    .gemm = {.avx2 = GRAFT_X86_KERNEL(&q8_0_rows4_gemm_avx2)},
+    .used_for = &q8_0_rows4_row_length,
+};
+
 }  // namespace graft::quant

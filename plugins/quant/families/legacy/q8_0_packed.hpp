@@ -21,10 +21,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "driver/format_spec.hpp"
 #include "driver/gemm.hpp"
 #include "simd/simd_level.hpp"
 
 namespace graft::quant {
+
+// The layout, for the FormatSpec.
+extern const PackedLayout kQ8_0Rows4;
 
 inline constexpr int kQ8GroupRows = 4;
 inline constexpr int kQ8ChunkBlocks = 8;

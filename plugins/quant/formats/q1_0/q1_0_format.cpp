@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "driver/block_format.hpp"
-#include "driver/packed_groups.hpp"
 #include "families/bonsai/q1_0_gemm.hpp"
 #include "families/bonsai/q1_0_packed.hpp"
 #include "formats/q1_0/block_q1_0.hpp"
@@ -36,27 +35,6 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   }
 }
 
-const PackedLayout kPacked{
-    .name = "q1_0_rows16",
-    .row_group = kQ1GroupRows,
-    .used_at = &packed_layout_level,
-    .bytes = &q1_0_packed_bytes,
-    .pack = &q1_0_pack_groups,
-    .gemm = {.avx512 = GRAFT_X86_KERNEL(&q1_0_packed_gemm_avx512), .amx = GRAFT_X86_KERNEL(&q1_0_packed_gemm_amx)},
-};
-
-const PackedLayout kPlanes{
-    .name = "q1_0_rows32",
-    .row_group = kQ1PlaneRows,
-    .used_at = &q1_0_planes_level,
-    .bytes = &q1_0_planes_bytes,
-    .pack = &q1_0_pack_planes,
-    .gemm = {.avx2 = GRAFT_X86_KERNEL(&q1_0_planes_gemm_avx2),
-             .avx512 = GRAFT_X86_KERNEL(&q1_0_planes_gemm_avx2),
-             .amx = GRAFT_X86_KERNEL(&q1_0_planes_gemm_avx2)},
-    .batches_by_column = true,  // the lookup tables are per column
-};
-
 const FormatSpec kSpec{
     .traits = {.id = type_id::q1_0, .name = "q1_0", .block_elems = kQK1_0, .block_bytes = sizeof(block_q1_0)},
     .quantize_row = &quantize_row,
@@ -67,7 +45,7 @@ const FormatSpec kSpec{
              .avx2 = GRAFT_X86_KERNEL(&q1_0_gemm_avx2),
              .avx512 = GRAFT_X86_KERNEL(&q1_0_gemm_avx512),
              .amx = GRAFT_X86_KERNEL(&q1_0_gemm_amx)},
-    .packed = {&kPacked, &kPlanes},
+    .packed = {&kQ1_0Rows16, &kQ1_0Rows32},
 };
 
 }  // namespace

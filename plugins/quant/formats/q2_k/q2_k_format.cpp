@@ -16,7 +16,6 @@
 #include <cstring>
 
 #include "driver/block_format.hpp"
-#include "driver/packed_groups.hpp"
 #include "families/kquants/q2_k_gemm.hpp"
 #include "families/kquants/q2_k_packed.hpp"
 #include "formats/q2_k/block_q2_k.hpp"
@@ -280,15 +279,6 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   }
 }
 
-const PackedLayout kPacked{
-    .name = "q2_k_rows4",
-    .row_group = kQ2GroupRows,
-    .used_at = &packed_layout_level,
-    .bytes = &q2_k_packed_bytes,
-    .pack = &q2_k_pack_groups,
-    .gemm = {.avx512 = GRAFT_X86_KERNEL(&q2_k_packed_gemm_avx512), .amx = GRAFT_X86_KERNEL(&q2_k_packed_gemm_amx)},
-};
-
 const FormatSpec kSpec{
     .traits = {.id = type_id::q2_k, .name = "q2_k", .block_elems = kQK_K, .block_bytes = sizeof(block_q2_k)},
     .quantize_row = &LevelQuantizer<Q2KQuantizer>::quantize_row,
@@ -301,7 +291,7 @@ const FormatSpec kSpec{
              .avx512 = GRAFT_X86_KERNEL(&q2_k_gemm_avx512),
              .amx = GRAFT_X86_KERNEL(&q2_k_gemm_avx512)},
     .avx512_pairs = true,  // AVX-512 batches read the column pairs
-    .packed = {&kPacked},
+    .packed = {&kQ2_KRows4},
 };
 
 }  // namespace

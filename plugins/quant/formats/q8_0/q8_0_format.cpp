@@ -35,16 +35,6 @@ void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
   }
 }
 
-const PackedLayout kRows4{
-    .name = "q8_0_rows4",
-    .row_group = kQ8GroupRows,
-    .used_at = &q8_0_rows4_level,
-    .bytes = &q8_0_rows4_bytes,
-    .pack = &q8_0_pack_rows4,
-    .gemm = {.avx2 = GRAFT_X86_KERNEL(&q8_0_rows4_gemm_avx2)},
-    .used_for = &q8_0_rows4_row_length,
-};
-
 const FormatSpec kSpec{
     .traits = {.id = type_id::q8_0, .name = "q8_0", .block_elems = kQK8_0, .block_bytes = sizeof(block_q8_0)},
     .quantize_row = &quantize_row,
@@ -55,7 +45,7 @@ const FormatSpec kSpec{
              .avx2 = GRAFT_X86_KERNEL(&q8_0_gemm_avx2),
              .avx512 = GRAFT_X86_KERNEL(&q8_0_gemm_avx512)},
     .avx512_pairs = true,  // AVX-512 batches read the column pairs
-    .packed = {&kRows4},
+    .packed = {&kQ8_0Rows4},
 };
 
 }  // namespace
