@@ -30,14 +30,17 @@ inline float f16_to_f32(std::uint16_t h) noexcept {
   return std::bit_cast<float>(bits);
 }
 
+namespace half_detail {
+
 // Round to nearest, ties to even. Overflow gives +-inf, values below half the smallest subnormal
-// give +-0, NaN stays NaN (quiet, sign and the top 9 payload bits kept), as vcvtps2ph rounds.
+// give +-0. A NaN stays NaN: sign | 0x7E00, plus the top 9 payload bits unless GgmlNan.
+template <bool GgmlNan>
 inline std::uint16_t f32_to_f16(float f) noexcept {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
   const std::uint32_t abs = x & 0x7FFFFFFFu;
   if (abs > 0x7F800000u)  // NaN
-    return static_cast<std::uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x3FFu));
+    return static_cast<std::uint16_t>(sign | 0x7E00u | (GgmlNan ? 0u : (abs >> 13) & 0x3FFu));
   if (abs >= 0x477FF000u)  // >= 65520 (half way between 65504 and 2^16) rounds to inf; also inf
     return static_cast<std::uint16_t>(sign | 0x7C00u);
   if (abs >= 0x38800000u) {  // >= 2^-14: a normal f16
@@ -60,13 +63,15 @@ inline std::uint16_t f32_to_f16(float f) noexcept {
   return static_cast<std::uint16_t>(sign | rounded);  // rounded may carry into the normal range: correct
 }
 
+}  // namespace half_detail
+
+// f32 -> f16 as vcvtps2ph rounds: nearest, ties to even, and a NaN keeps its sign and top 9 payload
+// bits (quiet).
+inline std::uint16_t f32_to_f16(float f) noexcept { return half_detail::f32_to_f16<false>(f); }
+
 // ggml's GGML_FP32_TO_FP16 as its portable path computes it, which is what the weight formats
 // write: f32_to_f16, except that every NaN becomes sign | 0x7E00 (no weight is NaN).
-inline std::uint16_t f32_to_f16_ggml(float f) noexcept {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>(((x >> 16) & 0x8000u) | 0x7E00u);
-  return f32_to_f16(f);
-}
+inline std::uint16_t f32_to_f16_ggml(float f) noexcept { return half_detail::f32_to_f16<true>(f); }
 
 // bfloat16 is the top half of a binary32: exact for every pattern, NaNs included.
 inline float bf16_to_f32(std::uint16_t h) noexcept { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
