@@ -20,8 +20,13 @@ struct Scalar {
     for (std::int64_t i0 = 0; i0 < a.k; i0 += 16) {
       const int len = static_cast<int>(std::min<std::int64_t>(16, a.k - i0));
       float wv[R][16], xv[C][16];
+      // Whole chunks widen in a loop without the padding test, which vectorizes (the f16 widening
+      // is branch-free).
       for (int i = 0; i < R; ++i)
-        for (int l = 0; l < 16; ++l) wv[i][l] = l < len ? dense_weight<T>(w[i], i0 + l) : 0.0f;
+        if (len == 16)
+          for (int l = 0; l < 16; ++l) wv[i][l] = dense_weight<T>(w[i], i0 + l);
+        else
+          for (int l = 0; l < 16; ++l) wv[i][l] = l < len ? dense_weight<T>(w[i], i0 + l) : 0.0f;
       for (int j = 0; j < C; ++j)
         for (int l = 0; l < 16; ++l) xv[j][l] = l < len ? x[j][i0 + l] : 0.0f;
       for (int i = 0; i < R; ++i)
