@@ -22,7 +22,7 @@
 #include "attention.hpp"
 #include "bench_options.hpp"
 #include "cpu_backend.hpp"
-#include "f16.hpp"
+#include "half.hpp"
 #include "graft/graft.hpp"
 
 using namespace graft;
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
             }
           auto& kh = k16[li].emplace_back(f16 ? elems : 0);
           auto& vh = v16[li].emplace_back(f16 ? elems : 0);
-          for (std::size_t i = 0; i < kh.size(); ++i) kh[i] = kv::f32_to_f16(k[i]), vh[i] = kv::f32_to_f16(v[i]);
+          for (std::size_t i = 0; i < kh.size(); ++i) kh[i] = graft::f32_to_f16(k[i]), vh[i] = graft::f32_to_f16(v[i]);
           kv::LayerCache& c = caches[li][static_cast<std::size_t>(l)];
           c.k = f16 ? static_cast<const void*>(kh.data()) : k.data();
           c.v = f16 ? static_cast<const void*>(vh.data()) : v.data();
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
         const double m = median(times[li]), c = median(cpu[li]);
         const bool same = std::memcmp(outs[li].data(), outs[0].data(), outs[0].size() * sizeof(float)) == 0;
         std::printf("%6ld %4ld %8s %6s %10.1f %10.2f %9.2fx %12.1f %9.2fx %s\n", ctx, nq,
-                    kv::attn_simd_name(levels[li / o.layouts.size()]), o.layouts[li % o.layouts.size()].c_str(), m,
+                    graft::simd_level_name(levels[li / o.layouts.size()]), o.layouts[li % o.layouts.size()].c_str(), m,
                     m / static_cast<double>(o.layers), base / m, c, base_cpu / c, same ? "same" : "DIFFERENT");
       }
     }

@@ -15,10 +15,10 @@
 #include <random>
 #include <vector>
 
+#include "activations/q8_activations.hpp"
 #include "bench_options.hpp"
 #include "cpu/core_clock.hpp"
-#include "q1_0_packed.hpp"
-#include "q8_activations.hpp"
+#include "families/bonsai/q1_0_packed.hpp"
 
 using namespace graft::quant;
 

@@ -104,8 +104,8 @@ void fill(std::mt19937& rng, Input& in) {
   for (auto [x, bits] : {std::pair{&in.k, &in.k16}, std::pair{&in.v, &in.v16}}) {
     bits->resize(x->size());
     for (std::size_t i = 0; i < x->size(); ++i) {
-      (*bits)[i] = kv::f32_to_f16((*x)[i]);
-      (*x)[i] = kv::f16_to_f32((*bits)[i]);
+      (*bits)[i] = graft::f32_to_f16((*x)[i]);
+      (*x)[i] = graft::f16_to_f32((*bits)[i]);
     }
   }
 }
@@ -200,7 +200,7 @@ std::vector<float> run(Backend& backend, const Input& in, kv::AttnSimd level, bo
 
 std::vector<kv::AttnSimd> levels() {
   std::vector<kv::AttnSimd> l;
-  for (auto level : {kv::AttnSimd::portable, kv::AttnSimd::avx2, kv::AttnSimd::avx512})
+  for (auto level : {kv::AttnSimd::scalar, kv::AttnSimd::avx2, kv::AttnSimd::avx512})
     if (kv::cpu_supports(level)) l.push_back(level);
   return l;
 }
@@ -219,7 +219,7 @@ void expect_levels_match_reference(const Input& in, std::int64_t threads) {
   for (auto level : levels())
     for (bool head : {false, true})
       EXPECT_TRUE(same_bits(run(*backend, in, level, head), want))
-          << kv::attn_simd_name(level) << (head ? " head-major" : " token-major");
+          << graft::simd_level_name(level) << (head ? " head-major" : " token-major");
 }
 
 struct Shape {
@@ -302,7 +302,7 @@ TEST(kvAttentionIdentity, StoreMatchesTheReference) {
 }
 
 TEST(kvAttentionIdentity, LevelNamesAndErrors) {
-  EXPECT_EQ(*kv::parse_attn_simd("scalar"), kv::AttnSimd::portable);
+  EXPECT_EQ(*kv::parse_attn_simd("scalar"), kv::AttnSimd::scalar);
   EXPECT_EQ(*kv::parse_attn_simd(""), kv::best_attn_simd());
   EXPECT_EQ(*kv::parse_attn_simd("auto"), kv::best_attn_simd());
   if (kv::cpu_supports(kv::AttnSimd::avx512)) {
@@ -312,12 +312,12 @@ TEST(kvAttentionIdentity, LevelNamesAndErrors) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.status().message(), "kvstore device: GRAFT_CPU_SIMD = \"avx3\": expected auto, amx, avx512, avx2 or scalar");
   for (auto level : {kv::AttnSimd::avx2, kv::AttnSimd::avx512}) {
-    auto r = kv::parse_attn_simd(kv::attn_simd_name(level));
+    auto r = kv::parse_attn_simd(graft::simd_level_name(level));
     if (kv::cpu_supports(level)) {
       EXPECT_EQ(*r, level);
     } else {
       ASSERT_FALSE(r);
-      EXPECT_EQ(r.status().message(), std::string("kvstore device: GRAFT_CPU_SIMD = \"") + kv::attn_simd_name(level) +
+      EXPECT_EQ(r.status().message(), std::string("kvstore device: GRAFT_CPU_SIMD = \"") + graft::simd_level_name(level) +
                                           "\": this CPU does not support it");
     }
   }

@@ -1,7 +1,7 @@
-// The store's f16 <-> f32 conversion, checked against independent definitions: ldexp for decoding,
+// The plugins' f16 <-> f32 conversion (plugins/common/half.hpp), checked against independent definitions: ldexp for decoding,
 // the nearest representable value (ties to even) for encoding, and the compiler's _Float16; and
 // the SIMD conversions of the cache writes against it.
-#include "f16.hpp"
+#include "half.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 
 #include "kv_test_util.hpp"
 
-using graft::kv::f16_to_f32;
-using graft::kv::f32_to_f16;
+using graft::f16_to_f32;
+using graft::f32_to_f16;
 
 namespace {
 

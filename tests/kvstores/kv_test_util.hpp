@@ -15,7 +15,7 @@
 
 #include "attention.hpp"
 #include "attention_kernels.hpp"
-#include "f16.hpp"
+#include "half.hpp"
 #include "graft/graft.hpp"
 #include "plugin_host/host_services.hpp"
 #include "plugin_host/plugin_library.hpp"
@@ -73,7 +73,7 @@ inline std::vector<float> uniform(std::mt19937& rng, std::size_t n, float amplit
 
 inline std::vector<float> round_f16(const std::vector<float>& x) {
   std::vector<float> r(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) r[i] = kv::f16_to_f32(kv::f32_to_f16(x[i]));
+  for (std::size_t i = 0; i < x.size(); ++i) r[i] = graft::f16_to_f32(graft::f32_to_f16(x[i]));
   return r;
 }
 

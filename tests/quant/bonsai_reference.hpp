@@ -1,6 +1,6 @@
 // Plain re-implementations for the Q1_0/Q2_0 tests: ggml's reference quantizers
 // (quantize_row_q1_0_ref / quantize_row_q2_0_ref in ggml-quants.c), the block decoders, and the
-// documented per-output sequence of the kernels (plugins/quant/common/bonsai_gemm.hpp), written
+// documented per-output sequence of the kernels (plugins/quant/families/bonsai/bonsai_gemm.hpp), written
 // over whole-row code arrays rather than blocks so a mistake shared with the plugin is unlikely.
 #pragma once
 

@@ -6,10 +6,6 @@
 
 using namespace quant_test;
 
-TEST(GetRows, EqualsDequantizingTheSelectedRows) {
-  for (const auto& name : kFormats) expect_get_rows_dequantizes(name, 256, 51);
-}
-
 TEST(GetRows, LargeBatchSplitAcrossThreads) {
   const std::int64_t k = 1024, rows = 300, n = 200;
   auto f = format("q4_0");

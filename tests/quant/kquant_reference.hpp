@@ -1,6 +1,6 @@
 // Independent, plain statements of what the K-quant plugins must match: ggml's dequantize_row_q4_K
 // / _q5_K / _q6_K (ggml-quants.c), quantize_row_q8_K_ref for the activations, the documented per-output
-// operation order of our kernels (plugins/quant/q4_k/q4_k_gemm.hpp, q6_k/q6_k_gemm.hpp), and the
+// operation order of our kernels (plugins/quant/families/kquants/q4_k_gemm.hpp, q6_k_gemm.hpp), and the
 // per-block optimum the quantizers are measured against. Written from the ggml sources' text, not
 // from the plugin code (byte-level field access, no shared helpers).
 #pragma once

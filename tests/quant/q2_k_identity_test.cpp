@@ -1,5 +1,5 @@
 // The Q2_K quantizer was made faster without changing its output: its first version
-// (plugins/quant/q2_k/q2_k_format.cpp before the speed-up, copied verbatim below but for names) is
+// (plugins/quant/formats/q2_k/q2_k_format.cpp before the speed-up, copied verbatim below but for names) is
 // the reference for kquant_identity.hpp's data at every SIMD level.
 #include <algorithm>
 #include <cmath>
@@ -14,8 +14,8 @@ namespace {
 
 namespace first_version {
 
-using graft::quant::fp16_to_fp32;
-using graft::quant::fp32_to_fp16;
+using graft::f16_to_f32;
+using graft::f32_to_f16_ggml;
 
 struct BlockQ2K {
   std::uint8_t scales[16];
@@ -118,9 +118,9 @@ void quantize_block(const float* x, BlockQ2K& out) {
   for (float fd : kShrink)
     for (float fm : kShrink) {
       BlockQ2K cand{};
-      cand.d = fp32_to_fp16(max_a * fd / 15.0f);
-      cand.dmin = fp32_to_fp16(max_m * fm / 15.0f);
-      const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
+      cand.d = f32_to_f16_ggml(max_a * fd / 15.0f);
+      cand.dmin = f32_to_f16_ggml(max_m * fm / 15.0f);
+      const float d = f16_to_f32(cand.d), dmin = f16_to_f32(cand.dmin);
       float err = 0.0f;
       for (int j = 0; j < 16 && err < best; ++j) err += choose_codes(x + kSub * j, d, dmin, a[j], nm[j], cand.scales[j]);
       if (!(err < best)) continue;

@@ -1,5 +1,5 @@
 // The Q3_K quantizer was made faster without changing its output: its first version
-// (plugins/quant/q3_k/q3_k_format.cpp before the speed-up, copied verbatim below but for names) is
+// (plugins/quant/formats/q3_k/q3_k_format.cpp before the speed-up, copied verbatim below but for names) is
 // the reference for kquant_identity.hpp's data at every SIMD level.
 #include <algorithm>
 #include <cmath>
@@ -14,8 +14,8 @@ namespace {
 
 namespace first_version {
 
-using graft::quant::fp16_to_fp32;
-using graft::quant::fp32_to_fp16;
+using graft::f16_to_f32;
+using graft::f32_to_f16_ggml;
 
 struct BlockQ3K {
   std::uint8_t hmask[32];
@@ -120,8 +120,8 @@ void quantize_block(const float* x, BlockQ3K& out) {
   std::uint16_t best_d = 0;
   for (float target : {-32.0f, 31.0f})
     for (float shrink : {1.0f, 0.96f, 0.92f}) {
-      const std::uint16_t dh = fp32_to_fp16(max * shrink / target);
-      const float d = fp16_to_fp32(dh);
+      const std::uint16_t dh = f32_to_f16_ggml(max * shrink / target);
+      const float d = f16_to_f32(dh);
       float err = 0.0f;
       for (int j = 0; j < 16 && err < best; ++j) err += choose_scale(x + kSub * j, d, a[j], sc[j]);
       if (err < best) {
@@ -134,7 +134,7 @@ void quantize_block(const float* x, BlockQ3K& out) {
     std::memset(&out, 0, sizeof out);
     return;
   }
-  pack(x, fp16_to_fp32(best_d), best_sc, best_d, out);
+  pack(x, f16_to_f32(best_d), best_sc, best_d, out);
 }
 
 }  // namespace first_version

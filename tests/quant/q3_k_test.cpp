@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "activations/q8k_activations.hpp"
 #include "kquant_error.hpp"
-#include "q8k_activations.hpp"
 #include "quant_test_util.hpp"
 
 using namespace quant_test;

@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "q8_activations.hpp"
-#include "simd_level.hpp"
+#include "activations/q8_activations.hpp"
+#include "simd/simd_level.hpp"
 
 namespace graft::quant {
 namespace {

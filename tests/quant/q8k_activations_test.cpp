@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "q8k_activations.hpp"
+#include "activations/q8k_activations.hpp"
 #include "quant_test_util.hpp"
 
 namespace graft::quant {

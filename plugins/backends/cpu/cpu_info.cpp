@@ -4,6 +4,8 @@
 #include <sstream>
 #include <thread>
 
+#include "cpu_features.hpp"
+
 namespace graft::cpu {
 
 namespace {
@@ -50,15 +52,13 @@ CpuInfo detect_cpu() {
     }
   }
   if (info.model.empty()) info.model = "unknown CPU";
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  info.avx2 = __builtin_cpu_supports("avx2");
-  info.fma = __builtin_cpu_supports("fma");
-  info.avx512f = __builtin_cpu_supports("avx512f");
-  info.avx512bw = __builtin_cpu_supports("avx512bw");
-  info.avx512vnni = __builtin_cpu_supports("avx512vnni");
-  info.f16c = info.avx2;  // every AVX2 CPU has F16C; gcc 12 cannot query f16c directly
-#endif
+  const CpuFeatures& features = cpu_features();
+  info.avx2 = features.avx2;
+  info.fma = features.fma;
+  info.f16c = features.f16c;
+  info.avx512f = features.avx512f;
+  info.avx512bw = features.avx512bw;
+  info.avx512vnni = features.avx512vnni;
   info.total_memory = meminfo_kib("MemTotal") * 1024;
   info.available_memory = meminfo_kib("MemAvailable") * 1024;
   return info;

@@ -20,15 +20,6 @@ std::string missing_avx2(const CpuInfo& i) {
 }
 }  // namespace
 
-const char* simd_level_name(SimdLevel level) noexcept {
-  switch (level) {
-    case SimdLevel::scalar: return "scalar";
-    case SimdLevel::avx2: return "avx2";
-    case SimdLevel::avx512: return "avx512";
-  }
-  return "?";
-}
-
 SimdLevel best_simd_level(const CpuInfo& info) noexcept {
   if (has_avx512(info)) return SimdLevel::avx512;
   if (has_avx2(info)) return SimdLevel::avx2;

@@ -6,13 +6,14 @@
 #include <string_view>
 
 #include "cpu_info.hpp"
+#include "cpu_simd.hpp"
 #include "graft/status.hpp"
 
 namespace graft::cpu {
 
-enum class SimdLevel { scalar, avx2, avx512 };
-
-const char* simd_level_name(SimdLevel level) noexcept;
+// The CPU plugins' levels (cpu_simd.hpp); the backend runs scalar, avx2 or avx512, never amx.
+using SimdLevel = graft::SimdLevel;
+using graft::simd_level_name;
 
 // The best level this CPU supports: avx512 needs avx512f (+avx2, fma, f16c); avx2 needs avx2,
 // fma and f16c.
@@ -22,7 +23,5 @@ SimdLevel best_simd_level(const CpuInfo& info) noexcept;
 // unknown name is an invalid_argument error that names the source (e.g. "GRAFT_CPU_SIMD").
 Expected<SimdLevel> resolve_simd_level(std::string_view requested, const CpuInfo& info,
                                        std::string_view source);
-
-inline constexpr const char* kSimdEnvVar = "GRAFT_CPU_SIMD";
 
 }  // namespace graft::cpu

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attention_job.hpp"
-#include "f16.hpp"
+#include "cpu_features.hpp"
+#include "half.hpp"
 #include "views.hpp"
 
 namespace graft::kv {
@@ -19,9 +21,10 @@ namespace {
 // The kernel table of a level; null for the portable kernel.
 const AttnKernels* table_for(AttnSimd level) noexcept {
   switch (level) {
-    case AttnSimd::avx512: return attn_kernels_avx512();
+    case AttnSimd::avx512:
+    case AttnSimd::amx: return attn_kernels_avx512();
     case AttnSimd::avx2: return attn_kernels_avx2();
-    case AttnSimd::portable: break;
+    case AttnSimd::scalar: break;
   }
   return nullptr;
 }
@@ -35,57 +38,41 @@ const AttnKernels* kernels_for(AttnSimd level, const LayerCache& c) noexcept {
 
 }  // namespace
 
-const char* attn_simd_name(AttnSimd level) noexcept {
-  switch (level) {
-    case AttnSimd::portable: return "scalar";
-    case AttnSimd::avx2: return "avx2";
-    case AttnSimd::avx512: return "avx512";
-  }
-  return "?";
-}
-
 bool cpu_supports(AttnSimd level) noexcept {
-#if defined(__x86_64__) && defined(__GNUC__)
+  const CpuFeatures& f = cpu_features();
   switch (level) {
-    case AttnSimd::portable: return true;
-    case AttnSimd::avx2:
-      return attn_kernels_avx2() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-             __builtin_cpu_supports("fma");
+    case AttnSimd::scalar: return true;
+    case AttnSimd::avx2: return attn_kernels_avx2() && f.avx2 && f.f16c && f.fma;
     case AttnSimd::avx512:
-      return cpu_supports(AttnSimd::avx2) && attn_kernels_avx512() && __builtin_cpu_supports("avx512f") &&
-             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512dq");
+      return cpu_supports(AttnSimd::avx2) && attn_kernels_avx512() && f.avx512f && f.avx512bw && f.avx512vl &&
+             f.avx512dq;
+    case AttnSimd::amx: break;  // parse_attn_simd reads "amx" as avx512
   }
   return false;
-#else
-  return level == AttnSimd::portable;
-#endif
 }
 
 AttnSimd best_attn_simd() noexcept {
   if (cpu_supports(AttnSimd::avx512)) return AttnSimd::avx512;
   if (cpu_supports(AttnSimd::avx2)) return AttnSimd::avx2;
-  return AttnSimd::portable;
+  return AttnSimd::scalar;
 }
 
 Expected<AttnSimd> parse_attn_simd(std::string_view text) {
-  const std::string prefix = "kvstore device: " + std::string(kAttnSimdEnvVar) + " = \"" + std::string(text) + "\": ";
+  const std::string prefix = "kvstore device: " + std::string(kSimdEnvVar) + " = \"" + std::string(text) + "\": ";
   if (text.empty() || text == "auto") return best_attn_simd();
+  std::optional<AttnSimd> level = simd_level_named(text);
+  if (!level) return Status(Errc::invalid_argument, prefix + "expected auto, amx, avx512, avx2 or scalar");
   // The weight formats' "amx" level (AMX tiles for their batched products) means avx512 here.
-  if (text == "amx") text = "avx512";
-  for (AttnSimd level : {AttnSimd::portable, AttnSimd::avx2, AttnSimd::avx512}) {
-    if (text != attn_simd_name(level)) continue;
-    if (!cpu_supports(level)) return Status(Errc::invalid_argument, prefix + "this CPU does not support it");
-    return level;
-  }
-  return Status(Errc::invalid_argument, prefix + "expected auto, amx, avx512, avx2 or scalar");
+  if (*level == AttnSimd::amx) level = AttnSimd::avx512;
+  if (!cpu_supports(*level)) return Status(Errc::invalid_argument, prefix + "this CPU does not support it");
+  return *level;
 }
 
 namespace {
 // $GRAFT_CPU_SIMD, read once per process.
 const Expected<AttnSimd>& process_level() {
   static const Expected<AttnSimd> level = [] {
-    const char* env = std::getenv(kAttnSimdEnvVar);
+    const char* env = std::getenv(kSimdEnvVar);
     return parse_attn_simd(env ? env : "");
   }();
   return level;
@@ -120,7 +107,7 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
   if (!std::isfinite(b.scale)) return Status(Errc::invalid_argument, "kvstore device: attend: scale is not finite");
   if (!cpu_supports(level))
     return Status(Errc::invalid_argument,
-                  std::string("kvstore device: attend: this CPU does not support ") + attn_simd_name(level));
+                  std::string("kvstore device: attend: this CPU does not support ") + simd_level_name(level));
   if (b.n_query == 0) return Status::success();
 
   // A node's position is n_past + its depth, the number of other batch entries it sees (its

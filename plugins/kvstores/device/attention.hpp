@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "cpu_simd.hpp"
 #include "graft/backend.hpp"
 #include "graft/kv_store.hpp"
 #include "graft/status.hpp"
@@ -33,13 +34,12 @@ struct LayerCache {
   std::size_t v_slot() const noexcept { return std::size_t{head_dim_v} * (capacity ? 1 : n_kv_heads); }
 };
 
-// Which kernels attend() runs: portable (generic C++ vectors, any CPU), avx2 (AVX2 + F16C) or
-// avx512 (AVX-512 F/BW/VL/DQ). Every level computes the same bits (docs/kvstores.md), so the
-// choice only changes speed; tests force each one to prove that.
-enum class AttnSimd { portable, avx2, avx512 };
-inline constexpr const char* kAttnSimdEnvVar = "GRAFT_CPU_SIMD";
+// Which kernels attend() runs: scalar (portable: generic C++ vectors, any CPU), avx2 (AVX2 + F16C)
+// or avx512 (AVX-512 F/BW/VL/DQ); the CPU plugins' levels (cpu_simd.hpp), never amx. Every level
+// computes the same bits (docs/kvstores.md), so the choice only changes speed; tests force each one
+// to prove that.
+using AttnSimd = SimdLevel;
 
-const char* attn_simd_name(AttnSimd level) noexcept;
 bool cpu_supports(AttnSimd level) noexcept;
 AttnSimd best_attn_simd() noexcept;
 // text as in $GRAFT_CPU_SIMD: "" or "auto" (best), "scalar" (portable), "avx2" or "avx512". A
@@ -58,7 +58,7 @@ Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, co
 Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, const AttentionBatch& batch,
               const TensorView& out, AttnSimd level);
 
-// dst[i] = f32_to_f16(src[i]) (f16.hpp) for i < n, with the conversion instructions of the level
+// dst[i] = f32_to_f16(src[i]) (plugins/common/half.hpp) for i < n, with the conversion instructions of the level
 // attend uses ($GRAFT_CPU_SIMD; plain code where that names no usable level): the same bits.
 void narrow_to_f16(const float* src, std::uint16_t* dst, std::uint32_t n) noexcept;
 

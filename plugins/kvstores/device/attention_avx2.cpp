@@ -3,7 +3,7 @@
 // by the target pragma; products accumulate with explicit FMA intrinsics, nothing else is contracted
 // (the plugin builds with -ffp-contract=off).
 #include "attention_kernels.hpp"
-#include "f16.hpp"
+#include "half.hpp"
 #include "softmax_exp.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -27,7 +27,7 @@ struct AttnKernels {
                      const float* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
   // dst[i] = the f16 src[i] as f32 (exact).
   void (*widen)(const std::uint16_t* src, float* dst, std::uint32_t n);
-  // dst[i] = f32_to_f16(src[i]) (f16.hpp: nearest, ties to even; NaN keeps its top payload bits),
+  // dst[i] = f32_to_f16(src[i]) (plugins/common/half.hpp: nearest, ties to even; NaN keeps its top payload bits),
   // any n: the cache writes.
   void (*narrow)(const float* src, std::uint16_t* dst, std::uint32_t n);
   // The largest of x[0..n) ignoring NaN (-inf when all are NaN); the sign of a zero maximum may

@@ -8,7 +8,8 @@
 #include <limits>
 #include <vector>
 
-#include "f16.hpp"
+#include "cpu_features.hpp"
+#include "half.hpp"
 #include "softmax_exp.hpp"
 #include "views.hpp"
 
@@ -140,7 +141,7 @@ __attribute__((target("avx,f16c"))) void widen_f16c(const std::uint16_t* src, fl
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
-const WidenFn kWiden = __builtin_cpu_supports("f16c") ? &widen_f16c : &widen_portable;
+const WidenFn kWiden = cpu_features().f16c ? &widen_f16c : &widen_portable;
 #else
 const WidenFn kWiden = &widen_portable;
 #endif

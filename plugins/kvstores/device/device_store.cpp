@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-#include "f16.hpp"
+#include "half.hpp"
 #include "views.hpp"
 
 namespace graft::kv {
