@@ -62,11 +62,8 @@ int cmd_plugins(const Args& args) {
     return 0;
   }
   int exit_code = 1;
-  auto profile = load_profile_with_overrides(*vm, &exit_code);
-  if (!profile) {
-    std::fprintf(stderr, "%s\n", profile.status().message().c_str());
-    return exit_code;
-  }
+  auto profile = load_profile_or_report(*vm, "", exit_code);
+  if (!profile) return exit_code;
   PluginRegistry registry = registry_for(*profile);
   std::printf("search path:\n");
   for (const auto& d : registry.search_dirs()) std::printf("  %s\n", d.c_str());

@@ -103,11 +103,8 @@ int cmd_profile(const Args& args) {
   }
 
   int exit_code = 1;
-  auto profile = load_profile_with_overrides(*vm, &exit_code);
-  if (!profile) {
-    std::fprintf(stderr, "%s\n", profile.status().message().c_str());
-    return exit_code;
-  }
+  auto profile = load_profile_or_report(*vm, "", exit_code);
+  if (!profile) return exit_code;
   if (Status plugins = check_plugin_keys(*profile); !plugins.ok()) {
     std::fprintf(stderr, "%s\n", plugins.message().c_str());
     return 1;

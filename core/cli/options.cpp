@@ -1,6 +1,7 @@
 #include "cli/options.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -182,6 +183,15 @@ Expected<Profile> load_profile_with_overrides(const po::variables_map& vm, int* 
     return st;
   }
   return profile;
+}
+
+std::optional<Profile> load_profile_or_report(const po::variables_map& vm, const std::string& prefix, int& exit_code) {
+  auto profile = load_profile_with_overrides(vm, &exit_code);
+  if (!profile) {
+    std::fprintf(stderr, "%s%s\n", prefix.c_str(), profile.status().message().c_str());
+    return std::nullopt;
+  }
+  return std::move(*profile);
 }
 
 }  // namespace graft::cli

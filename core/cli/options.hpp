@@ -9,6 +9,9 @@
 
 #include <boost/program_options.hpp>
 
+#include <optional>
+#include <string>
+
 #include "cli/commands.hpp"
 #include "graft/status.hpp"
 #include "profile/profile.hpp"
@@ -40,5 +43,8 @@ Status apply_overrides(Profile& profile, const po::variables_map& vm);
 // *exit_code (when given) is the command's exit status by the rule in docs/cli.md: 1 for the
 // profile file or a file a flag names, 2 for a flag's value.
 Expected<Profile> load_profile_with_overrides(const po::variables_map& vm, int* exit_code = nullptr);
+
+// The same, with a failure printed on stderr as PREFIX + the message (one line) and exit_code set.
+std::optional<Profile> load_profile_or_report(const po::variables_map& vm, const std::string& prefix, int& exit_code);
 
 }  // namespace graft::cli

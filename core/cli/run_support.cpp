@@ -23,11 +23,8 @@ std::optional<ParsedCommand> parse_command(const char* name, const Args& args, p
     exit_code = 0;
     return std::nullopt;
   }
-  auto profile = load_profile_with_overrides(*vm, &exit_code);
-  if (!profile) {
-    std::fprintf(stderr, "graft %s: %s\n", name, profile.status().message().c_str());
-    return std::nullopt;
-  }
+  auto profile = load_profile_or_report(*vm, fmt::format("graft {}: ", name), exit_code);
+  if (!profile) return std::nullopt;
   return ParsedCommand{std::move(*vm), std::move(*profile)};
 }
 
