@@ -120,7 +120,7 @@ struct BonsaiAmxGemm {
         // The 16 output lines this tile writes at its end, owned early: stores commit in order, so
         // a store that misses holds up the tile stores behind it, and with them the f32 steps
         // (the column tiles' outputs are lines 4 x m bytes apart; without this the kernel ran
-        // 1.17-1.25x slower, quant_bench --against).
+        // slower: docs/formats_bonsai.md).
         for (std::int64_t m = 0; m < valid; ++m)
           _m_prefetchw(a.y + (first + m) * static_cast<std::int64_t>(a.y_stride) + r);
         asm volatile("" ::: "memory");  // the tile loads' asm does not tell the compiler it reads memory
@@ -132,7 +132,7 @@ struct BonsaiAmxGemm {
         int lane = 0;
         // The f32 steps of one product (C stored at cp), and the lane's hand-over at its end. A
         // macro, not a lambda: a lambda capturing acc made GCC keep the accumulators in memory, a
-        // load and a store each per product (1.11-1.19x slower, quant_bench --against).
+        // load and a store each per product (slower: docs/formats_bonsai.md).
 #define GRAFT_BONSAI_AMX_FINISH(item_expr, cp)                                                                   \
   do {                                                                                                         \
     const std::int32_t item = (item_expr);                                                                     \
@@ -165,7 +165,7 @@ struct BonsaiAmxGemm {
         }
 #undef GRAFT_BONSAI_AMX_FINISH
         // The fixed 16-lane tree, 16 rows per addition. (Loads under a lanes_used condition made
-        // GCC copy every lane through the stack: 1.14-1.16x slower at k = 1024, quant_bench --against.)
+        // GCC copy every lane through the stack, which was slower.)
         for (std::int64_t m = 0; m < valid; ++m) {
           __m512 v[16];
 #pragma GCC unroll 16

@@ -3,7 +3,7 @@
 // the exact sum of +-x over sub-block g, then the fixed 16-lane tree).
 //
 // Expanding sign bits for vpmaddubsw costs ~11 operations per 32 weights of a row (the file-layout
-// kernel, bonsai_gemm_avx2.hpp): 2 GB/s a core, a sixth of what memory delivers. Here, per
+// kernel, bonsai_gemm_avx2.hpp): far below what memory delivers (docs/formats_bonsai.md). Here, per
 // activation column and sub-block, tables hold the signed sum v = sum_b (+-x[4t + b]) of each of
 // the 8 nibble groups t (4 elements) for all 16 sign patterns, and one vpshufb looks up 32 rows'
 // nibbles at once (a rows32 plane is byte j of 32 rows: groups 2j and 2j + 1). A byte cannot hold

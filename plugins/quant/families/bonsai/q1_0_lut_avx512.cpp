@@ -117,9 +117,8 @@ GRAFT_TARGET_AVX512_VBMI __attribute__((always_inline)) inline void column_block
   const __m512i slot = _mm512_set1_epi32(0x30201000);
   const std::uint8_t* blk = grp + b * kQ1GroupBlockBytes;
   if constexpr (kPrefetch) {
-    // 4 KiB ahead in the one stream the packed matrix is, into L2 (quant_bench --against, two
-    // threads, streaming, fresh pages every pair: 1.02-1.05x a T0 prefetch 2 KiB ahead at k = 1024,
-    // 2048 and 6144; none 0.79-0.80x).
+    // 4 KiB ahead in the one stream the packed matrix is, into L2: faster than a T0 prefetch 2 KiB
+    // ahead and than none (docs/benchmarks.md).
     for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(blk + 4096 + 64 * l), _MM_HINT_T1);
   }
   const __m512 dw = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));

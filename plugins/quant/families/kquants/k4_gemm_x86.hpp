@@ -63,8 +63,8 @@ GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void unpack_scales_mins(c
 // form and its moves cost a tenth of the tile's time in L1). Words u0, u1, u2 of the 12 bytes give
 // scales 0-3 = u0 & 0x3F, 4-7 = (u2 & 0x0F) | ((u0 >> 6) & 3) << 4, mins 0-3 = u1 & 0x3F,
 // 4-7 = (u2 >> 4 & 0x0F) | ((u1 >> 6) & 3) << 4, bytewise (ggml's get_scale_min_k4). Decode keeps
-// the general-register form: with this one the model's Q4_K decode measured 0.91-0.94x (several
-// side-by-side sets) although the tile ran faster in L1.
+// the general-register form: with this one the model's Q4_K decode was slower although the tile
+// ran faster in L1 (docs/benchmarks_avx2.md).
 GRAFT_Q4K_TARGET inline __attribute__((always_inline)) void unpack_scales_mins_vec(const std::uint8_t* blk, __m128i& sc16,
                                                                                 __m128i& mins) {
   // From the block's start: blocks are 144 bytes, so a row 16-byte aligned (file tensors are 32-)

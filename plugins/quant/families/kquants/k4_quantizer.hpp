@@ -9,7 +9,7 @@
 //      tried with nearest codes; the pair with the least squared error of the dequantized values
 //      (computed exactly as dequantize does) wins.
 // Trying d and dmin at 0.97 / 1 / 1.03 as well cut the error by another ~0.5% for 9x the time;
-// radius 1 costs ~0.7% error for 1.3x speed (docs/formats_kquants.md).
+// radius 1 trades a little error for speed (docs/formats_kquants.md).
 #pragma once
 
 #include <cstdint>

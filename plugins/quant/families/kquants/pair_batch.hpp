@@ -33,8 +33,8 @@ GRAFT_TARGET_AVX512 inline __m512i pair_step_scales(__m512i sc4, int z) {
 // dword 8 + l: [column 2p's 8 lanes | column 2p + 1's] from the start s, exact integers, with no
 // fold of two halves (which the earlier 4 x 64-byte steps needed: 3 more operations per pair).
 GRAFT_TARGET_AVX512 inline __m512i pair_lane_sums(const __m512i wq[8], const std::int8_t* pb, __m512i s) {
-  // Two chains: one chain of 8 (vpdpbusd's latency, ~6 cycles, times 8) left the ports idle
-  // (0.98x the folded form); four measured 0.91-1.00x two.
+  // Two chains: one chain of 8 (vpdpbusd's latency times 8) left the ports idle, and four were
+  // no faster than two (docs/benchmarks.md).
   __m512i t = _mm512_setzero_si512();
   _Pragma("GCC unroll 4")
   for (int j = 0; j < 8; j += 2) {

@@ -67,7 +67,7 @@ struct Q2KAvx2 {
               const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + 128 * hh + 32 * s));
               sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(sc, _mm256_maddubs_epi16(q, x)));
               // Keeps the sum a running one: GCC would otherwise keep all 32 products of a batch
-              // tile for an adder tree at the end, spilling them (measured 1.2x slower).
+              // tile for an adder tree at the end, spilling them (slower).
               asm("" : "+x"(sum[j]));
             }
           }

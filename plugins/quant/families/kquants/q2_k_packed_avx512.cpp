@@ -96,8 +96,7 @@ GRAFT_Q2P_TARGET const std::int8_t* q2k_pair_activations(const Q8KActivations& x
   }
   return buf.bytes.data();
 }
-// 5.4 KiB ahead, into L2: 1.03x 8 blocks, quartiles 1.01-1.14 (quant_bench --against, two
-// threads, streaming).
+// 5.4 KiB ahead, into L2: a little faster than 8 blocks (docs/benchmarks.md).
 constexpr std::int64_t kPrefetchBlocks = 16;
 
 // A row's 4 code fields (bytes 0..3) of one block.
@@ -106,8 +105,7 @@ struct Fields {
 };
 // (v >> s) & 3 per byte as one GF(2) affine step: bit i of a result byte is the parity of matrix
 // byte 7 - i AND the input byte, so bytes 7 and 6 pick input bits s and s + 1. One operation
-// instead of a shift and an and: decode 1.12x with the weights in L2 (one thread), 1.06-1.07x
-// streamed (two threads, quant_bench --against, fresh pages every pair).
+// instead of a shift and an and, faster in L2 and streamed (docs/benchmarks.md, "GFNI Q2_K fields").
 constexpr long long field_matrix(int s) { return static_cast<long long>((1ull << s) << 56 | (1ull << (s + 1)) << 48); }
 GRAFT_Q2P_TARGET inline __attribute__((always_inline)) Fields load_fields(const std::uint8_t* codes) {
   const __m512i v = _mm512_loadu_si512(codes);

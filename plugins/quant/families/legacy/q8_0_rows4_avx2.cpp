@@ -18,8 +18,8 @@ namespace {
 constexpr int R = kQ8GroupRows;
 constexpr std::int64_t kChunkBytes = kQ8ChunkBlocks * R * sizeof(block_q8_0);
 // How far ahead of its reads a thread asks for its stream, into L2: the hardware alone does not
-// fetch one forward stream early enough (quant_bench, 1 thread: 8-10 vs 10-12.5 GB/s without and
-// with; 8-32 KiB ahead, into L1 or L2, all alike within the noise).
+// fetch one forward stream early enough (8-32 KiB ahead, into L1 or L2, measured alike:
+// docs/benchmarks_avx2.md).
 constexpr int kPrefetchBytes = 8192;
 
 template <int C>

@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kSub = 16;
 
-// Made ~2.3x faster without changing a byte (tests/quant/q3_k_identity_test.cpp keeps the
+// Made faster without changing a byte (docs/formats_kquants.md) (tests/quant/q3_k_identity_test.cpp keeps the
 // first version as the reference): rounding to a code is done by comparisons, not nearbyint (a
 // libm call on baseline x86-64); step 1 codes a sub-block's 16 values in one vector and skips a
 // trial step whose codes repeat the step before; step 3 tries its five scales at once, one per
