@@ -54,15 +54,18 @@ Status Session::reset() {
   return kv_->truncate(0);
 }
 
+Status Session::check_room(std::size_t n) const {
+  if (tokens_.size() + n <= capacity()) return Status::success();
+  if (tokens_.empty())
+    return Status(Errc::out_of_range, fmt::format("the prompt has {} tokens but the context holds {}: raise {}", n,
+                                                  capacity(), capacity_source_));
+  return Status(Errc::out_of_range, fmt::format("the sequence would hold {} tokens but the context holds {}: raise {}",
+                                                tokens_.size() + n, capacity(), capacity_source_));
+}
+
 Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
   if (tokens.empty()) return Status(Errc::invalid_argument, "append: no tokens");
-  if (tokens_.size() + tokens.size() > capacity()) {
-    if (tokens_.empty())
-      return Status(Errc::out_of_range, fmt::format("the prompt has {} tokens but the context holds {}: raise {}",
-                                                    tokens.size(), capacity(), capacity_source_));
-    return Status(Errc::out_of_range, fmt::format("the sequence would hold {} tokens but the context holds {}: raise {}",
-                                                  tokens_.size() + tokens.size(), capacity(), capacity_source_));
-  }
+  GRAFT_TRY(check_room(tokens.size()));
   const std::size_t n_vocab = model_->params().n_vocab;
   std::vector<float> chunk;
   logits_.clear();
@@ -99,10 +102,7 @@ Status Session::append_together(Workspace& ws, std::span<const SessionStep> step
     for (const SessionStep& other : steps)
       if (&other != &step && other.session == s)
         return Status(Errc::invalid_argument, "append_together: a session appears twice");
-    if (s->tokens_.size() + step.tokens.size() > s->capacity())
-      return Status(Errc::out_of_range, fmt::format("the sequence would hold {} tokens but the context holds {}: raise {}",
-                                                    s->tokens_.size() + step.tokens.size(), s->capacity(),
-                                                    s->capacity_source_));
+    GRAFT_TRY(s->check_room(step.tokens.size()));
     seqs.push_back(SequenceRows{s->kv_.get(), static_cast<std::uint32_t>(step.tokens.size()),
                                 static_cast<std::uint32_t>(s->tokens_.size()), nullptr});
     tokens.insert(tokens.end(), step.tokens.begin(), step.tokens.end());

@@ -106,6 +106,8 @@ class Session {
 
  private:
   Session() = default;
+  // Whether n more tokens fit the KV store; the error names the capacity and where it is set.
+  Status check_room(std::size_t n) const;
 
   // Members in this order so the workspace and store (backend memory) go before the model.
   std::shared_ptr<const Model> model_;
