@@ -12,4 +12,5 @@
 #include "graft/status.hpp"
 #include "graft/tensor.hpp"
 #include "graft/version.hpp"
+#include "graft/weight_file.hpp"
 #include "graft/weight_format.hpp"

@@ -1,5 +1,5 @@
-// What a drafter may see of the target model: metadata, weights (MTP heads and DFlash drafters
-// share the target's embedding and lm_head), the tokenizer and the backend it runs on.
+// What a drafter may see of the target model: its file (metadata, weights bound to the backend,
+// its blocks, MTP nextn blocks included), its shape, the tokenizer and the backend.
 #pragma once
 
 #include <cstdint>
@@ -11,25 +11,24 @@
 #include "graft/backend.hpp"
 #include "graft/status.hpp"
 #include "graft/tensor.hpp"
+#include "graft/weight_file.hpp"
 
 namespace graft {
 inline namespace GRAFT_ABI_NAMESPACE {
 
-class ModelView {
+class ModelView : public WeightFile {
  public:
-  virtual ~ModelView() = default;
-
   virtual std::string architecture() const = 0;  // "qwen3", "llama", ...
   virtual std::uint32_t n_vocab() const = 0;
   virtual std::uint32_t n_embd() const = 0;
+  // The layers the forward pass runs; MTP (nextn) blocks are stored after them, as blk.n_layers()
+  // .. blk.n_layers() + n_nextn_layers() - 1.
   virtual std::uint32_t n_layers() const = 0;
-
-  virtual std::optional<std::int64_t> meta_int(std::string_view key) const = 0;
-  virtual std::optional<double> meta_real(std::string_view key) const = 0;
-  virtual std::optional<std::string> meta_string(std::string_view key) const = 0;
-
-  // A weight tensor by GGUF name, resident where the backend wants it; nullopt when absent.
-  virtual std::optional<TensorView> tensor(std::string_view name) const = 0;
+  virtual std::uint32_t n_nextn_layers() const = 0;
+  virtual BlockShape block_shape() const = 0;
+  // The final norm and the lm_head the forward pass uses (output.weight, or token_embd when tied).
+  virtual std::string output_norm_name() const = 0;
+  virtual std::string output_name() const = 0;
 
   virtual Expected<std::vector<std::int32_t>> tokenize(std::string_view text) const = 0;
   virtual std::string token_text(std::int32_t id) const = 0;
