@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/run_support.hpp"
+#include "speculative/drafters.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace graft::cli {
@@ -74,6 +75,21 @@ int cmd_run(const Args& args) {
     std::fprintf(stderr, "graft run: %s\n", session.status().message().c_str());
     return 1;
   }
+  // Speculation, when the profile or --draft asks for it: drafters of this session's own.
+  auto drafters = Drafters::load(p);
+  if (!drafters) {
+    std::fprintf(stderr, "graft run: %s\n", drafters.status().message().c_str());
+    return 1;
+  }
+  std::unique_ptr<SpeculativeDecoder> decoder;
+  if (*drafters) {
+    auto made = (*drafters)->new_decoder();
+    if (!made) {
+      std::fprintf(stderr, "graft run: %s\n", made.status().message().c_str());
+      return 1;
+    }
+    decoder = std::move(*made);
+  }
   Session& s = **session;
   const bool json = vm.count("json") > 0;
   GenerationOptions gen;
@@ -95,7 +111,7 @@ int cmd_run(const Args& args) {
                            }
                            return true;
                          },
-                         stats);
+                         stats, decoder.get());
   if (!json) {
     std::fputs(s.tail().c_str(), stdout);
     std::fputc('\n', stdout);
@@ -126,6 +142,7 @@ int cmd_run(const Args& args) {
           {"memory_bytes",
            {{"weights", mem.weights}, {"kv", mem.kv}, {"scratch", mem.scratch}, {"prepared_weights", mem.prepared},
             {"released_file_weights", mem.released}}}}}};
+    if (decoder) o["stats"]["speculative"] = to_json(decoder->stats());
     std::puts(o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   std::fprintf(stderr,
@@ -135,6 +152,7 @@ int cmd_run(const Args& args) {
                finish_reason_name(stats.stop), static_cast<unsigned long long>(sampler.seed()),
                human_bytes(mem.weights).c_str(), human_bytes(mem.prepared).c_str(), human_bytes(mem.released).c_str(),
                human_bytes(mem.kv).c_str(), human_bytes(mem.scratch).c_str());
+  if (decoder) std::fputs(format_stats(decoder->stats()).c_str(), stderr);
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "cli/options.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -88,6 +89,10 @@ void add_profile_options(po::options_description& desc) {
   add("prompt-file,f", po::value<std::string>()->value_name("FILE"), "read the prompt from FILE (one trailing newline dropped)");
   add("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing(),
       "search DIR for plugins first (repeatable)");
+  add("draft", po::value<std::string>()->value_name("LIST"),
+      "speculate with these drafters, comma-separated (e.g. ngram,mtp; several merge into one tree); a profile "
+      "[[drafter]] table of the same name keeps its keys; profile keys speculative.enabled and [[drafter]]");
+  add("no-draft", "no speculative decoding, whatever the profile says");
 }
 
 Expected<po::variables_map> parse_options(const Args& args, const po::options_description& desc,
@@ -156,6 +161,31 @@ Status apply_overrides(Profile& profile, const po::variables_map& vm) {
     if (!prompt) return prompt.status();
     profile.prompt = std::move(*prompt);
     profile.locations["generation.prompt"] = "command line: --prompt-file";
+  }
+
+  if (vm.count("draft") && vm.count("no-draft"))
+    return Status(Errc::invalid_argument, "command line: --draft and --no-draft both given; use one");
+  if (vm.count("no-draft")) {
+    profile.speculative.enabled = false;
+    profile.locations["speculative.enabled"] = "command line: --no-draft";
+  } else if (vm.count("draft")) {
+    // The named drafters, in order; each keeps the profile's table of that name, if any.
+    std::vector<PluginChoice> chosen;
+    const std::string list = vm["draft"].as<std::string>();
+    for (std::size_t pos = 0; pos <= list.size();) {
+      const std::size_t comma = std::min(list.find(',', pos), list.size());
+      std::string name = list.substr(pos, comma - pos);
+      pos = comma + 1;
+      if (name.empty()) return flag_error("draft", "'" + list + "' has an empty drafter name");
+      for (const PluginChoice& c : chosen)
+        if (c.name == name) return flag_error("draft", "drafter '" + name + "' is named twice");
+      auto it = std::find_if(profile.drafters.begin(), profile.drafters.end(),
+                             [&](const PluginChoice& c) { return c.name == name; });
+      chosen.push_back(it != profile.drafters.end() ? *it : PluginChoice{name, {}, "command line: --draft", {}});
+    }
+    profile.drafters = std::move(chosen);
+    profile.speculative.enabled = true;
+    profile.locations["speculative.enabled"] = "command line: --draft";
   }
 
   if (vm.count("plugin-dir")) {

@@ -72,6 +72,24 @@ Expected<std::unique_ptr<Session>> Pipeline::new_session() const {
   return Session::create(model_, kv_library_->adopt(std::move(*kv)), options);
 }
 
+const HostServices& Pipeline::host() const { return *plugins_->host; }
+
+Expected<std::shared_ptr<KvStore>> Pipeline::new_kv_store(const KvGeometry& geometry) const {
+  auto kv = kv_factory_->create(*backend_, geometry);
+  if (!kv) return std::move(kv).status();
+  return kv_library_->adopt(std::move(*kv));
+}
+
+Expected<std::shared_ptr<PluginLibrary>> Pipeline::find_plugin(PluginKind kind, std::string_view name) const {
+  return plugins_->registry->find(kind, name);
+}
+
+Expected<std::shared_ptr<const gguf::File>> Pipeline::open_gguf(std::string_view path) const {
+  std::filesystem::path p(path);
+  if (p.is_relative() && !profile_.source.empty()) p = profile_.source.parent_path() / p;
+  return gguf::File::open(p, plugins_->formats.types);
+}
+
 namespace {
 
 // Threads beyond the machine's hardware threads only make the pool's workers wait on each other.

@@ -10,6 +10,7 @@
 #include "engine/session.hpp"
 #include "graft/backend.hpp"
 #include "graft/kv_store.hpp"
+#include "graft/plugin.hpp"
 #include "gguf/gguf_file.hpp"
 #include "model/model.hpp"
 #include "profile/profile.hpp"
@@ -53,6 +54,15 @@ class Pipeline {
 
   // A new, empty sequence with a KV store of context() slots from the profile's KV plugin.
   Expected<std::unique_ptr<Session>> new_session() const;
+
+  // ---- for drafters (core/speculative): the same plugins, files and stores as the model ----
+  const HostServices& host() const;
+  // A store of the profile's KV plugin on the backend (its library stays loaded while it lives).
+  Expected<std::shared_ptr<KvStore>> new_kv_store(const KvGeometry& geometry) const;
+  // A plugin library by kind and name, from the profile's search path.
+  Expected<std::shared_ptr<PluginLibrary>> find_plugin(PluginKind kind, std::string_view name) const;
+  // A GGUF file validated as the model was (relative paths against the profile's folder).
+  Expected<std::shared_ptr<const gguf::File>> open_gguf(std::string_view path) const;
   MemoryReport memory(Session& session) const;
 
  private:

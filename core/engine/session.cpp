@@ -130,8 +130,54 @@ Status Session::forward(const SequenceBatch& batch, std::vector<float>& logits) 
   return model_->forward(*ws_, *kv_, batch, logits);
 }
 
+Status Session::forward(const ForwardBatch& batch, ForwardOutput& out) {
+  if (batch.sequences.size() != 1 || batch.sequences[0].kv != kv_.get() ||
+      batch.sequences[0].n_past != tokens_.size())
+    return Status(Errc::invalid_argument, "session forward: the batch must be this session's one sequence after its committed tokens");
+  GRAFT_TRY(check_room(batch.tokens.size()));
+  return model_->forward(*ws_, batch, out);
+}
+
+Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std::uint32_t> rows,
+                            std::span<const float> logits) {
+  const auto n_past = static_cast<std::uint32_t>(tokens_.size());
+  if (tokens.size() != rows.size() || logits.size() != model_->params().n_vocab)
+    return Status(Errc::invalid_argument, "commit_rows: tokens, rows and logits do not fit together");
+  bool in_place = true;
+  std::vector<std::uint32_t> src(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i > 0 && rows[i] <= rows[i - 1]) return Status(Errc::invalid_argument, "commit_rows: rows must ascend");
+    if (n_past + rows[i] >= kv_->size()) return Status(Errc::out_of_range, "commit_rows: a row was never written");
+    src[i] = n_past + rows[i];
+    in_place = in_place && rows[i] == i;
+  }
+  // The kept rows move down to follow the committed ones; everything after them goes.
+  GRAFT_TRY(in_place ? kv_->truncate(n_past + static_cast<std::uint32_t>(rows.size())) : kv_->compact(n_past, src));
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  logits_.assign(logits.begin(), logits.end());
+  return Status::success();
+}
+
+Status Session::truncate(std::uint32_t n) {
+  if (n > tokens_.size()) return Status(Errc::out_of_range, "truncate: past the committed tokens");
+  tokens_.resize(n);
+  logits_.clear();
+  return kv_->truncate(n);
+}
+
+Status PlainDecoder::prefill(Session& session, std::span<const TokenId> prompt) { return session.append(prompt); }
+
+Status PlainDecoder::step(Session& session, Sampler& sampler, TokenId pending, std::uint32_t /*max_new*/,
+                          std::vector<TokenId>& out) {
+  GRAFT_TRY(session.append(std::span<const TokenId>(&pending, 1)));
+  out.push_back(sampler.sample(session.logits(), session.tokens()));
+  return Status::success();
+}
+
 Status Session::generate(std::span<const TokenId> prompt, const GenerationOptions& options, const TokenFn& on_token,
-                         GenerationStats& stats) {
+                         GenerationStats& stats, TokenDecoder* decoder) {
+  PlainDecoder plain;
+  if (!decoder) decoder = &plain;
   stats = GenerationStats{};
   stats.prompt_tokens = static_cast<std::uint32_t>(prompt.size());
   sampler_.emplace(options.sampling);
@@ -141,41 +187,60 @@ Status Session::generate(std::span<const TokenId> prompt, const GenerationOption
   GRAFT_TRY(reset());
 
   auto t0 = std::chrono::steady_clock::now();
-  GRAFT_TRY(append(prompt));
+  GRAFT_TRY(check_room(prompt.size()));
+  GRAFT_TRY(decoder->prefill(*this, prompt));
   stats.prefill_seconds = seconds_since(t0);
 
-  const std::size_t n_vocab = model_->params().n_vocab;
   const std::int64_t max_tokens = options.max_tokens;
   t0 = std::chrono::steady_clock::now();
-  Status st;
-  for (;;) {
-    if (max_tokens >= 0 && stats.generated_tokens >= max_tokens) {
-      stats.stop = FinishReason::length;
-      break;
-    }
-    const TokenId next = sampler_->sample(std::span<const float>(logits_.data(), n_vocab), tokens_);
+  // Emits one token with every check plain decoding makes; false: generation is over.
+  auto emit = [&](TokenId id) {
     ++stats.generated_tokens;
-    if (model_->tokenizer().is_eog(next)) {
+    if (model_->tokenizer().is_eog(id)) {
       stats.stop = FinishReason::eog;
-      break;
+      return false;
     }
-    const TextStream::Piece piece = text_->push(next);
-    const bool go_on = on_token(next, piece.text);
+    const TextStream::Piece piece = text_->push(id);
+    const bool go_on = on_token(id, piece.text);
     if (piece.stopped || !go_on) {
       stats.stop = FinishReason::stop;
-      break;
+      return false;
     }
     if (max_tokens >= 0 && stats.generated_tokens >= max_tokens) {
       stats.stop = FinishReason::length;
-      break;
+      return false;
     }
-    // The token after `next` has no slot left to be sampled from.
-    if (tokens_.size() + 1 >= capacity()) {
-      stats.stop = FinishReason::context_full;
-      break;
+    return true;
+  };
+  Status st;
+  std::vector<TokenId> out;
+  TokenId pending = 0;
+  if (max_tokens == 0) {
+    stats.stop = FinishReason::length;
+  } else if (emit(pending = sampler_->sample(logits_, tokens_))) {
+    for (;;) {
+      // The token after `pending` has no slot left to be sampled from.
+      if (tokens_.size() + 1 >= capacity()) {
+        stats.stop = FinishReason::context_full;
+        break;
+      }
+      // Every token a step returns but the last is committed: at most the appends plain decoding
+      // could still make (it appends while tokens + 1 < capacity), and no more than max_tokens wants.
+      std::uint64_t max_new = capacity() - 1 - tokens_.size();
+      if (max_tokens >= 0) max_new = std::min<std::uint64_t>(max_new, max_tokens - stats.generated_tokens);
+      out.clear();
+      st = decoder->step(*this, *sampler_, pending, static_cast<std::uint32_t>(max_new), out);
+      if (!st.ok()) break;
+      if (out.empty() || out.size() > max_new) {
+        st = Status(Errc::internal, fmt::format("decoder step returned {} tokens for at most {}", out.size(), max_new));
+        break;
+      }
+      bool go_on = true;
+      for (TokenId id : out)
+        if (!(go_on = emit(id))) break;
+      if (!go_on) break;
+      pending = out.back();
     }
-    st = append(std::span<const TokenId>(&next, 1));
-    if (!st.ok()) break;
   }
   stats.decode_seconds = stats.generated_tokens > 1 ? seconds_since(t0) : 0;
   tail_ = text_->finish();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/text_stream.hpp"
+#include "engine/token_decoder.hpp"
 #include "graft/kv_store.hpp"
 #include "model/model.hpp"
 #include "sampling/sampler.hpp"
@@ -92,12 +93,22 @@ class Session {
   // One forward pass of this sequence as the caller lays it out (a verify pass, a benchmark),
   // leaving the committed list alone.
   Status forward(const SequenceBatch& batch, std::vector<float>& logits);
+  // The same with every output ForwardBatch offers (hidden-state taps, chosen logit rows); the
+  // batch holds one sequence: this session's KV store after its committed tokens.
+  Status forward(const ForwardBatch& batch, ForwardOutput& out);
+  // After such a pass wrote rows at slots tokens().size()..: keeps the rows `rows` (ascending) as
+  // the next committed tokens `tokens`, in that order, drops every other slot written (KV
+  // compact/truncate) and sets logits() to `logits` (the last kept row's).
+  Status commit_rows(std::span<const TokenId> tokens, std::span<const std::uint32_t> rows,
+                     std::span<const float> logits);
+  // Forget every committed token from n on.
+  Status truncate(std::uint32_t n);
 
-  // Plain generation from a fresh sequence: prefill the prompt, then sample and commit one token
-  // per forward pass. The sampler and text stream live for the call; text() and sampler() report
-  // them afterwards.
+  // Generation from a fresh sequence: prefill the prompt, then step with `decoder` (null: one
+  // token per forward pass) until a stop. The sampler and text stream live for the call; text()
+  // and sampler() report them afterwards.
   Status generate(std::span<const TokenId> prompt, const GenerationOptions& options, const TokenFn& on_token,
-                  GenerationStats& stats);
+                  GenerationStats& stats, TokenDecoder* decoder = nullptr);
   // The last generate()'s sampler (its seed) and output text; the text held back at the end is
   // released by generate() into text() and returned by tail().
   const Sampler* sampler() const { return sampler_ ? &*sampler_ : nullptr; }

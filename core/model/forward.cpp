@@ -11,19 +11,8 @@
 
 namespace graft {
 
-namespace {
-// The f32 view t with dimension `dim` `stride` floats apart instead of packed (the dimensions
-// above it follow on from it): a part of a stacked projection's output.
-TensorView with_stride(TensorView t, int dim, std::int64_t stride) {
-  t.nb[dim] = static_cast<std::size_t>(stride) * sizeof(float);
-  for (int d = dim + 1; d < kMaxDims; ++d) t.nb[d] = t.nb[d - 1] * static_cast<std::size_t>(t.ne[d - 1]);
-  return t;
-}
-}  // namespace
-
 Status Model::matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) const {
-  const auto k = w.view.ne[0], m = w.view.ne[1];
-  return w.kernels->matmul(*backend_, w.view, w.prepared.get(), f32_view(x, k, n), f32_view(y, m, n));
+  return block_->matmul(w, x, n, y);
 }
 
 Status Model::embed(Workspace& ws, std::span<const TokenId> tokens) const {
@@ -35,78 +24,8 @@ Status Model::embed(Workspace& ws, std::span<const TokenId> tokens) const {
 
 Status Model::layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
                     const std::int32_t* positions, std::uint32_t n) const {
-  const auto& p = params_;
-  Backend& be = *backend_;
-  const std::int64_t E = p.n_embd, D = p.head_dim, H = p.n_head, HKV = p.n_head_kv, F = p.n_ff;
-
-  // h = rms_norm(x) * attn_norm [E].
-  GRAFT_TRY(be.rms_norm(f32_view(ws.x, E, n), L.attn_norm.view, p.rms_eps, f32_view(ws.h, E, n)));
-  // q [D, H, n], k and v [D, HKV, n] = h * wq [E, H*D], wk and wv [E, HKV*D]: three buffers, or
-  // the parts of the stacked wqkv's output (one row's q | k | v after another).
-  const bool stacked = L.qkv_stacked();
-  const std::int64_t stride = (H + 2 * HKV) * D;
-  if (stacked) {
-    GRAFT_TRY(matmul(L.wqkv, ws.h, n, ws.qkv));
-  } else {
-    GRAFT_TRY(matmul(L.wq, ws.h, n, ws.q));
-    GRAFT_TRY(matmul(L.wk, ws.h, n, ws.k));
-    GRAFT_TRY(matmul(L.wv, ws.h, n, ws.v));
-  }
-  // Rows [r0, r0 + rows) of q, k and v.
-  auto qkv_rows = [&](std::uint32_t r0, std::uint32_t rows) {
-    if (stacked) {
-      float* at = ws.qkv + std::int64_t(r0) * stride;
-      return std::array{with_stride(f32_view(at, D, H, rows), 2, stride),
-                        with_stride(f32_view(at + H * D, D, HKV, rows), 2, stride),
-                        with_stride(f32_view(at + (H + HKV) * D, D, HKV, rows), 2, stride)};
-    }
-    return std::array{f32_view(ws.q + std::int64_t(r0) * H * D, D, H, rows),
-                      f32_view(ws.k + std::int64_t(r0) * HKV * D, D, HKV, rows),
-                      f32_view(ws.v + std::int64_t(r0) * HKV * D, D, HKV, rows)};
-  };
-  const auto [q, k, v] = qkv_rows(0, n);
-  // qwen3: q and k per head *= rms_norm with q_norm, k_norm [D].
-  if (p.qk_norm) {
-    GRAFT_TRY(be.rms_norm(q, L.q_norm.view, p.rms_eps, q));
-    GRAFT_TRY(be.rms_norm(k, L.k_norm.view, p.rms_eps, k));
-  }
-  // RoPE on q and k at each row's position.
-  const RopeParams rope{static_cast<std::int32_t>(p.n_rot), p.rope_neox, p.rope_freq_base, p.rope_freq_scale};
-  GRAFT_TRY(be.rope(q, positions, rope, q));
-  GRAFT_TRY(be.rope(k, positions, rope, k));
-  // Each sequence: its k, v into its own KV store after its committed slots; attn [D, H, rows] =
-  // attention of its q over that store (causal, or its token tree's ancestor mask).
-  std::uint32_t r0 = 0;
-  for (const SequenceRows& s : seqs) {
-    const auto [qs, ks, vs] = qkv_rows(r0, s.n_tokens);
-    GRAFT_TRY(s.kv->write(kv_layer, s.n_past, s.n_tokens, ks, vs));
-    AttentionBatch ab;
-    ab.n_query = s.n_tokens;
-    ab.n_past = s.n_past;
-    ab.ancestor = s.ancestor;
-    ab.scale = 1.0f / std::sqrt(static_cast<float>(D));
-    GRAFT_TRY(s.kv->attend(kv_layer, qs, ab, f32_view(ws.attn + std::int64_t(r0) * H * D, D, H, s.n_tokens)));
-    r0 += s.n_tokens;
-  }
-  // x += attn * wo [H*D, E].
-  GRAFT_TRY(matmul(L.wo, ws.attn, n, ws.h));
-  GRAFT_TRY(be.add(f32_view(ws.x, E, n), f32_view(ws.h, E, n), f32_view(ws.x, E, n)));
-
-  // h = rms_norm(x) * ffn_norm [E].
-  GRAFT_TRY(be.rms_norm(f32_view(ws.x, E, n), L.ffn_norm.view, p.rms_eps, f32_view(ws.h, E, n)));
-  // gate [F, n] = silu(h * w_gate [E, F]) * (h * w_up [E, F]) (SwiGLU), stacked or separate.
-  if (L.gate_up_stacked()) {
-    GRAFT_TRY(matmul(L.w_gate_up, ws.h, n, ws.gate_up));
-    GRAFT_TRY(be.silu_mul(with_stride(f32_view(ws.gate_up, F, n), 1, 2 * F),
-                          with_stride(f32_view(ws.gate_up + F, F, n), 1, 2 * F), f32_view(ws.gate, F, n)));
-  } else {
-    GRAFT_TRY(matmul(L.w_gate, ws.h, n, ws.gate));
-    GRAFT_TRY(matmul(L.w_up, ws.h, n, ws.up));
-    GRAFT_TRY(be.silu_mul(f32_view(ws.gate, F, n), f32_view(ws.up, F, n), f32_view(ws.gate, F, n)));
-  }
-  // x += gate * w_down [F, E].
-  GRAFT_TRY(matmul(L.w_down, ws.gate, n, ws.h));
-  return be.add(f32_view(ws.x, E, n), f32_view(ws.h, E, n), f32_view(ws.x, E, n));
+  // x += the decoder block (decoder_block.cpp: norms, attention, SwiGLU, residuals).
+  return block_->layer(ws, L, kv_layer, seqs, positions, n, ws.x);
 }
 
 Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits) const {

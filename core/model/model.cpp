@@ -80,51 +80,23 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
     (L.qkv_stacked() ? m->any_qkv_stacked_ : m->any_qkv_split_) = true;
     (L.gate_up_stacked() ? m->any_gate_up_stacked_ : m->any_gate_up_split_) = true;
   }
+  m->block_ = std::make_unique<DecoderBlock>(*m->backend_, m->params_);
   m->view_ = m->bind_view(host);
   return std::shared_ptr<const Model>(std::move(m));
 }
 
 KvGeometry Model::kv_geometry(std::uint32_t capacity) const { return params_.kv_geometry(capacity); }
 
-std::uint64_t Model::lay_out(std::uint32_t max_batch, Workspace& ws, float* base) const {
-  const auto& p = params_;
-  const std::uint64_t B = max_batch, q_dim = std::uint64_t(p.n_head) * p.head_dim,
-                      kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
-  std::uint64_t used = 0;
-  auto take = [&](float*& field, std::uint64_t floats) {
-    if (floats > 0 && base) field = base + used;
-    used += floats;
-  };
-  take(ws.x, B * p.n_embd);
-  take(ws.h, B * p.n_embd);
-  take(ws.attn, B * q_dim);
-  take(ws.q, any_qkv_split_ ? B * q_dim : 0);
-  take(ws.k, any_qkv_split_ ? B * kv_dim : 0);
-  take(ws.v, any_qkv_split_ ? B * kv_dim : 0);
-  take(ws.qkv, any_qkv_stacked_ ? B * (q_dim + 2 * kv_dim) : 0);
-  take(ws.gate, B * p.n_ff);
-  take(ws.up, any_gate_up_split_ ? B * p.n_ff : 0);
-  take(ws.gate_up, any_gate_up_stacked_ ? B * 2 * p.n_ff : 0);
-  take(ws.logits, std::uint64_t(kLogitRows) * p.n_vocab);
-  return used;
+WorkspaceNeeds Model::workspace_needs() const {
+  return WorkspaceNeeds{any_qkv_stacked_, any_qkv_split_, any_gate_up_stacked_, any_gate_up_split_, kLogitRows};
 }
 
 std::uint64_t Model::workspace_bytes(std::uint32_t max_batch) const {
-  Workspace counted;
-  return lay_out(max_batch, counted, nullptr) * sizeof(float);
+  return Workspace::bytes_for(params_, workspace_needs(), max_batch);
 }
 
 Expected<std::unique_ptr<Workspace>> Model::new_workspace(std::uint32_t max_batch) const {
-  if (max_batch == 0) return Status(Errc::invalid_argument, "workspace: max_batch must be at least 1");
-  std::unique_ptr<Workspace> ws(new Workspace());
-  const std::uint64_t floats = lay_out(max_batch, *ws, nullptr);
-  auto buf = backend_->allocate(floats * sizeof(float), MemoryKind::device);
-  if (!buf) return std::move(buf).status();
-  ws->buffer_ = std::move(*buf);
-  ws->bytes_ = floats * sizeof(float);
-  ws->max_batch_ = max_batch;
-  lay_out(max_batch, *ws, static_cast<float*>(ws->buffer_->data()));
-  return ws;
+  return Workspace::create(*backend_, params_, workspace_needs(), max_batch);
 }
 
 }  // namespace graft

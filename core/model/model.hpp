@@ -20,6 +20,7 @@
 #include "graft/kv_store.hpp"
 #include "graft/model_view.hpp"
 #include "gguf/gguf_file.hpp"
+#include "model/decoder_block.hpp"
 #include "model/forward_batch.hpp"
 #include "model/model_params.hpp"
 #include "model/model_weights.hpp"
@@ -63,7 +64,11 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const gguf::File& file() const { return *file_; }
+  const std::shared_ptr<const gguf::File>& shared_file() const { return file_; }
   Backend& backend() const { return *backend_; }
+  const std::shared_ptr<Backend>& shared_backend() const { return backend_; }
+  // The decoder block code the forward pass runs (drafters run theirs through it too).
+  const DecoderBlock& block() const { return *block_; }
   // What plugins (drafters) see of this model; lives as long as the Model.
   const ModelView& view() const { return *view_; }
   KvGeometry kv_geometry(std::uint32_t capacity) const;
@@ -94,9 +99,8 @@ class Model {
   Model() = default;
   Status matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) const;
   Status copy_rows_out(const float* src, std::uint32_t rows, float* dst) const;
-  // Points ws's buffers into `base` (null: only counts); returns the floats they take.
   std::unique_ptr<ModelView> bind_view(const HostServices& host) const;
-  std::uint64_t lay_out(std::uint32_t max_batch, Workspace& ws, float* base) const;
+  WorkspaceNeeds workspace_needs() const;
 
   std::shared_ptr<const gguf::File> file_;
   std::shared_ptr<Backend> backend_;
@@ -104,6 +108,7 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   ModelParams params_;
   ModelWeights weights_;
+  std::unique_ptr<DecoderBlock> block_;
   std::unique_ptr<ModelView> view_;
   bool any_qkv_stacked_ = false, any_qkv_split_ = false, any_gate_up_stacked_ = false, any_gate_up_split_ = false;
 };

@@ -97,6 +97,26 @@ class Binder {
   std::set<std::string> used_;
 };
 
+// blk.<i>.* with the dimensions of p.
+Status bind_block(Binder& b, const ModelParams& p, std::uint32_t i, LayerWeights& L) {
+  const std::uint64_t q_dim = std::uint64_t(p.n_head) * p.head_dim, kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
+  const std::string pre = fmt::format("blk.{}.", i);
+  GRAFT_TRY(b.vector(pre + "attn_norm.weight", p.n_embd, L.attn_norm));
+  GRAFT_TRY(b.matrix(pre + "attn_q.weight", p.n_embd, q_dim, L.wq));
+  GRAFT_TRY(b.matrix(pre + "attn_k.weight", p.n_embd, kv_dim, L.wk));
+  GRAFT_TRY(b.matrix(pre + "attn_v.weight", p.n_embd, kv_dim, L.wv));
+  GRAFT_TRY(b.matrix(pre + "attn_output.weight", q_dim, p.n_embd, L.wo));
+  if (p.qk_norm) {
+    GRAFT_TRY(b.vector(pre + "attn_q_norm.weight", p.head_dim, L.q_norm));
+    GRAFT_TRY(b.vector(pre + "attn_k_norm.weight", p.head_dim, L.k_norm));
+  }
+  GRAFT_TRY(b.vector(pre + "ffn_norm.weight", p.n_embd, L.ffn_norm));
+  GRAFT_TRY(b.matrix(pre + "ffn_gate.weight", p.n_embd, p.n_ff, L.w_gate));
+  GRAFT_TRY(b.matrix(pre + "ffn_up.weight", p.n_embd, p.n_ff, L.w_up));
+  GRAFT_TRY(b.matrix(pre + "ffn_down.weight", p.n_ff, p.n_embd, L.w_down));
+  return Status::success();
+}
+
 }  // namespace
 
 TensorView weight_view(const gguf::TensorInfo& t, std::uint32_t block_bytes) {
@@ -115,7 +135,6 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
                                           const Backend& backend) {
   Binder b(file, host, backend.name());
   ModelWeights w;
-  const std::uint64_t q_dim = std::uint64_t(p.n_head) * p.head_dim, kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
   GRAFT_TRY(b.matrix("token_embd.weight", p.n_embd, p.n_vocab, w.token_embd));
   GRAFT_TRY(b.vector("output_norm.weight", p.n_embd, w.output_norm));
   if (p.tied_output) {
@@ -124,26 +143,41 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
     GRAFT_TRY(b.matrix("output.weight", p.n_embd, p.n_vocab, w.output));
   }
   w.layers.resize(p.n_main_layers());
-  for (std::uint32_t i = 0; i < p.n_main_layers(); ++i) {
-    auto& L = w.layers[i];
-    const std::string pre = fmt::format("blk.{}.", i);
-    GRAFT_TRY(b.vector(pre + "attn_norm.weight", p.n_embd, L.attn_norm));
-    GRAFT_TRY(b.matrix(pre + "attn_q.weight", p.n_embd, q_dim, L.wq));
-    GRAFT_TRY(b.matrix(pre + "attn_k.weight", p.n_embd, kv_dim, L.wk));
-    GRAFT_TRY(b.matrix(pre + "attn_v.weight", p.n_embd, kv_dim, L.wv));
-    GRAFT_TRY(b.matrix(pre + "attn_output.weight", q_dim, p.n_embd, L.wo));
-    if (p.qk_norm) {
-      GRAFT_TRY(b.vector(pre + "attn_q_norm.weight", p.head_dim, L.q_norm));
-      GRAFT_TRY(b.vector(pre + "attn_k_norm.weight", p.head_dim, L.k_norm));
-    }
-    GRAFT_TRY(b.vector(pre + "ffn_norm.weight", p.n_embd, L.ffn_norm));
-    GRAFT_TRY(b.matrix(pre + "ffn_gate.weight", p.n_embd, p.n_ff, L.w_gate));
-    GRAFT_TRY(b.matrix(pre + "ffn_up.weight", p.n_embd, p.n_ff, L.w_up));
-    GRAFT_TRY(b.matrix(pre + "ffn_down.weight", p.n_ff, p.n_embd, L.w_down));
-  }
+  for (std::uint32_t i = 0; i < p.n_main_layers(); ++i) GRAFT_TRY(bind_block(b, p, i, w.layers[i]));
   // Decode reads one embedding row and all of every matrix it multiplies by.
   for (const MatrixWeight* m : w.matmul_weights()) w.total_bytes += m->bytes;
   GRAFT_TRY(b.check_all_used(p));
+  return w;
+}
+
+Expected<LayerWeights> bind_layer(const gguf::File& file, const ModelParams& p, std::uint32_t index,
+                                  const HostServices& host, const Backend& backend) {
+  Binder b(file, host, backend.name());
+  LayerWeights L;
+  GRAFT_TRY(bind_block(b, p, index, L));
+  return L;
+}
+
+Expected<MatrixWeight> bind_matrix(const gguf::File& file, std::string_view name, const HostServices& host,
+                                   const Backend& backend) {
+  const gguf::TensorInfo* t = file.tensor(name);
+  if (!t) return Status(Errc::not_found, fmt::format("{}: missing tensor '{}'", file.name(), name));
+  if (t->n_dims != 2)
+    return Status(Errc::invalid_argument, fmt::format("{}: tensor '{}' has {} dimensions, expected a matrix", file.name(),
+                                                      name, t->n_dims));
+  Binder b(file, host, backend.name());
+  MatrixWeight w;
+  GRAFT_TRY(b.matrix(std::string(name), t->ne[0], t->ne[1], w));
+  return w;
+}
+
+Expected<VectorWeight> bind_vector(const gguf::File& file, std::string_view name, const HostServices& host,
+                                   const Backend& backend) {
+  const gguf::TensorInfo* t = file.tensor(name);
+  if (!t) return Status(Errc::not_found, fmt::format("{}: missing tensor '{}'", file.name(), name));
+  Binder b(file, host, backend.name());
+  VectorWeight w;
+  GRAFT_TRY(b.vector(std::string(name), t->elements(), w));
   return w;
 }
 

@@ -86,4 +86,14 @@ struct ModelWeights {
                                      const Backend& backend);
 };
 
+// blk.<index>.* of a file with the block dimensions of p: a main layer, an MTP (nextn) block, a
+// drafter's layer. Not stacked or prepared. Errors name the file and tensor.
+Expected<LayerWeights> bind_layer(const gguf::File& file, const ModelParams& p, std::uint32_t index,
+                                  const HostServices& host, const Backend& backend);
+// One tensor by name, shaped as the file has it.
+Expected<MatrixWeight> bind_matrix(const gguf::File& file, std::string_view name, const HostServices& host,
+                                   const Backend& backend);
+Expected<VectorWeight> bind_vector(const gguf::File& file, std::string_view name, const HostServices& host,
+                                   const Backend& backend);
+
 }  // namespace graft

@@ -1,6 +1,7 @@
 // The activations of one forward pass, sized for up to max_batch rows: what a forward call
 // writes and reads between its steps. A Workspace belongs to whoever runs forward passes (a
-// Session, or a batch over several sessions); the Model it serves is immutable and shared.
+// Session, a batch over several sessions, a drafter's block runner); the Model it serves is
+// immutable and shared.
 #pragma once
 
 #include <cstdint>
@@ -9,29 +10,43 @@
 
 #include "graft/backend.hpp"
 #include "graft/status.hpp"
+#include "model/model_params.hpp"
 
 namespace graft {
 
-class Model;
+// Which optional buffers the layers need: stacked q/k/v and gate/up, the separate ones, or both
+// (a model whose layers differ in type), and lm_head rows for logits.
+struct WorkspaceNeeds {
+  bool qkv_stacked = false, qkv_split = true, gate_up_stacked = false, gate_up_split = true;
+  std::uint32_t logit_rows = 0;  // rows of n_vocab logits per lm_head chunk (0: no head)
+};
 
 class Workspace {
  public:
+  // Backend memory for max_batch rows of a model of these dimensions.
+  static Expected<std::unique_ptr<Workspace>> create(Backend& backend, const ModelParams& p, const WorkspaceNeeds& needs,
+                                                     std::uint32_t max_batch);
+  // The bytes create() allocates.
+  static std::uint64_t bytes_for(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch);
+
   std::uint32_t max_batch() const { return max_batch_; }
   std::uint64_t bytes() const { return bytes_; }
 
- private:
-  friend class Model;
-  Workspace() = default;
-
-  std::uint32_t max_batch_ = 0;
-  std::uint64_t bytes_ = 0;
-  std::unique_ptr<Buffer> buffer_;
   // Backend memory, rows token-major. q, k, v and up serve layers whose projections are separate;
   // qkv ([row][q | k | v]) and gate_up ([row][gate | up]) the stacked ones. gate is SwiGLU's output
   // either way. logits holds one lm_head chunk.
   float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr, *gate = nullptr,
         *up = nullptr, *qkv = nullptr, *gate_up = nullptr, *logits = nullptr;
   std::vector<std::int32_t> positions;  // host: the batch's RoPE positions when the caller gave none
+
+ private:
+  Workspace() = default;
+  // Points the buffers into `base` (null: only counts); returns the floats they take.
+  std::uint64_t lay_out(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch, float* base);
+
+  std::uint32_t max_batch_ = 0;
+  std::uint64_t bytes_ = 0;
+  std::unique_ptr<Buffer> buffer_;
 };
 
 }  // namespace graft

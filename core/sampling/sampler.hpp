@@ -57,6 +57,8 @@ class Sampler {
 
   // The next uniform in [0, 1) of the sampler's stream (for a rejection sampler sharing it).
   double next_uniform() { return uniform_from_bits(rng_()); }
+  // The next raw engine output (for draw_token on a residual distribution).
+  std::uint64_t next_bits() { return rng_(); }
 
   struct Candidate {
     TokenId id;

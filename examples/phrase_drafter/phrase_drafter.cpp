@@ -46,7 +46,7 @@ class PhraseDrafter final : public graft::Drafter {
         auto it = child.find(key);
         if (it == child.end()) {
           if (out.size() >= req.max_nodes) break;
-          out.add((*phrase)[i], parent, 1.0f / static_cast<float>(conts.size()));
+          out.add((*phrase)[i], parent, 1.0f / static_cast<float>(conts.size()));  // q: one of the matches
           it = child.emplace(key, static_cast<std::int32_t>(out.size() - 1)).first;
         }
         parent = it->second;
@@ -55,8 +55,10 @@ class PhraseDrafter final : public graft::Drafter {
     return Status::success();
   }
 
-  Status accept(const graft::AcceptInfo&) override { return Status::success(); }
-  Status reset() override { return Status::success(); }
+  // Stateless: it reads the context each round.
+  Status begin(const graft::CommitInfo&) override { return Status::success(); }
+  Status accept(const graft::CommitInfo&) override { return Status::success(); }
+  Status truncate(std::uint32_t) override { return Status::success(); }
 
  private:
   std::vector<std::vector<std::int32_t>> phrases_;
@@ -68,7 +70,8 @@ class PhraseDrafterFactory final : public graft::DrafterFactory {
   PhraseDrafterFactory(std::vector<std::string> phrases, std::size_t min_match)
       : phrases_(std::move(phrases)), min_match_(min_match) {}
 
-  graft::Expected<std::unique_ptr<graft::Drafter>> create(const graft::ModelView& target) override {
+  graft::Expected<std::unique_ptr<graft::Drafter>> create(const graft::DrafterHost& host) override {
+    const graft::ModelView& target = host.target();
     std::vector<std::vector<std::int32_t>> tokenized;
     for (const auto& p : phrases_) {
       auto ids = target.tokenize(p);

@@ -27,7 +27,7 @@ TEST(ExamplePhraseDrafter, ProposesMergedContinuationsAsATree) {
   cfg.set("min_match", std::int64_t{3});
   auto factory = (*lib)->create<DrafterFactory>(host, cfg);
   ASSERT_TRUE(factory) << factory.status().message();
-  ByteModel model;
+  ByteHost model;
   auto d = (*factory)->create(model);
   ASSERT_TRUE(d) << d.status().message();
   auto drafter = (*lib)->adopt(std::move(*d));
@@ -35,7 +35,7 @@ TEST(ExamplePhraseDrafter, ProposesMergedContinuationsAsATree) {
   const auto ctx = ids("say hello");
   DraftTree tree;
   ASSERT_TRUE(drafter->propose({ctx, 64, 3}, tree).ok());
-  ASSERT_TRUE(tree.valid());
+  ASSERT_TRUE(tree.valid(256));
   // " " is shared; then "wo" and "th" branch off it (depth 3).
   EXPECT_EQ(tree.tokens, ids(" woth"));
   EXPECT_EQ(tree.parents, (std::vector<std::int32_t>{-1, 0, 1, 0, 3}));

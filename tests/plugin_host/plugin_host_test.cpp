@@ -37,7 +37,7 @@ TEST(PluginLibrary, AbiMismatchNamesBothVersionsAndTheFile) {
   ASSERT_FALSE(lib);
   EXPECT_EQ(lib.status().code(), Errc::abi_mismatch);
   EXPECT_EQ(lib.status().message(),
-            file.string() + ": plugin ABI version 999 does not match host ABI version 3; rebuild the plugin "
+            file.string() + ": plugin ABI version 999 does not match host ABI version 4; rebuild the plugin "
                             "against graft SDK ABI 3");
 }
 
@@ -149,7 +149,7 @@ TEST(PluginLifetime, ObjectsKeepTheirLibraryLoaded) {
     DefaultHostServices host;
     auto factory = (*lib)->create<DrafterFactory>(host, Config{});
     ASSERT_TRUE(factory) << factory.status().message();
-    ByteModel model;
+    ByteHost model;
     auto d = (*factory)->create(model);
     ASSERT_TRUE(d) << d.status().message();
     drafter = (*lib)->adopt(std::move(*d));
@@ -167,7 +167,7 @@ TEST(PluginLifetime, ObjectsKeepTheirLibraryLoaded) {
   ASSERT_TRUE(drafter->propose({ctx, 3, 3}, tree).ok());
   EXPECT_EQ(tree.tokens, (std::vector<std::int32_t>{7, 7, 7}));
   EXPECT_EQ(tree.parents, (std::vector<std::int32_t>{-1, 0, 1}));
-  EXPECT_TRUE(tree.valid());
+  EXPECT_TRUE(tree.valid(256));
 
   drafter.reset();
   EXPECT_FALSE(is_loaded()) << "the last object released the library";
@@ -178,11 +178,26 @@ TEST(DraftTree, ValidityRejectsForwardParents) {
   t.add(1, -1);
   t.add(2, 0);
   t.add(3, 0);
-  EXPECT_TRUE(t.valid());
+  EXPECT_EQ(t.invalid(8), nullptr);
   t.parents[1] = 1;  // its own parent
-  EXPECT_FALSE(t.valid());
+  EXPECT_STREQ(t.invalid(8), "a parent does not precede its child");
   t.parents[1] = -2;
-  EXPECT_FALSE(t.valid());
+  EXPECT_STREQ(t.invalid(8), "a parent does not precede its child");
+  t.parents[1] = 0;
+  t.tokens[2] = 8;
+  EXPECT_STREQ(t.invalid(8), "a token id is outside the vocabulary");
+  t.tokens[2] = 3;
+  t.q[2] = 0.0f;
+  EXPECT_STREQ(t.invalid(8), "a probability q is outside (0, 1]");
+  t.q[2] = 0.5f;
+  t.dist[2] = 0;
+  EXPECT_STREQ(t.invalid(8), "a distribution index is out of range");
+  t.distributions.assign(8, 0.0f);
+  EXPECT_STREQ(t.invalid(8), "a drawn token has probability 0 in its distribution");
+  t.distributions[3] = 1.0f;
+  EXPECT_EQ(t.invalid(8), nullptr);
+  t.distributions.push_back(1.0f);
+  EXPECT_STREQ(t.invalid(8), "distributions is not a whole number of n_vocab rows");
 }
 
 TEST(GraftPluginsCommand, ListsGoodPluginsAndFailsOnBrokenOnes) {
@@ -195,7 +210,7 @@ TEST(GraftPluginsCommand, ListsGoodPluginsAndFailsOnBrokenOnes) {
   auto bad = run_command(std::string(GRAFT_EXE) + " plugins --plugin-dir " + kFakeDir.string());
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_NE(bad.output.find("error: " + (kFakeDir / "libgraft_drafter_badabi.so").string() +
-                            ": plugin ABI version 999 does not match host ABI version 3"),
+                            ": plugin ABI version 999 does not match host ABI version 4"),
             std::string::npos)
       << bad.output;
   EXPECT_NE(bad.output.find("drafter  counting       1.2.3"), std::string::npos) << bad.output;

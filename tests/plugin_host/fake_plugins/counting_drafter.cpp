@@ -19,15 +19,16 @@ class CountingDrafter final : public graft::Drafter {
       out.add(r.context.back(), static_cast<std::int32_t>(i) - 1, 1.0f);
     return graft::Status::success();
   }
-  graft::Status accept(const graft::AcceptInfo&) override { return graft::Status::success(); }
-  graft::Status reset() override { return graft::Status::success(); }
+  graft::Status begin(const graft::CommitInfo&) override { return graft::Status::success(); }
+  graft::Status accept(const graft::CommitInfo&) override { return graft::Status::success(); }
+  graft::Status truncate(std::uint32_t) override { return graft::Status::success(); }
 };
 
 class Factory final : public graft::DrafterFactory {
  public:
   Factory() { ++g_live; }
   ~Factory() override { --g_live; }
-  graft::Expected<std::unique_ptr<graft::Drafter>> create(const graft::ModelView&) override {
+  graft::Expected<std::unique_ptr<graft::Drafter>> create(const graft::DrafterHost&) override {
     return std::unique_ptr<graft::Drafter>(new CountingDrafter());
   }
 };

@@ -1,0 +1,111 @@
+#include "model/decoder_block.hpp"
+
+#include <array>
+#include <cmath>
+
+namespace graft {
+
+namespace {
+// The f32 view t with dimension `dim` `stride` floats apart instead of packed (the dimensions
+// above it follow on from it): a part of a stacked projection's output.
+TensorView with_stride(TensorView t, int dim, std::int64_t stride) {
+  t.nb[dim] = static_cast<std::size_t>(stride) * sizeof(float);
+  for (int d = dim + 1; d < kMaxDims; ++d) t.nb[d] = t.nb[d - 1] * static_cast<std::size_t>(t.ne[d - 1]);
+  return t;
+}
+}  // namespace
+
+Status DecoderBlock::matmul(const MatrixWeight& w, const float* x, std::uint32_t n, float* y) const {
+  const auto k = w.view.ne[0], m = w.view.ne[1];
+  return w.kernels->matmul(*be_, w.view, w.prepared.get(), f32_view(const_cast<float*>(x), k, n), f32_view(y, m, n));
+}
+
+Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer,
+                               std::span<const SequenceRows> seqs, const std::int32_t* positions, std::uint32_t n,
+                               const float* in, float* out) const {
+  const auto& p = p_;
+  Backend& be = *be_;
+  const std::int64_t D = p.head_dim, H = p.n_head, HKV = p.n_head_kv;
+  // q [D, H, n], k and v [D, HKV, n] = in * wq [E, H*D], wk and wv [E, HKV*D]: three buffers, or
+  // the parts of the stacked wqkv's output (one row's q | k | v after another).
+  const bool stacked = L.qkv_stacked();
+  const std::int64_t stride = (H + 2 * HKV) * D;
+  if (stacked) {
+    GRAFT_TRY(matmul(L.wqkv, in, n, ws.qkv));
+  } else {
+    GRAFT_TRY(matmul(L.wq, in, n, ws.q));
+    GRAFT_TRY(matmul(L.wk, in, n, ws.k));
+    GRAFT_TRY(matmul(L.wv, in, n, ws.v));
+  }
+  // Rows [r0, r0 + rows) of q, k and v.
+  auto qkv_rows = [&](std::uint32_t r0, std::uint32_t rows) {
+    if (stacked) {
+      float* at = ws.qkv + std::int64_t(r0) * stride;
+      return std::array{with_stride(f32_view(at, D, H, rows), 2, stride),
+                        with_stride(f32_view(at + H * D, D, HKV, rows), 2, stride),
+                        with_stride(f32_view(at + (H + HKV) * D, D, HKV, rows), 2, stride)};
+    }
+    return std::array{f32_view(ws.q + std::int64_t(r0) * H * D, D, H, rows),
+                      f32_view(ws.k + std::int64_t(r0) * HKV * D, D, HKV, rows),
+                      f32_view(ws.v + std::int64_t(r0) * HKV * D, D, HKV, rows)};
+  };
+  const auto [q, k, v] = qkv_rows(0, n);
+  // qwen3: q and k per head *= rms_norm with q_norm, k_norm [D].
+  if (p.qk_norm) {
+    GRAFT_TRY(be.rms_norm(q, L.q_norm.view, p.rms_eps, q));
+    GRAFT_TRY(be.rms_norm(k, L.k_norm.view, p.rms_eps, k));
+  }
+  // RoPE on q and k at each row's position.
+  const RopeParams rope{static_cast<std::int32_t>(p.n_rot), p.rope_neox, p.rope_freq_base, p.rope_freq_scale};
+  GRAFT_TRY(be.rope(q, positions, rope, q));
+  GRAFT_TRY(be.rope(k, positions, rope, k));
+  // Each sequence: its k, v into its own KV store after its committed slots; attn [D, H, rows] =
+  // attention of its q over that store (causal, or its token tree's ancestor mask).
+  std::uint32_t r0 = 0;
+  for (const SequenceRows& s : seqs) {
+    const auto [qs, ks, vs] = qkv_rows(r0, s.n_tokens);
+    GRAFT_TRY(s.kv->write(kv_layer, s.n_past, s.n_tokens, ks, vs));
+    AttentionBatch ab;
+    ab.n_query = s.n_tokens;
+    ab.n_past = s.n_past;
+    ab.ancestor = s.ancestor;
+    ab.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    GRAFT_TRY(s.kv->attend(kv_layer, qs, ab, f32_view(ws.attn + std::int64_t(r0) * H * D, D, H, s.n_tokens)));
+    r0 += s.n_tokens;
+  }
+  // out = attn * wo [H*D, E].
+  return matmul(L.wo, ws.attn, n, out);
+}
+
+Status DecoderBlock::ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, const float* in, float* out) const {
+  const std::int64_t F = p_.n_ff;
+  // gate [F, n] = silu(in * w_gate [E, F]) * (in * w_up [E, F]) (SwiGLU), stacked or separate.
+  if (L.gate_up_stacked()) {
+    GRAFT_TRY(matmul(L.w_gate_up, in, n, ws.gate_up));
+    GRAFT_TRY(be_->silu_mul(with_stride(f32_view(ws.gate_up, F, n), 1, 2 * F),
+                            with_stride(f32_view(ws.gate_up + F, F, n), 1, 2 * F), f32_view(ws.gate, F, n)));
+  } else {
+    GRAFT_TRY(matmul(L.w_gate, in, n, ws.gate));
+    GRAFT_TRY(matmul(L.w_up, in, n, ws.up));
+    GRAFT_TRY(be_->silu_mul(f32_view(ws.gate, F, n), f32_view(ws.up, F, n), f32_view(ws.gate, F, n)));
+  }
+  // out = gate * w_down [F, E].
+  return matmul(L.w_down, ws.gate, n, out);
+}
+
+Status DecoderBlock::layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer,
+                           std::span<const SequenceRows> seqs, const std::int32_t* positions, std::uint32_t n,
+                           float* x) const {
+  const std::int64_t E = p_.n_embd;
+  Backend& be = *be_;
+  // h = rms_norm(x) * attn_norm [E]; x += attention(h).
+  GRAFT_TRY(be.rms_norm(f32_view(x, E, n), L.attn_norm.view, p_.rms_eps, f32_view(ws.h, E, n)));
+  GRAFT_TRY(attention(ws, L, kv_layer, seqs, positions, n, ws.h, ws.h));
+  GRAFT_TRY(be.add(f32_view(x, E, n), f32_view(ws.h, E, n), f32_view(x, E, n)));
+  // h = rms_norm(x) * ffn_norm [E]; x += ffn(h).
+  GRAFT_TRY(be.rms_norm(f32_view(x, E, n), L.ffn_norm.view, p_.rms_eps, f32_view(ws.h, E, n)));
+  GRAFT_TRY(ffn(ws, L, n, ws.h, ws.h));
+  return be.add(f32_view(x, E, n), f32_view(ws.h, E, n), f32_view(x, E, n));
+}
+
+}  // namespace graft

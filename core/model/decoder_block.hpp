@@ -1,0 +1,41 @@
+// The llama/qwen3 decoder block: the one piece of code the target's forward pass, its MTP (nextn)
+// blocks and drafters' own layers all run, so a drafter never re-implements attention or matmul.
+// Shapes: E = n_embd, D = head_dim, H = n_head, HKV = n_head_kv, F = n_ff, n = rows.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "graft/backend.hpp"
+#include "model/forward_batch.hpp"
+#include "model/model_params.hpp"
+#include "model/model_weights.hpp"
+#include "model/workspace.hpp"
+
+namespace graft {
+
+class DecoderBlock {
+ public:
+  DecoderBlock(Backend& backend, const ModelParams& params) : be_(&backend), p_(params) {}
+
+  const ModelParams& params() const { return p_; }
+  Backend& backend() const { return *be_; }
+
+  // x [E, n] += block(x) (norms, attention over each sequence's store, residuals, SwiGLU). Scratch
+  // from ws (x itself may be ws.x or any packed [E, n] buffer).
+  Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
+               const std::int32_t* positions, std::uint32_t n, float* x) const;
+  // out [E, n] = wo(attention(in)): in already normed; in and out may be one buffer (ws.h).
+  Status attention(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
+                   const std::int32_t* positions, std::uint32_t n, const float* in, float* out) const;
+  // out [E, n] = w_down(silu(w_gate in) * w_up in); in and out may be one buffer.
+  Status ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, const float* in, float* out) const;
+  // y [m, n] = x [k, n] w^T through the weight's format kernels.
+  Status matmul(const MatrixWeight& w, const float* x, std::uint32_t n, float* y) const;
+
+ private:
+  Backend* be_;
+  ModelParams p_;
+};
+
+}  // namespace graft

@@ -1,0 +1,221 @@
+#include "model/file_weights.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <numeric>
+
+#include "model/decoder_block.hpp"
+#include "model/model.hpp"
+#include "model/model_weights.hpp"
+
+namespace graft {
+
+ModelParams block_params(const BlockShape& s) {
+  ModelParams p;
+  p.arch = s.qk_norm ? Arch::qwen3 : Arch::llama;
+  p.n_embd = s.n_embd;
+  p.n_head = s.n_head;
+  p.n_head_kv = s.n_head_kv;
+  p.head_dim = s.head_dim;
+  p.n_ff = s.n_ff;
+  p.n_rot = static_cast<std::uint32_t>(s.rope.n_rot);
+  p.rope_neox = s.rope.neox;
+  p.rope_freq_base = s.rope.freq_base;
+  p.rope_freq_scale = s.rope.freq_scale;
+  p.rms_eps = s.rms_eps;
+  p.qk_norm = s.qk_norm;
+  return p;
+}
+
+BlockShape block_shape(const ModelParams& p) {
+  BlockShape s;
+  s.n_embd = p.n_embd;
+  s.n_head = p.n_head;
+  s.n_head_kv = p.n_head_kv;
+  s.head_dim = p.head_dim;
+  s.n_ff = p.n_ff;
+  s.rms_eps = p.rms_eps;
+  s.rope = RopeParams{static_cast<std::int32_t>(p.n_rot), p.rope_neox, p.rope_freq_base, p.rope_freq_scale};
+  s.qk_norm = p.qk_norm;
+  return s;
+}
+
+namespace {
+
+// A matrix (bound, prepared) or a vector (f32), owned or borrowed from the Model.
+class BoundWeight final : public Weight {
+ public:
+  BoundWeight(Backend& backend, std::string file, MatrixWeight m) : be_(backend), file_(std::move(file)), own_m_(std::move(m)), m_(&own_m_) {}
+  BoundWeight(Backend& backend, std::string file, const MatrixWeight* m) : be_(backend), file_(std::move(file)), m_(m) {}
+  BoundWeight(Backend& backend, std::string file, VectorWeight v)
+      : be_(backend), file_(std::move(file)), own_v_(std::move(v)), v_(&own_v_) {}
+  BoundWeight(Backend& backend, std::string file, const VectorWeight* v) : be_(backend), file_(std::move(file)), v_(v) {}
+
+  const TensorView& view() const noexcept override { return m_ ? m_->view : v_->view; }
+
+  Status matmul(const TensorView& x, const TensorView& y) const override {
+    if (!m_) return error("matmul", "it is a vector, not a matrix");
+    const auto k = m_->view.ne[0], m = m_->view.ne[1];
+    if (x.type != type_id::f32 || y.type != type_id::f32 || x.ne[0] != k || y.ne[0] != m || x.rows() != y.rows())
+      return error("matmul", fmt::format("x [{}, {}] and y [{}, {}] do not fit the matrix [{}, {}]", x.ne[0], x.rows(),
+                                         y.ne[0], y.rows(), k, m));
+    return m_->kernels->matmul(be_, m_->view, m_->prepared.get(), x, y);
+  }
+
+  Status get_rows(const std::int32_t* ids, std::size_t n, const TensorView& y) const override {
+    if (!m_) return error("get_rows", "it is a vector, not a matrix");
+    for (std::size_t i = 0; i < n; ++i)
+      if (ids[i] < 0 || ids[i] >= m_->view.ne[1])
+        return error("get_rows", fmt::format("row {} is outside 0..{}", ids[i], m_->view.ne[1] - 1));
+    if (y.type != type_id::f32 || y.ne[0] != m_->view.ne[0] || y.rows() != static_cast<std::int64_t>(n))
+      return error("get_rows", fmt::format("y [{}, {}] does not fit {} rows of {}", y.ne[0], y.rows(), n, m_->view.ne[0]));
+    return m_->kernels->get_rows(be_, m_->view, ids, n, y);
+  }
+
+ private:
+  Status error(const char* op, const std::string& why) const {
+    return Status(Errc::invalid_argument, fmt::format("{}: {} of '{}': {}", file_, op, m_ ? m_->name : v_->name, why));
+  }
+
+  Backend& be_;
+  std::string file_;
+  MatrixWeight own_m_;
+  VectorWeight own_v_;
+  const MatrixWeight* m_ = nullptr;
+  const VectorWeight* v_ = nullptr;
+};
+
+class FileBlockRunner final : public BlockRunner {
+ public:
+  FileBlockRunner(std::shared_ptr<const gguf::File> file, std::shared_ptr<Backend> backend, const HostServices& host,
+                  const ModelParams& p, std::unique_ptr<Workspace> ws)
+      : file_(std::move(file)), backend_(std::move(backend)), host_(host), block_(*backend_, p), ws_(std::move(ws)) {}
+
+  std::uint32_t max_rows() const noexcept override { return ws_->max_batch(); }
+
+  Status layer(std::uint32_t block, KvStore& kv, std::uint32_t kv_layer, const BlockRows& rows,
+               const TensorView& x) override {
+    const LayerWeights* L = nullptr;
+    const std::int32_t* positions = nullptr;
+    GRAFT_TRY(prepare_call("layer", block, rows, {&x}, L, positions));
+    const SequenceRows seq{&kv, rows.n_tokens, rows.n_past, rows.ancestor};
+    return block_.layer(*ws_, *L, kv_layer, std::span(&seq, 1), positions, rows.n_tokens, x.as<float>());
+  }
+
+  Status attention(std::uint32_t block, KvStore& kv, std::uint32_t kv_layer, const BlockRows& rows,
+                   const TensorView& in, const TensorView& out) override {
+    const LayerWeights* L = nullptr;
+    const std::int32_t* positions = nullptr;
+    GRAFT_TRY(prepare_call("attention", block, rows, {&in, &out}, L, positions));
+    const SequenceRows seq{&kv, rows.n_tokens, rows.n_past, rows.ancestor};
+    return block_.attention(*ws_, *L, kv_layer, std::span(&seq, 1), positions, rows.n_tokens, in.as<float>(),
+                            out.as<float>());
+  }
+
+  Status ffn(std::uint32_t block, const TensorView& in, const TensorView& out) override {
+    const LayerWeights* L = nullptr;
+    const std::int32_t* positions = nullptr;
+    BlockRows rows;
+    rows.n_tokens = static_cast<std::uint32_t>(in.rows());
+    GRAFT_TRY(prepare_call("ffn", block, rows, {&in, &out}, L, positions));
+    return block_.ffn(*ws_, *L, rows.n_tokens, in.as<float>(), out.as<float>());
+  }
+
+ private:
+  // Checks the rows and activations, binds blk.<block> on first use, and fills in the positions.
+  Status prepare_call(const char* op, std::uint32_t block, const BlockRows& rows,
+                      std::initializer_list<const TensorView*> tensors, const LayerWeights*& L,
+                      const std::int32_t*& positions) {
+    const auto n = rows.n_tokens;
+    if (n == 0 || n > ws_->max_batch())
+      return Status(Errc::invalid_argument,
+                    fmt::format("block runner {}: {} rows, expected 1..{}", op, n, ws_->max_batch()));
+    for (const TensorView* t : tensors)
+      if (t->type != type_id::f32 || t->ne[0] != block_.params().n_embd || t->rows() != n ||
+          t->nb[1] != std::size_t(t->ne[0]) * sizeof(float))
+        return Status(Errc::invalid_argument,
+                      fmt::format("block runner {}: activations must be packed f32 [{}, {}], got [{}, {}]", op,
+                                  block_.params().n_embd, n, t->ne[0], t->rows()));
+    auto it = layers_.find(block);
+    if (it == layers_.end()) {
+      auto bound = bind_layer(*file_, block_.params(), block, host_, *backend_);
+      if (!bound) return std::move(bound).status();
+      for (MatrixWeight* w : {&bound->wq, &bound->wk, &bound->wv, &bound->wo, &bound->w_gate, &bound->w_up,
+                              &bound->w_down}) {
+        std::unique_ptr<PreparedWeights> prepared;
+        GRAFT_TRY(w->kernels->prepare(*backend_, w->view, prepared));
+        w->prepared = std::move(prepared);
+      }
+      it = layers_.emplace(block, std::move(*bound)).first;
+    }
+    L = &it->second;
+    positions = rows.positions;
+    if (!positions) {
+      ws_->positions.resize(n);
+      std::iota(ws_->positions.begin(), ws_->positions.end(), static_cast<std::int32_t>(rows.n_past));
+      positions = ws_->positions.data();
+    }
+    return Status::success();
+  }
+
+  std::shared_ptr<const gguf::File> file_;
+  std::shared_ptr<Backend> backend_;
+  const HostServices& host_;
+  DecoderBlock block_;
+  std::unique_ptr<Workspace> ws_;
+  std::map<std::uint32_t, LayerWeights> layers_;
+};
+
+}  // namespace
+
+FileWeights::FileWeights(std::shared_ptr<const gguf::File> file, std::shared_ptr<Backend> backend,
+                         const HostServices& host, const Model* model)
+    : file_(std::move(file)), backend_(std::move(backend)), host_(host), model_(model) {}
+
+std::string FileWeights::path() const { return file_->name(); }
+std::optional<std::int64_t> FileWeights::meta_int(std::string_view key) const { return file_->get_int(key); }
+std::optional<double> FileWeights::meta_real(std::string_view key) const { return file_->get_real(key); }
+std::optional<std::string> FileWeights::meta_string(std::string_view key) const { return file_->get_string(key); }
+std::optional<std::vector<std::int64_t>> FileWeights::meta_int_array(std::string_view key) const {
+  return file_->get_int_array(key);
+}
+bool FileWeights::has_tensor(std::string_view name) const { return file_->tensor(name) != nullptr; }
+
+Expected<std::unique_ptr<Weight>> FileWeights::weight(std::string_view name) const {
+  if (model_) {
+    const ModelWeights& W = model_->weights();
+    if (name == W.token_embd.name) return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), &W.token_embd));
+    if (name == W.output.name) return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), &W.output));
+    if (name == W.output_norm.name) return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), &W.output_norm));
+  }
+  const gguf::TensorInfo* t = file_->tensor(name);
+  if (!t) return Status(Errc::not_found, fmt::format("{}: no tensor '{}'", file_->name(), name));
+  if (t->n_dims == 1) {
+    auto v = bind_vector(*file_, name, host_, *backend_);
+    if (!v) return std::move(v).status();
+    return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), std::move(*v)));
+  }
+  auto m = bind_matrix(*file_, name, host_, *backend_);
+  if (!m) return std::move(m).status();
+  std::unique_ptr<PreparedWeights> prepared;
+  if (Status st = m->kernels->prepare(*backend_, m->view, prepared); !st.ok())
+    return Status(st.code(), fmt::format("{}: {}: {}", file_->name(), name, st.message()));
+  m->prepared = std::move(prepared);
+  return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), std::move(*m)));
+}
+
+Expected<std::unique_ptr<BlockRunner>> FileWeights::runner(const BlockShape& shape, std::uint32_t max_rows) const {
+  if (shape.n_embd == 0 || shape.n_head == 0 || shape.n_head_kv == 0 || shape.head_dim == 0 || shape.n_ff == 0 ||
+      shape.n_head % shape.n_head_kv != 0 || shape.rope.n_rot < 0 || std::uint32_t(shape.rope.n_rot) > shape.head_dim)
+    return Status(Errc::invalid_argument,
+                  fmt::format("{}: block runner: inconsistent block shape (embd {}, heads {}/{}, head_dim {}, ff {}, rot {})",
+                              file_->name(), shape.n_embd, shape.n_head, shape.n_head_kv, shape.head_dim, shape.n_ff,
+                              shape.rope.n_rot));
+  const ModelParams p = block_params(shape);
+  auto ws = Workspace::create(*backend_, p, WorkspaceNeeds{}, max_rows);
+  if (!ws) return std::move(ws).status();
+  return std::unique_ptr<BlockRunner>(new FileBlockRunner(file_, backend_, host_, p, std::move(*ws)));
+}
+
+}  // namespace graft

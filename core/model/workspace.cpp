@@ -1,0 +1,47 @@
+#include "model/workspace.hpp"
+
+namespace graft {
+
+std::uint64_t Workspace::lay_out(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch,
+                                 float* base) {
+  const std::uint64_t B = max_batch, q_dim = std::uint64_t(p.n_head) * p.head_dim,
+                      kv_dim = std::uint64_t(p.n_head_kv) * p.head_dim;
+  std::uint64_t used = 0;
+  auto take = [&](float*& field, std::uint64_t floats) {
+    if (floats > 0 && base) field = base + used;
+    used += floats;
+  };
+  take(x, B * p.n_embd);
+  take(h, B * p.n_embd);
+  take(attn, B * q_dim);
+  take(q, needs.qkv_split ? B * q_dim : 0);
+  take(k, needs.qkv_split ? B * kv_dim : 0);
+  take(v, needs.qkv_split ? B * kv_dim : 0);
+  take(qkv, needs.qkv_stacked ? B * (q_dim + 2 * kv_dim) : 0);
+  take(gate, B * p.n_ff);
+  take(up, needs.gate_up_split ? B * p.n_ff : 0);
+  take(gate_up, needs.gate_up_stacked ? B * 2 * p.n_ff : 0);
+  take(logits, std::uint64_t(needs.logit_rows) * p.n_vocab);
+  return used;
+}
+
+std::uint64_t Workspace::bytes_for(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch) {
+  Workspace counted;
+  return counted.lay_out(p, needs, max_batch, nullptr) * sizeof(float);
+}
+
+Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const ModelParams& p,
+                                                       const WorkspaceNeeds& needs, std::uint32_t max_batch) {
+  if (max_batch == 0) return Status(Errc::invalid_argument, "workspace: max_batch must be at least 1");
+  std::unique_ptr<Workspace> ws(new Workspace());
+  const std::uint64_t floats = ws->lay_out(p, needs, max_batch, nullptr);
+  auto buf = backend.allocate(floats * sizeof(float), MemoryKind::device);
+  if (!buf) return std::move(buf).status();
+  ws->buffer_ = std::move(*buf);
+  ws->bytes_ = floats * sizeof(float);
+  ws->max_batch_ = max_batch;
+  ws->lay_out(p, needs, max_batch, static_cast<float*>(ws->buffer_->data()));
+  return ws;
+}
+
+}  // namespace graft

@@ -1,0 +1,128 @@
+#include "speculative/drafters.hpp"
+
+#include <fmt/format.h>
+
+#include "model/file_weights.hpp"
+#include "plugin_host/plugin_library.hpp"
+#include "profile/plugin_config_check.hpp"
+
+namespace graft {
+
+// DrafterHost over a pipeline: the target's view, stores of the profile's KV plugin, and drafter
+// GGUFs opened and bound like the model.
+class PipelineDrafterHost final : public DrafterHost {
+ public:
+  explicit PipelineDrafterHost(const Pipeline& p) : p_(p) {}
+
+  const ModelView& target() const override { return p_.model().view(); }
+  std::uint32_t context_capacity() const override { return p_.context(); }
+
+  Expected<std::unique_ptr<KvStore>> new_kv_store(const KvGeometry& geometry) const override {
+    auto store = p_.new_kv_store(geometry);
+    if (!store) return std::move(store).status();
+    // The plugin owns the object through a unique_ptr; the shared one (which keeps the KV
+    // library loaded) rides along inside a forwarding store.
+    return std::unique_ptr<KvStore>(new Holder(std::move(*store)));
+  }
+
+  Expected<std::unique_ptr<WeightFile>> open_file(std::string_view path) const override {
+    auto file = p_.open_gguf(path);
+    if (!file) return std::move(file).status();
+    return std::unique_ptr<WeightFile>(
+        new FileWeights(std::move(*file), p_.model().shared_backend(), p_.host(), nullptr));
+  }
+
+ private:
+  // Forwards every call to a store held by shared_ptr.
+  class Holder final : public KvStore {
+   public:
+    explicit Holder(std::shared_ptr<KvStore> s) : s_(std::move(s)) {}
+    KvGeometry geometry() const noexcept override { return s_->geometry(); }
+    std::uint32_t size() const noexcept override { return s_->size(); }
+    bool lossless() const noexcept override { return s_->lossless(); }
+    KvMemory memory() const noexcept override { return s_->memory(); }
+    Status write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
+                 const TensorView& v) override {
+      return s_->write(layer, slot, n, k, v);
+    }
+    Status attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& batch, const TensorView& out) override {
+      return s_->attend(layer, q, batch, out);
+    }
+    Status truncate(std::uint32_t n) override { return s_->truncate(n); }
+    Status compact(std::uint32_t dst, std::span<const std::uint32_t> src) override { return s_->compact(dst, src); }
+
+   private:
+    std::shared_ptr<KvStore> s_;
+  };
+
+  const Pipeline& p_;
+};
+
+Drafters::~Drafters() = default;
+
+Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline) {
+  const Profile& profile = pipeline.profile();
+  if (!profile.speculative.enabled) return std::unique_ptr<Drafters>();
+  if (profile.drafters.empty())
+    return Status(Errc::invalid_argument, fmt::format("{}: speculative decoding needs at least one drafter",
+                                                      profile.where("speculative.enabled")));
+  std::unique_ptr<Drafters> d(new Drafters());
+  d->options_.max_nodes = static_cast<std::uint32_t>(profile.speculative.max_nodes);
+  d->options_.max_depth = static_cast<std::uint32_t>(profile.speculative.max_depth);
+  d->n_vocab_ = pipeline.model().params().n_vocab;
+  // A verify pass is one forward pass: the pending token and every node in one batch.
+  if (d->options_.max_nodes + 1 > pipeline.max_batch())
+    return Status(Errc::invalid_argument,
+                  fmt::format("{}: speculative.max_nodes = {} needs verify passes of {} rows, but a forward pass "
+                              "holds {} (--batch): lower max_nodes or raise --batch",
+                              profile.where("speculative.max_nodes"), d->options_.max_nodes, d->options_.max_nodes + 1,
+                              pipeline.max_batch()));
+  if (profile.drafters.size() > 64)
+    return Status(Errc::invalid_argument, "more than 64 drafters in one round are not supported");
+  d->host_ = std::make_unique<PipelineDrafterHost>(pipeline);
+  for (const PluginChoice& choice : profile.drafters) {
+    for (const Entry& e : d->entries_)
+      if (e.name == choice.name)
+        return Status(Errc::invalid_argument,
+                      fmt::format("{}: drafter '{}' is listed twice", choice.location.empty() ? "command line" : choice.location,
+                                  choice.name));
+    auto lib = pipeline.find_plugin(PluginKind::drafter, choice.name);
+    if (!lib) return Status(lib.status().code(), fmt::format("drafter '{}': {}", choice.name, lib.status().message()));
+    auto factory = (*lib)->create<DrafterFactory>(pipeline.host(), normalized_plugin_config(choice, (*lib)->config_keys()));
+    if (!factory)
+      return Status(factory.status().code(), fmt::format("{}drafter '{}': {}",
+                                                         choice.location.empty() ? "" : choice.location + ": ",
+                                                         choice.name, factory.status().message()));
+    d->entries_.push_back(Entry{choice.name, std::move(*factory), *lib});
+  }
+  // Each drafter is made once now, so a drafter that cannot serve this target (mtp on a file
+  // without nextn blocks) fails before the first token.
+  auto probe = d->new_decoder();
+  if (!probe) return std::move(probe).status();
+  return d;
+}
+
+std::vector<std::string> Drafters::names() const {
+  std::vector<std::string> out;
+  for (const Entry& e : entries_) out.push_back(e.name);
+  return out;
+}
+
+Expected<std::unique_ptr<SpeculativeDecoder>> Drafters::new_decoder() const {
+  std::vector<DrafterSlot> slots;
+  for (const Entry& e : entries_) {
+    Expected<std::unique_ptr<Drafter>> made = Status(Errc::internal, "not made");
+    try {
+      made = e.factory->create(*host_);
+    } catch (const std::exception& ex) {
+      made = Status(Errc::internal, fmt::format("exception: {}", ex.what()));
+    } catch (...) {
+      made = Status(Errc::internal, "unknown exception");
+    }
+    if (!made) return Status(made.status().code(), fmt::format("drafter '{}': {}", e.name, made.status().message()));
+    slots.emplace_back(e.name, e.library->adopt(std::move(*made)), n_vocab_);
+  }
+  return std::make_unique<SpeculativeDecoder>(std::move(slots), options_);
+}
+
+}  // namespace graft

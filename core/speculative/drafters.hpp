@@ -1,0 +1,43 @@
+// The drafters a profile asks for ([speculative] enabled with [[drafter]] tables, or --draft):
+// their plugins loaded and factories made once per pipeline, and for each session a
+// SpeculativeDecoder with drafters of its own. Destroy decoders before the pipeline.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/pipeline.hpp"
+#include "graft/drafter.hpp"
+#include "speculative/speculative_decoder.hpp"
+
+namespace graft {
+
+class PipelineDrafterHost;
+
+class Drafters {
+ public:
+  // Null when the profile does not speculate. Errors are one line: a drafter plugin missing or
+  // failing, the same drafter twice, max_nodes beyond the batch size of a verify pass.
+  static Expected<std::unique_ptr<Drafters>> load(const Pipeline& pipeline);
+  ~Drafters();
+
+  std::vector<std::string> names() const;
+  const SpeculativeOptions& options() const { return options_; }
+  // Drafters for one sequence (each factory's create(); a failure names the drafter).
+  Expected<std::unique_ptr<SpeculativeDecoder>> new_decoder() const;
+
+ private:
+  Drafters() = default;
+  struct Entry {
+    std::string name;
+    std::shared_ptr<DrafterFactory> factory;
+    std::shared_ptr<PluginLibrary> library;
+  };
+  std::vector<Entry> entries_;
+  std::unique_ptr<PipelineDrafterHost> host_;
+  SpeculativeOptions options_;
+  std::uint32_t n_vocab_ = 0;
+};
+
+}  // namespace graft

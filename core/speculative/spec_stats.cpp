@@ -1,0 +1,68 @@
+#include "speculative/spec_stats.hpp"
+
+#include <fmt/format.h>
+
+namespace graft {
+
+void SpeculativeStats::clear_counts() {
+  std::vector<DrafterStats> d = std::move(drafters);
+  *this = SpeculativeStats{};
+  for (auto& x : d) drafters.push_back(DrafterStats{x.name});
+}
+
+namespace {
+nlohmann::json depth_json(const DepthCounts& d) {
+  auto j = nlohmann::json::array();
+  for (std::size_t i = 0; i < d.proposed.size(); ++i) {
+    const std::uint64_t acc = i < d.accepted.size() ? d.accepted[i] : 0;
+    j.push_back({{"depth", i + 1}, {"proposed", d.proposed[i]}, {"accepted", acc},
+                 {"acceptance", d.proposed[i] ? double(acc) / double(d.proposed[i]) : 0.0}});
+  }
+  return j;
+}
+}  // namespace
+
+nlohmann::json to_json(const SpeculativeStats& s) {
+  nlohmann::json drafters = nlohmann::json::object();
+  for (const DrafterStats& d : s.drafters)
+    drafters[d.name] = {{"rounds", d.rounds},
+                        {"proposed", d.proposed},
+                        {"accepted", d.accepted},
+                        {"acceptance", d.acceptance()},
+                        {"mean_accepted_length", d.mean_accepted_length()},
+                        {"failures", d.failures},
+                        {"seconds", d.seconds},
+                        {"depth", depth_json(d.depth)}};
+  return {{"rounds", s.rounds},
+          {"tokens_per_round", s.tokens_per_round()},
+          {"drafted", s.drafted},
+          {"accepted", s.accepted},
+          {"acceptance", s.acceptance()},
+          {"seconds",
+           {{"draft", s.draft_seconds}, {"verify", s.verify_seconds}, {"accept", s.accept_seconds},
+            {"rollback", s.rollback_seconds}}},
+          {"depth", depth_json(s.depth)},
+          {"drafters", drafters}};
+}
+
+std::string format_stats(const SpeculativeStats& s) {
+  std::string out = fmt::format("speculative: {} rounds, {:.2f} tokens/round, {} drafted, {} accepted ({:.1f}%)\n",
+                                s.rounds, s.tokens_per_round(), s.drafted, s.accepted, 100 * s.acceptance());
+  for (const DrafterStats& d : s.drafters)
+    out += fmt::format("  drafter {:<8} {:>6} proposed {:>6} accepted ({:5.1f}%)  mean accepted {:.2f} in {} rounds{}\n",
+                       d.name, d.proposed, d.accepted, 100 * d.acceptance(), d.mean_accepted_length(), d.rounds,
+                       d.failures ? fmt::format(", {} failed calls", d.failures) : "");
+  std::string depths;
+  for (std::size_t i = 0; i < s.depth.proposed.size(); ++i) {
+    const std::uint64_t acc = i < s.depth.accepted.size() ? s.depth.accepted[i] : 0;
+    depths += fmt::format(" {}:{:.0f}%", i + 1, s.depth.proposed[i] ? 100.0 * double(acc) / double(s.depth.proposed[i]) : 0.0);
+  }
+  if (!depths.empty()) out += "  acceptance by depth:" + depths + "\n";
+  const double total = s.draft_seconds + s.verify_seconds + s.accept_seconds + s.rollback_seconds;
+  out += fmt::format("  time: draft {:.1f} ms, verify {:.1f} ms, accept {:.1f} ms, rollback {:.1f} ms (of {:.1f} ms)\n",
+                     1e3 * s.draft_seconds, 1e3 * s.verify_seconds, 1e3 * s.accept_seconds, 1e3 * s.rollback_seconds,
+                     1e3 * total);
+  return out;
+}
+
+}  // namespace graft

@@ -1,0 +1,53 @@
+// What speculation did: rounds, drafted and accepted tokens overall, per drafter and per depth,
+// and where the time went. Tokens per round counts the target's own token (1 + accepted / rounds,
+// as the field reports it); a round is one verify pass, with or without drafts.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace graft {
+
+struct DepthCounts {
+  std::vector<std::uint64_t> proposed, accepted;  // [depth - 1]
+  void add(std::vector<std::uint64_t>& v, std::uint32_t depth, std::uint64_t n = 1) {
+    if (v.size() < depth) v.resize(depth, 0);
+    v[depth - 1] += n;
+  }
+};
+
+struct DrafterStats {
+  std::string name;
+  std::uint64_t rounds = 0;    // rounds it proposed at least one verified node in
+  std::uint64_t proposed = 0;  // its nodes in the verified trees (shared ones count for each proposer)
+  std::uint64_t accepted = 0;  // of those, on the accepted path
+  std::uint64_t failures = 0;  // calls that failed (warned; proposal skipped or drafter disabled)
+  double seconds = 0;          // in its calls (propose, begin, accept)
+  DepthCounts depth;
+  double acceptance() const { return proposed ? double(accepted) / double(proposed) : 0; }
+  double mean_accepted_length() const { return rounds ? double(accepted) / double(rounds) : 0; }
+};
+
+struct SpeculativeStats {
+  std::uint64_t rounds = 0;
+  std::uint64_t drafted = 0;   // nodes verified
+  std::uint64_t accepted = 0;  // nodes accepted
+  std::uint64_t emitted = 0;   // tokens the rounds returned (accepted + the target's own)
+  double draft_seconds = 0, verify_seconds = 0, accept_seconds = 0, rollback_seconds = 0;
+  DepthCounts depth;
+  std::vector<DrafterStats> drafters;
+
+  double tokens_per_round() const { return rounds ? double(emitted) / double(rounds) : 0; }
+  double acceptance() const { return drafted ? double(accepted) / double(drafted) : 0; }
+  void clear_counts();
+};
+
+// stats.speculative of `graft run --json` and `graft bench --json`.
+nlohmann::json to_json(const SpeculativeStats& s);
+// The lines `graft run` prints at the end.
+std::string format_stats(const SpeculativeStats& s);
+
+}  // namespace graft

@@ -1,0 +1,246 @@
+#include "speculative/speculative_decoder.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+
+#include "speculative/tree_walk.hpp"
+
+namespace graft {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
+
+SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options)
+    : drafters_(std::move(drafters)), options_(options) {
+  for (const DrafterSlot& d : drafters_) {
+    taps_.insert(taps_.end(), d.needs().taps.begin(), d.needs().taps.end());
+    normed_ = normed_ || d.needs().normed_output;
+    stats_.drafters.push_back(DrafterStats{d.name()});
+  }
+  std::sort(taps_.begin(), taps_.end());
+  taps_.erase(std::unique(taps_.begin(), taps_.end()), taps_.end());
+  for (const DrafterSlot& d : drafters_) {
+    std::vector<std::uint32_t> idx;
+    for (std::int32_t t : d.needs().taps)
+      idx.push_back(static_cast<std::uint32_t>(std::lower_bound(taps_.begin(), taps_.end(), t) - taps_.begin()));
+    if (d.needs().normed_output) idx.push_back(static_cast<std::uint32_t>(taps_.size()));  // the block after the taps
+    tap_of_.push_back(std::move(idx));
+  }
+  any_hidden_ = !taps_.empty() || normed_;
+  trees_.resize(drafters_.size());
+}
+
+HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
+                                            std::span<const std::uint32_t> rows, std::uint32_t n_embd) {
+  const auto& idx = tap_of_[d];
+  HiddenStates h;
+  h.n_tokens = static_cast<std::uint32_t>(rows.size());
+  h.n_embd = n_embd;
+  h.n_per_token = static_cast<std::uint32_t>(idx.size());
+  if (idx.empty()) return h;
+  // ForwardOutput::hidden is tap-major ([tap][row][E]); drafters read token-major ([row][tap][E]).
+  hidden_buf_.resize(rows.size() * idx.size() * n_embd);
+  float* dst = hidden_buf_.data();
+  for (std::uint32_t r : rows)
+    for (std::uint32_t t : idx) {
+      std::memcpy(dst, out.hidden.data() + (std::size_t(t) * n_rows + r) * n_embd, n_embd * sizeof(float));
+      dst += n_embd;
+    }
+  h.data = hidden_buf_.data();
+  return h;
+}
+
+void SpeculativeDecoder::sync_stats() {
+  for (std::size_t d = 0; d < drafters_.size(); ++d) {
+    stats_.drafters[d].failures = drafters_[d].stats().failures;
+    stats_.drafters[d].seconds = drafters_[d].stats().seconds;
+  }
+}
+
+Status SpeculativeDecoder::prefill(Session& s, std::span<const TokenId> prompt) {
+  for (DrafterSlot& d : drafters_) d.restart();
+  begin_pending_ = false;
+  const std::uint32_t E = s.model().params().n_embd;
+  // The prompt in pieces of max_batch rows, each handing its hidden states to the drafters; the
+  // last piece waits for its pending token (the first sampled one).
+  for (std::size_t pos = 0; pos < prompt.size(); pos += s.max_batch()) {
+    const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(s.max_batch(), prompt.size() - pos));
+    const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
+    const SequenceRows seq{&s.kv(), n, n_past, nullptr};
+    const std::uint32_t last = n - 1;
+    ForwardBatch batch;
+    batch.tokens = prompt.subspan(pos, n);
+    batch.sequences = std::span(&seq, 1);
+    batch.logit_rows = std::span(&last, 1);
+    batch.hidden_layers = taps_;
+    batch.hidden_normed_output = normed_;
+    if (Status st = s.forward(batch, held_); !st.ok()) {
+      (void)s.truncate(n_past);
+      return st;
+    }
+    all_rows_.resize(n);
+    std::iota(all_rows_.begin(), all_rows_.end(), 0u);
+    GRAFT_TRY(s.commit_rows(batch.tokens, all_rows_, held_.logits));
+    const bool final_piece = pos + n == prompt.size();
+    if (final_piece) {
+      begin_pending_ = true;
+      begin_first_ = n_past;
+      held_rows_ = n;
+      break;
+    }
+    CommitInfo info;
+    const auto context = prompt.first(pos + n + 1);  // the next prompt token is this piece's pending one
+    info.context = context;
+    info.n_committed = n_past + n;
+    info.first = n_past;
+    for (std::size_t d = 0; d < drafters_.size(); ++d) {
+      info.hidden = hidden_for(d, held_, n, all_rows_, E);
+      drafters_[d].begin(info);
+    }
+  }
+  return Status::success();
+}
+
+Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, std::uint32_t max_new,
+                                std::vector<TokenId>& out) {
+  const Model& model = s.model();
+  const std::uint32_t n_vocab = model.params().n_vocab, E = model.params().n_embd;
+  const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
+  context_.assign(s.tokens().begin(), s.tokens().end());
+  context_.push_back(pending);
+  auto t0 = Clock::now();
+
+  // The prompt's last piece reaches the drafters now that its pending token is known.
+  if (begin_pending_) {
+    begin_pending_ = false;
+    all_rows_.resize(held_rows_);
+    std::iota(all_rows_.begin(), all_rows_.end(), 0u);
+    CommitInfo info;
+    info.context = context_;
+    info.n_committed = n_past;
+    info.first = begin_first_;
+    for (std::size_t d = 0; d < drafters_.size(); ++d) {
+      info.hidden = hidden_for(d, held_, held_rows_, all_rows_, E);
+      drafters_[d].begin(info);
+    }
+  }
+
+  // 1. Draft: the budget is what the round may verify and commit (max_new - 1 drafts at most:
+  // the target's own token comes on top), the batch rows and the KV slots left.
+  TreeBudget budget;
+  budget.max_depth = std::min(options_.max_depth, max_new - 1);
+  const std::uint64_t slots = s.capacity() - n_past - 1;
+  budget.max_nodes = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>({options_.max_nodes, s.max_batch() - 1, slots}));
+  if (budget.max_depth == 0) budget.max_nodes = 0;
+  std::vector<const DraftTree*> proposals;
+  for (std::size_t d = 0; d < drafters_.size(); ++d) {
+    trees_[d].clear();
+    if (budget.max_nodes > 0) {
+      DraftRequest req;
+      req.context = context_;
+      req.max_nodes = budget.max_nodes;
+      req.max_depth = budget.max_depth;
+      drafters_[d].propose(req, trees_[d]);
+    }
+    proposals.push_back(&trees_[d]);
+  }
+  tree_.build(proposals, budget, n_vocab);
+  stats_.draft_seconds += since(t0);
+
+  // 2. Verify: [pending, nodes...] in one pass, every row's logits and the drafters' taps.
+  t0 = Clock::now();
+  tree_.verify_tokens(pending, verify_tokens_);
+  const auto n_rows = static_cast<std::uint32_t>(verify_tokens_.size());
+  tree_.verify_positions(n_past, positions_);
+  if (!tree_.empty()) tree_.ancestor_mask(mask_);
+  const SequenceRows seq{&s.kv(), n_rows, n_past, tree_.empty() ? nullptr : mask_.data()};
+  all_rows_.resize(n_rows);
+  std::iota(all_rows_.begin(), all_rows_.end(), 0u);
+  ForwardBatch batch;
+  batch.tokens = verify_tokens_;
+  batch.positions = positions_;
+  batch.sequences = std::span(&seq, 1);
+  batch.logit_rows = all_rows_;
+  batch.hidden_layers = taps_;
+  batch.hidden_normed_output = normed_;
+  if (Status st = s.forward(batch, out_); !st.ok()) {
+    (void)s.truncate(n_past);
+    return st;
+  }
+  stats_.verify_seconds += since(t0);
+
+  // 3. Accept: the walk draws the target's tokens as plain decoding would.
+  t0 = Clock::now();
+  const WalkResult walk = walk_tree(tree_, out_.logits, n_vocab, sampler, context_);
+  stats_.accept_seconds += since(t0);
+
+  // 4. Roll back: the KV cache keeps the pending token and the path; the drafters learn them.
+  t0 = Clock::now();
+  std::vector<std::uint32_t> kept{0};
+  std::vector<TokenId> committed{pending};
+  for (std::int32_t node : walk.path) {
+    kept.push_back(static_cast<std::uint32_t>(node) + 1);
+    committed.push_back(tree_.token(static_cast<std::size_t>(node)));
+  }
+  const auto last_row = std::span<const float>(out_.logits).subspan(std::size_t(kept.back()) * n_vocab, n_vocab);
+  GRAFT_TRY(s.commit_rows(committed, kept, last_row));
+  // context_ now holds the committed tokens and the path: add the target's token as the pending one.
+  context_.push_back(walk.next);
+  CommitInfo info;
+  info.context = context_;
+  info.n_committed = n_past + static_cast<std::uint32_t>(committed.size());
+  info.first = n_past;
+  info.verified_nodes = static_cast<std::uint32_t>(tree_.size());
+  std::vector<std::int32_t> mine;
+  for (std::size_t d = 0; d < drafters_.size(); ++d) {
+    // The path as drafter d's own node indices, as far as its tree follows it.
+    mine.clear();
+    for (std::int32_t node : walk.path) {
+      std::int32_t own = -1;
+      for (std::size_t j = 0; j < trees_[d].size(); ++j)
+        if (tree_.node_of(d, j) == node) own = static_cast<std::int32_t>(j);
+      if (own < 0) break;
+      mine.push_back(own);
+    }
+    info.accepted_nodes = mine;
+    info.hidden = hidden_for(d, out_, n_rows, kept, E);
+    drafters_[d].accept(info);
+  }
+  stats_.rollback_seconds += since(t0);
+
+  // 5. Metrics.
+  ++stats_.rounds;
+  stats_.drafted += tree_.size();
+  stats_.accepted += walk.path.size();
+  stats_.emitted += walk.path.size() + 1;
+  std::vector<char> on_path(tree_.size(), 0);
+  for (std::int32_t node : walk.path) on_path[static_cast<std::size_t>(node)] = 1;
+  for (std::size_t i = 0; i < tree_.size(); ++i) {
+    stats_.depth.add(stats_.depth.proposed, tree_.depth(i));
+    if (on_path[i]) stats_.depth.add(stats_.depth.accepted, tree_.depth(i));
+    for (std::size_t d = 0; d < drafters_.size(); ++d) {
+      if (!(tree_.proposers(i) >> (d % 64) & 1)) continue;
+      DrafterStats& ds = stats_.drafters[d];
+      ++ds.proposed;
+      ds.depth.add(ds.depth.proposed, tree_.depth(i));
+      if (on_path[i]) ++ds.accepted, ds.depth.add(ds.depth.accepted, tree_.depth(i));
+    }
+  }
+  for (std::size_t d = 0; d < drafters_.size(); ++d) {
+    bool any = false;
+    for (std::size_t i = 0; i < tree_.size() && !any; ++i) any = tree_.proposers(i) >> (d % 64) & 1;
+    if (any) ++stats_.drafters[d].rounds;
+  }
+  sync_stats();
+
+  out.insert(out.end(), committed.begin() + 1, committed.end());
+  out.push_back(walk.next);
+  return Status::success();
+}
+
+}  // namespace graft

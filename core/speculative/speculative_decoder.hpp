@@ -1,0 +1,69 @@
+// The speculative round (docs/speculative.md), as the TokenDecoder Session::generate steps with:
+// drafters propose; their trees merge into one under the round's budget; the target verifies the
+// whole tree in ONE forward pass (ancestor mask, positions n_past + depth); the walk keeps the
+// path the target agrees with and its own next token (tree_walk.hpp: exact and lossless); the
+// KV cache keeps the accepted rows only and every drafter is told what was committed, with the
+// hidden states it asked for, from that same pass. Near the end of the context or of max_tokens
+// the budget shrinks to nothing and a round is a plain decode step.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/session.hpp"
+#include "speculative/drafter_slot.hpp"
+#include "speculative/spec_stats.hpp"
+#include "speculative/token_tree.hpp"
+
+namespace graft {
+
+struct SpeculativeOptions {
+  std::uint32_t max_nodes = 16;  // drafted tokens verified per round
+  std::uint32_t max_depth = 8;   // longest path per round
+};
+
+class SpeculativeDecoder final : public TokenDecoder {
+ public:
+  SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options);
+
+  Status prefill(Session& session, std::span<const TokenId> prompt) override;
+  Status step(Session& session, Sampler& sampler, TokenId pending, std::uint32_t max_new,
+              std::vector<TokenId>& out) override;
+
+  const SpeculativeStats& stats() const { return stats_; }
+  void clear_stats() { stats_.clear_counts(); }
+  const std::vector<DrafterSlot>& drafters() const { return drafters_; }
+
+ private:
+  // The drafters' hidden states for rows `rows` of the last pass, token-major (drafter_slot.hpp).
+  HiddenStates hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
+                          std::span<const std::uint32_t> rows, std::uint32_t n_embd);
+  void sync_stats();
+
+  std::vector<DrafterSlot> drafters_;
+  SpeculativeOptions options_;
+  // Taps the verify pass computes: the union of the drafters' (tap_of_[d] indexes it).
+  std::vector<std::int32_t> taps_;
+  bool normed_ = false;
+  std::vector<std::vector<std::uint32_t>> tap_of_;
+  bool any_hidden_ = false;
+
+  // The prompt's last prefill piece waits for the first step: its pending token is the first
+  // sampled one.
+  bool begin_pending_ = false;
+  std::uint32_t begin_first_ = 0;
+  ForwardOutput held_;
+  std::uint32_t held_rows_ = 0;
+
+  SpeculativeStats stats_;
+  std::vector<DraftTree> trees_;
+  TokenTree tree_;
+  std::vector<TokenId> context_, verify_tokens_;
+  std::vector<std::int32_t> positions_;
+  std::vector<std::uint8_t> mask_;
+  std::vector<std::uint32_t> all_rows_;
+  std::vector<float> hidden_buf_;
+  ForwardOutput out_;
+};
+
+}  // namespace graft

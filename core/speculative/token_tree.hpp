@@ -1,0 +1,64 @@
+// The one token tree a round verifies: every drafter's proposal merged (a node proposed by several
+// drafters appears once), cut to the round's budget by path probability, and laid out as the
+// verify pass wants it: row 0 the pending token, row 1 + i node i, positions n_past + depth and
+// the ancestor mask (docs/speculative.md).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "graft/drafter.hpp"
+#include "model/forward_batch.hpp"
+
+namespace graft {
+
+struct TreeBudget {
+  std::uint32_t max_nodes = 0;
+  std::uint32_t max_depth = 0;
+};
+
+class TokenTree {
+ public:
+  // Merges the drafters' trees (each valid for the vocabulary): nodes keyed by (parent, token);
+  // a node's score is its best path probability (product of q along the path) over the drafters
+  // that proposed it; the max_nodes best nodes are kept (ties: shallower, then earlier), which
+  // always keeps a node's parent. A node keeps its drawn distribution only when one drafter alone
+  // proposed it and no sibling before it carries one (rejection sampling tests one random child
+  // per node; the others are matched).
+  void build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab);
+
+  std::size_t size() const { return tokens_.size(); }
+  bool empty() const { return tokens_.empty(); }
+  TokenId token(std::size_t i) const { return tokens_[i]; }
+  std::int32_t parent(std::size_t i) const { return parents_[i]; }
+  std::uint32_t depth(std::size_t i) const { return depth_[i]; }
+  float score(std::size_t i) const { return score_[i]; }
+  // The distribution node i's token was drawn from (n_vocab floats), or null.
+  const float* distribution(std::size_t i) const { return dist_[i]; }
+  // Children of node i (-1: of the pending token), in node order.
+  std::span<const std::int32_t> children(std::int32_t i) const;
+  // Node of drafter d's tree at index j, or -1 when the budget cut it.
+  std::int32_t node_of(std::size_t d, std::size_t j) const { return from_drafter_[d][j]; }
+  // Bit d set: drafter d proposed node i.
+  std::uint64_t proposers(std::size_t i) const { return proposers_[i]; }
+
+  // The verify pass's rows: [pending, node 0, node 1, ...].
+  void verify_tokens(TokenId pending, std::vector<TokenId>& out) const;
+  // RoPE positions of those rows: n_past, then n_past + depth.
+  void verify_positions(std::uint32_t n_past, std::vector<std::int32_t>& out) const;
+  // (n + 1) x (n + 1) ancestor mask over those rows: every row sees row 0, itself and its ancestors.
+  void ancestor_mask(std::vector<std::uint8_t>& out) const;
+
+ private:
+  std::vector<TokenId> tokens_;
+  std::vector<std::int32_t> parents_;
+  std::vector<std::uint32_t> depth_;
+  std::vector<float> score_;
+  std::vector<const float*> dist_;
+  std::vector<std::uint64_t> proposers_;
+  std::vector<std::vector<std::int32_t>> from_drafter_;
+  std::vector<std::int32_t> child_begin_, child_list_;  // CSR: children of node i-1 at [begin[i], begin[i+1])
+};
+
+}  // namespace graft

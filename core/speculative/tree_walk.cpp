@@ -1,0 +1,54 @@
+#include "speculative/tree_walk.hpp"
+
+#include <algorithm>
+
+namespace graft {
+
+WalkResult walk_tree(const TokenTree& tree, std::span<const float> logits, std::uint32_t n_vocab, Sampler& sampler,
+                     std::vector<TokenId>& history) {
+  WalkResult r;
+  std::vector<float> residual;
+  for (std::int32_t node = -1;;) {
+    const auto row = logits.subspan(static_cast<std::size_t>(node + 1) * n_vocab, n_vocab);
+    const auto kids = tree.children(node);
+    // The child to test by rejection: one drawn at random (token_tree keeps at most one per node).
+    std::int32_t drawn = -1;
+    if (!sampler.greedy())
+      for (std::int32_t c : kids)
+        if (tree.distribution(static_cast<std::size_t>(c))) drawn = c;
+    TokenId y;
+    if (drawn >= 0) {
+      const auto d = static_cast<std::size_t>(drawn);
+      const float* q = tree.distribution(d);
+      std::vector<float> p = sampler.distribution(row, history);
+      const TokenId x = tree.token(d);
+      // Accept x with probability min(1, p(x) / q(x)).
+      if (sampler.next_uniform() * q[x] < p[x]) {
+        r.path.push_back(drawn);
+        history.push_back(x);
+        node = drawn;
+        continue;
+      }
+      // Rejected: the target's token comes from the residual max(0, p - q) (x has none of it).
+      residual.resize(n_vocab);
+      double mass = 0;
+      for (std::uint32_t v = 0; v < n_vocab; ++v) mass += residual[v] = std::max(0.0f, p[v] - q[v]);
+      // p == q up to rounding leaves no residual (and rejection had probability ~0): draw from p.
+      y = draw_token(mass > 0 ? std::span<const float>(residual) : std::span<const float>(p), sampler.next_bits());
+    } else {
+      y = sampler.sample(row, history);  // what plain decoding draws here, bit for bit
+    }
+    const auto hit = std::find_if(kids.begin(), kids.end(), [&](std::int32_t c) {
+      return c != drawn && tree.token(static_cast<std::size_t>(c)) == y;
+    });
+    if (hit == kids.end()) {
+      r.next = y;
+      return r;
+    }
+    r.path.push_back(*hit);
+    history.push_back(y);
+    node = *hit;
+  }
+}
+
+}  // namespace graft

@@ -1,0 +1,29 @@
+// Acceptance: which path of the verified token tree the target keeps, and its own next token.
+// Lossless by construction (docs/speculative.md): at every node the next token is drawn from the
+// target's distribution exactly as plain decoding draws it (the same Sampler call, penalties and
+// all, over the history along the path), and the walk descends while that token is a child.
+// Greedy decoding is the case where the draw is the argmax. A child the drafter drew at random
+// from a distribution q is first tested by rejection (accept with min(1, p/q), else draw from the
+// residual max(0, p - q)), which keeps more of such drafts; the rest are matched.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sampling/sampler.hpp"
+#include "speculative/token_tree.hpp"
+
+namespace graft {
+
+struct WalkResult {
+  std::vector<std::int32_t> path;  // accepted nodes, root first
+  TokenId next = 0;                // the target's own token after the path
+};
+
+// logits: (tree.size() + 1) rows of n_vocab (row 0 after the pending token, row 1 + i after node
+// i). history: the committed tokens and the pending one; the walk appends the path to it.
+WalkResult walk_tree(const TokenTree& tree, std::span<const float> logits, std::uint32_t n_vocab, Sampler& sampler,
+                     std::vector<TokenId>& history);
+
+}  // namespace graft

@@ -1,0 +1,225 @@
+#include "mtp_drafter.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace graft::mtp {
+
+namespace {
+
+constexpr std::uint32_t kMaxRows = 64;  // entries per block call (a long prompt goes in pieces)
+
+// Rows of n floats `stride` floats apart: one half of the [e | h] concatenation.
+TensorView strided_rows(float* data, std::int64_t n, std::int64_t rows, std::int64_t stride) {
+  TensorView t = f32_view(data, n, rows);
+  t.nb[1] = static_cast<std::size_t>(stride) * sizeof(float);
+  t.nb[2] = t.nb[1] * static_cast<std::size_t>(rows);
+  t.nb[3] = t.nb[2];
+  return t;
+}
+
+// Softmax over logits; returns the probabilities.
+void softmax(const std::vector<float>& logits, std::vector<float>& p) {
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  p.resize(logits.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(logits[i] - mx);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (float& v : p) v *= inv;
+}
+
+// The k most probable ids, most probable first (lowest id on ties).
+std::vector<std::int32_t> top_ids(const std::vector<float>& p, std::uint32_t k) {
+  std::vector<std::int32_t> ids(p.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  k = std::min<std::uint32_t>(k, static_cast<std::uint32_t>(p.size()));
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](std::int32_t a, std::int32_t b) { return p[a] != p[b] ? p[a] > p[b] : a < b; });
+  ids.resize(k);
+  return ids;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, const MtpOptions& options) {
+  const ModelView& t = host.target();
+  if (t.n_nextn_layers() == 0)
+    return Status(Errc::unsupported, t.path() + ": no MTP (nextn) block to draft with: " + t.architecture() +
+                                         ".nextn_predict_layers is 0 or absent");
+  std::unique_ptr<MtpDrafter> d(new MtpDrafter());
+  d->target_ = &t;
+  d->be_ = &t.backend();
+  d->opt_ = options;
+  d->block_ = t.n_layers();  // the first nextn block; every step reuses it (llama.cpp does the same)
+  d->E_ = t.n_embd();
+  d->V_ = t.n_vocab();
+  d->eps_ = t.block_shape().rms_eps;
+  d->max_rows_ = kMaxRows;
+  const std::string pre = "blk." + std::to_string(d->block_) + ".nextn.";
+  // The head's own tensors, and the target's where the head shares them.
+  auto take = [&](const std::string& name, std::unique_ptr<Weight>& out) -> Status {
+    auto w = t.weight(name);
+    if (!w) return w.status();
+    out = std::move(*w);
+    return Status::success();
+  };
+  auto own_or = [&](const std::string& own, const std::string& shared) { return t.has_tensor(own) ? own : shared; };
+  GRAFT_TRY(take(pre + "eh_proj.weight", d->eh_proj_));
+  GRAFT_TRY(take(pre + "enorm.weight", d->enorm_));
+  GRAFT_TRY(take(pre + "hnorm.weight", d->hnorm_));
+  GRAFT_TRY(take(own_or(pre + "shared_head_norm.weight", t.output_norm_name()), d->head_norm_));
+  GRAFT_TRY(take(own_or(pre + "embed_tokens.weight", "token_embd.weight"), d->embed_));
+  GRAFT_TRY(take(own_or(pre + "shared_head_head.weight", t.output_name()), d->lm_head_));
+  const auto& ehv = d->eh_proj_->view();
+  if (ehv.ne[0] != 2 * std::int64_t(d->E_) || ehv.ne[1] != d->E_)
+    return Status(Errc::invalid_argument, t.path() + ": " + pre + "eh_proj.weight must be [" + std::to_string(2 * d->E_) +
+                                              ", " + std::to_string(d->E_) + "]");
+  auto runner = t.runner(t.block_shape(), kMaxRows);
+  if (!runner) return runner.status();
+  d->runner_ = std::move(*runner);
+  // Its own KV cache: one layer, an entry per committed token plus the draft steps of a round.
+  const BlockShape s = t.block_shape();
+  auto kv = host.new_kv_store(KvGeometry{1, s.n_head_kv, s.head_dim, s.head_dim,
+                                         host.context_capacity() + options.max_draft + 1});
+  if (!kv) return kv.status();
+  d->kv_ = std::move(*kv);
+  const std::uint64_t E = d->E_, R = kMaxRows;
+  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + E + d->V_;
+  auto buf = d->be_->allocate(floats * sizeof(float), MemoryKind::device);
+  if (!buf) return buf.status();
+  d->buf_ = std::move(*buf);
+  float* base = static_cast<float*>(d->buf_->data());
+  d->e_ = base;
+  d->h_ = d->e_ + E * R;
+  d->cat_ = d->h_ + E * R;
+  d->x_ = d->cat_ + 2 * E * R;
+  d->g_ = d->x_ + E * R;
+  d->logits_dev_ = d->g_ + E;
+  d->logits_.resize(d->V_);
+  d->g_host_.resize(d->E_);
+  return std::unique_ptr<Drafter>(std::move(d));
+}
+
+DrafterNeeds MtpDrafter::needs() const {
+  DrafterNeeds n;
+  n.normed_output = true;  // h_i: the target's final hidden state after output_norm
+  return n;
+}
+
+Status MtpDrafter::project(std::uint32_t n) {
+  const std::int64_t E = E_;
+  // cat [2E, n] = [rms_norm(e) * enorm | rms_norm(h) * hnorm]; x [E, n] = cat * eh_proj.
+  GRAFT_TRY(be_->rms_norm(f32_view(e_, E, n), enorm_->view(), eps_, strided_rows(cat_, E, n, 2 * E)));
+  GRAFT_TRY(be_->rms_norm(f32_view(h_, E, n), hnorm_->view(), eps_, strided_rows(cat_ + E, E, n, 2 * E)));
+  return eh_proj_->matmul(f32_view(cat_, 2 * E, n), f32_view(x_, E, n));
+}
+
+Status MtpDrafter::head(std::uint32_t row) {
+  // g = rms_norm(x[row]) * shared_head_norm; logits [V] = g * lm_head.
+  GRAFT_TRY(be_->rms_norm(f32_view(x_ + std::size_t(row) * E_, E_, 1), head_norm_->view(), eps_, f32_view(g_, E_, 1)));
+  GRAFT_TRY(lm_head_->matmul(f32_view(g_, E_, 1), f32_view(logits_dev_, V_, 1)));
+  GRAFT_TRY(be_->synchronize());
+  return be_->copy(logits_.data(), MemoryKind::host, logits_dev_, MemoryKind::device, std::size_t(V_) * sizeof(float));
+}
+
+Status MtpDrafter::add_entries(const CommitInfo& info) {
+  if (info.first != n_entries_)
+    return Status(Errc::invalid_argument, "mtp: the head holds " + std::to_string(n_entries_) +
+                                              " entries but the commit starts at token " + std::to_string(info.first));
+  const std::uint32_t m = info.n_committed - info.first;
+  if (info.context.size() != std::size_t(info.n_committed) + 1 || info.hidden.n_tokens != m ||
+      info.hidden.n_embd != E_ || info.hidden.n_per_token != 1 || (m > 0 && !info.hidden.data))
+    return Status(Errc::invalid_argument, "mtp: the commit's hidden states do not match what the head asked for");
+  // Draft entries of the last round (slots >= n_entries_) go; the committed tokens' come in.
+  GRAFT_TRY(kv_->truncate(n_entries_));
+  have_head_ = false;
+  std::vector<std::int32_t> tokens, positions;
+  for (std::uint32_t done = 0; done < m;) {
+    const std::uint32_t c = std::min(max_rows_, m - done);
+    const std::uint32_t i0 = info.first + done;  // entry index of the first row
+    // Entry i reads token i+1 and the target's h_i.
+    tokens.assign(info.context.begin() + i0 + 1, info.context.begin() + i0 + 1 + c);
+    GRAFT_TRY(embed_->get_rows(tokens.data(), c, f32_view(e_, E_, c)));
+    GRAFT_TRY(be_->copy(h_, MemoryKind::device, info.hidden.data + std::size_t(done) * E_, MemoryKind::host,
+                        std::size_t(c) * E_ * sizeof(float)));
+    GRAFT_TRY(project(c));
+    // The block at KV slots i, RoPE positions i + 1.
+    positions.resize(c);
+    std::iota(positions.begin(), positions.end(), static_cast<std::int32_t>(i0 + 1));
+    BlockRows rows;
+    rows.n_tokens = c;
+    rows.n_past = i0;
+    rows.positions = positions.data();
+    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, f32_view(x_, E_, c)));
+    n_entries_ += c;
+    done += c;
+    if (done == m) {
+      GRAFT_TRY(head(c - 1));
+      GRAFT_TRY(be_->copy(g_host_.data(), MemoryKind::host, g_, MemoryKind::device, std::size_t(E_) * sizeof(float)));
+      have_head_ = true;
+    }
+  }
+  return Status::success();
+}
+
+Status MtpDrafter::begin(const CommitInfo& info) { return add_entries(info); }
+Status MtpDrafter::accept(const CommitInfo& info) { return add_entries(info); }
+
+Status MtpDrafter::truncate(std::uint32_t n) {
+  if (n == 0) {
+    n_entries_ = 0;
+    have_head_ = false;
+    return kv_->truncate(0);
+  }
+  // Entry n-1 read token n, which a cut to n tokens replaces; rebuilding it needs the target's
+  // hidden state of token n-1 again, which no call hands over.
+  if (n <= n_entries_)
+    return not_implemented("mtp: cutting a sequence back to " + std::to_string(n) + " tokens (the head holds " +
+                           std::to_string(n_entries_) + ")");
+  return Status::success();
+}
+
+Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
+  if (!have_head_ || request.context.size() != std::size_t(n_entries_) + 1)
+    return Status(Errc::invalid_argument, "mtp: out of step with the context (" + std::to_string(request.context.size()) +
+                                              " tokens, " + std::to_string(n_entries_) + " entries)");
+  const std::uint32_t depth = std::min(opt_.max_draft, request.max_depth);
+  if (depth == 0 || request.max_nodes == 0) return Status::success();
+  // Step 1: the last committed entry's head (it read the pending token) gives the first draft.
+  std::vector<float> p1, p;
+  softmax(logits_, p1);
+  const std::vector<std::int32_t> first = top_ids(p1, std::max<std::uint32_t>(1, opt_.top_k));
+  if (p1[first[0]] < opt_.p_min) return Status::success();
+  out.add(first[0], -1, p1[first[0]]);
+  // Steps 2..depth: the chain of the best first token, each step reading the previous one's g.
+  std::int32_t prev = first[0];
+  for (std::uint32_t s = 2; s <= depth && out.size() < request.max_nodes; ++s) {
+    const std::uint32_t slot = n_entries_ + s - 2;  // after the committed entries; cut at accept
+    GRAFT_TRY(embed_->get_rows(&prev, 1, f32_view(e_, E_, 1)));
+    if (s == 2)
+      GRAFT_TRY(be_->copy(h_, MemoryKind::device, g_host_.data(), MemoryKind::host, std::size_t(E_) * sizeof(float)));
+    else
+      GRAFT_TRY(be_->copy(h_, MemoryKind::device, g_, MemoryKind::device, std::size_t(E_) * sizeof(float)));
+    GRAFT_TRY(project(1));
+    const std::int32_t pos = static_cast<std::int32_t>(slot + 1);
+    BlockRows rows;
+    rows.n_tokens = 1;
+    rows.n_past = slot;
+    rows.positions = &pos;
+    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, f32_view(x_, E_, 1)));
+    GRAFT_TRY(head(0));
+    softmax(logits_, p);
+    const std::int32_t best = top_ids(p, 1)[0];
+    if (p[best] < opt_.p_min) break;
+    out.add(best, static_cast<std::int32_t>(out.size()) - 1, p[best]);
+    prev = best;
+  }
+  // The runner-up first tokens, as leaves beside the chain, while the node budget lasts.
+  for (std::size_t j = 1; j < first.size() && out.size() < request.max_nodes; ++j)
+    if (p1[first[j]] >= opt_.p_min) out.add(first[j], -1, p1[first[j]]);
+  return Status::success();
+}
+
+}  // namespace graft::mtp

@@ -1,0 +1,64 @@
+// The MTP drafter: the target file's own nextn (multi-token prediction) block, run as llama.cpp
+// runs Qwen3.5/GLM MTP heads (docs/speculative.md, docs/models.md). Entry i of the head reads
+// the target's final hidden state after output_norm at position i and the token i+1:
+//   x = eh_proj(concat(rms_norm(embed(t[i+1])) * enorm, rms_norm(h_i) * hnorm))   embedding first
+//   x = the decoder block blk.B (RoPE position i+1, attention over the head's own KV cache)
+//   g = rms_norm(x) * shared_head_norm; logits = lm_head(g)                       predicts t[i+2]
+// Drafting continues from the last entry: step s >= 2 is the entry (g of step s-1, draft s-1).
+// Every committed token becomes an entry as it is committed (begin/accept, with the hidden states
+// of the verify pass); draft entries are cut off again at the next accept.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "graft/graft.hpp"
+
+namespace graft::mtp {
+
+struct MtpOptions {
+  std::uint32_t max_draft = 3;  // draft steps per round
+  float p_min = 0.0f;           // stop drafting when the head's top probability is below this
+  std::uint32_t top_k = 1;      // first-step candidates proposed as siblings (a tree) when > 1
+};
+
+class MtpDrafter final : public Drafter {
+ public:
+  static Expected<std::unique_ptr<Drafter>> create(const DrafterHost& host, const MtpOptions& options);
+
+  DrafterNeeds needs() const override;
+  Status begin(const CommitInfo& info) override;
+  Status propose(const DraftRequest& request, DraftTree& out) override;
+  Status accept(const CommitInfo& info) override;
+  Status truncate(std::uint32_t n) override;
+
+ private:
+  MtpDrafter() = default;
+  // Appends entries for context[first, n_committed) (hidden rows given) after `first` entries.
+  Status add_entries(const CommitInfo& info);
+  // Runs entries already laid out in x_ (rows [0, n)) at KV slots [slot, slot + n); leaves the
+  // head's g and logits of the last one.
+  Status run_entries(std::uint32_t n, std::uint32_t slot);
+  // e and h rows -> x = eh_proj(concat(enorm(e), hnorm(h))) for rows [0, n).
+  Status project(std::uint32_t n);
+  // g = shared_head_norm(x[row]); logits_ = lm_head(g).
+  Status head(std::uint32_t row);
+
+  const ModelView* target_ = nullptr;
+  Backend* be_ = nullptr;
+  MtpOptions opt_;
+  std::uint32_t block_ = 0, E_ = 0, V_ = 0, max_rows_ = 0;
+  float eps_ = 1e-6f;
+  std::unique_ptr<Weight> eh_proj_, enorm_, hnorm_, head_norm_, embed_, lm_head_;
+  std::unique_ptr<BlockRunner> runner_;
+  std::unique_ptr<KvStore> kv_;
+  // Backend buffers: e, h [E, rows], concat [2E, rows], x [E, rows], g [E], logits [V].
+  std::unique_ptr<Buffer> buf_;
+  float *e_ = nullptr, *h_ = nullptr, *cat_ = nullptr, *x_ = nullptr, *g_ = nullptr, *logits_dev_ = nullptr;
+  std::vector<float> logits_;   // host copy of the last head's logits
+  std::vector<float> g_host_;   // the last entry's g, the h of the first draft step
+  std::uint32_t n_entries_ = 0; // committed entries in kv_ (entry i at slot i)
+  bool have_head_ = false;      // logits_ / g_host_ belong to entry n_entries_ - 1
+};
+
+}  // namespace graft::mtp

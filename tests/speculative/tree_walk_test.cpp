@@ -1,0 +1,222 @@
+// Acceptance is lossless. Greedy: the walk keeps exactly the argmax path. Sampling: over many
+// seeds, the first two tokens a round (plus plain sampling after it) emits follow the target's
+// exact joint distribution (chi-square, false-alarm rate 1e-4 per test), whatever the drafter
+// proposes: drafts drawn from a distribution (rejection tested), deterministic picks (matched),
+// garbage of either kind. The same test catches a drafter that lies about its distribution.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "speculative/tree_walk.hpp"
+
+using namespace graft;
+
+namespace {
+
+constexpr std::uint32_t V = 6;
+constexpr int kTrials = 20000;
+// One-sided standard normal quantile for a false-alarm rate of 1e-4 (Wilson-Hilferty below).
+constexpr double kZ = 3.719;
+
+// The toy target: logits depend on the last two tokens and the length, as a model's would.
+std::vector<float> target_logits(const std::vector<TokenId>& h) {
+  std::vector<float> l(V);
+  const int a = h.empty() ? 0 : h.back(), b = h.size() > 1 ? h[h.size() - 2] : 0;
+  for (std::uint32_t v = 0; v < V; ++v)
+    l[v] = static_cast<float>(1.4 * std::sin(1.3 * v + 0.7 * a + 0.45 * b + 0.3 * double(h.size())));
+  return l;
+}
+
+std::vector<float> random_dist(std::mt19937& rng, double sharp) {
+  std::vector<float> q(V);
+  std::uniform_real_distribution<double> u(0, 1);
+  double sum = 0;
+  for (float& x : q) sum += x = static_cast<float>(std::pow(u(rng), sharp) + 1e-3);
+  for (float& x : q) x = static_cast<float>(x / sum);
+  return q;
+}
+
+TokenId draw(const std::vector<float>& q, std::mt19937& rng) {
+  std::discrete_distribution<int> d(q.begin(), q.end());
+  return d(rng);
+}
+
+enum class Drafter { drawn, picked, garbage_picks, garbage_drawn, liar };
+
+// A depth-3 tree as the kind of drafter would propose it.
+DraftTree propose(Drafter kind, std::mt19937& rng) {
+  DraftTree t;
+  std::uniform_int_distribution<int> tok(0, V - 1);
+  auto drawn_node = [&](std::int32_t parent, double sharp) {
+    const auto q = random_dist(rng, sharp);
+    const auto idx = static_cast<std::int32_t>(t.distributions.size() / V);
+    t.distributions.insert(t.distributions.end(), q.begin(), q.end());
+    // The liar claims q but proposes a token from elsewhere (always the same one).
+    const TokenId x = kind == Drafter::liar ? 0 : draw(q, rng);
+    t.add(x, parent, q[static_cast<std::size_t>(x)], idx);
+  };
+  auto picked_node = [&](std::int32_t parent) { t.add(tok(rng), parent, 0.5f); };
+  switch (kind) {
+    case Drafter::drawn:
+    case Drafter::garbage_drawn:
+    case Drafter::liar: {
+      const double sharp = kind == Drafter::garbage_drawn ? 8.0 : 1.0;  // garbage: very peaked, unlike p
+      drawn_node(-1, sharp);
+      picked_node(-1);
+      drawn_node(0, sharp);
+      picked_node(0);
+      drawn_node(2, sharp);
+      break;
+    }
+    case Drafter::picked:
+    case Drafter::garbage_picks:
+      picked_node(-1);
+      picked_node(-1);
+      picked_node(0);
+      picked_node(2);
+      picked_node(1);
+      break;
+  }
+  return t;
+}
+
+SamplingSettings settings_with(double temperature, std::int64_t top_k, double repeat_penalty) {
+  SamplingSettings s;
+  s.temperature = temperature;
+  s.top_k = top_k;
+  s.top_p = 1.0;
+  s.min_p = 0.0;
+  s.repeat_penalty = repeat_penalty;
+  s.repeat_last_n = 4;
+  s.presence_penalty = 0.2;
+  return s;
+}
+
+// Chi-square of the first two emitted tokens against the exact joint distribution; returns
+// {statistic, critical value}.
+std::pair<double, double> chi_square(Drafter kind, const SamplingSettings& settings) {
+  const std::vector<TokenId> ctx = {1, 4, 2};
+  std::map<std::pair<TokenId, TokenId>, int> counts;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    SamplingSettings s = settings;
+    s.seed = trial + 1;
+    Sampler sampler(s);
+    std::mt19937 rng(static_cast<unsigned>(trial * 7 + 3));
+    const DraftTree draft = propose(kind, rng);
+    TokenTree tree;
+    const DraftTree* one = &draft;
+    tree.build(std::span(&one, 1), TreeBudget{64, 64}, V);
+    // Row 0: after the context; row 1 + i: after node i's path.
+    std::vector<float> logits;
+    for (std::int32_t r = -1; r < static_cast<std::int32_t>(tree.size()); ++r) {
+      std::vector<TokenId> h = ctx, path;
+      for (std::int32_t n = r; n >= 0; n = tree.parent(static_cast<std::size_t>(n)))
+        path.insert(path.begin(), tree.token(static_cast<std::size_t>(n)));
+      h.insert(h.end(), path.begin(), path.end());
+      const auto l = target_logits(h);
+      logits.insert(logits.end(), l.begin(), l.end());
+    }
+    std::vector<TokenId> history = ctx;
+    const WalkResult w = walk_tree(tree, logits, V, sampler, history);
+    std::vector<TokenId> emitted;
+    for (std::int32_t n : w.path) emitted.push_back(tree.token(static_cast<std::size_t>(n)));
+    emitted.push_back(w.next);
+    if (emitted.size() < 2) {
+      std::vector<TokenId> h = ctx;
+      h.push_back(emitted[0]);
+      emitted.push_back(sampler.sample(target_logits(h), h));
+    }
+    ++counts[{emitted[0], emitted[1]}];
+  }
+  // Expected counts from the exact distribution (the sampler's own, penalties included); cells
+  // expecting fewer than 5 are pooled.
+  const Sampler exact(settings);
+  const auto p1 = exact.distribution(target_logits(ctx), ctx);
+  double chi2 = 0, pooled_e = 0;
+  int pooled_o = 0, bins = 0;
+  for (TokenId a = 0; a < static_cast<TokenId>(V); ++a) {
+    std::vector<TokenId> h = ctx;
+    h.push_back(a);
+    const auto p2 = exact.distribution(target_logits(h), h);
+    for (TokenId b = 0; b < static_cast<TokenId>(V); ++b) {
+      const double e = kTrials * double(p1[a]) * double(p2[b]);
+      const int o = counts.count({a, b}) ? counts[{a, b}] : 0;
+      if (e == 0) {
+        EXPECT_EQ(o, 0) << "a token with probability 0 was emitted: " << a << " " << b;
+        continue;
+      }
+      if (e < 5) {
+        pooled_e += e;
+        pooled_o += o;
+        continue;
+      }
+      chi2 += (o - e) * (o - e) / e;
+      ++bins;
+    }
+  }
+  if (pooled_e > 0) chi2 += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e, ++bins;
+  const double k = bins - 1;
+  const double crit = k * std::pow(1 - 2 / (9 * k) + kZ * std::sqrt(2 / (9 * k)), 3);
+  return {chi2, crit};
+}
+
+struct Case {
+  const char* name;
+  Drafter kind;
+};
+
+class WalkIsLossless : public ::testing::TestWithParam<Case> {};
+
+}  // namespace
+
+TEST_P(WalkIsLossless, FirstTwoTokensFollowTheTargetAtTemperatureOne) {
+  const auto [chi2, crit] = chi_square(GetParam().kind, settings_with(1.0, 0, 1.5));
+  EXPECT_LT(chi2, crit) << GetParam().name;
+}
+
+TEST_P(WalkIsLossless, FirstTwoTokensFollowTheTargetWithTopKAndLowTemperature) {
+  const auto [chi2, crit] = chi_square(GetParam().kind, settings_with(0.7, 4, 1.2));
+  EXPECT_LT(chi2, crit) << GetParam().name;
+}
+
+INSTANTIATE_TEST_SUITE_P(speculative, WalkIsLossless,
+                         ::testing::Values(Case{"drawn", Drafter::drawn}, Case{"picked", Drafter::picked},
+                                           Case{"garbage_picks", Drafter::garbage_picks},
+                                           Case{"garbage_drawn", Drafter::garbage_drawn}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The statistic has the power to see a drafter that lies about where its token came from.
+TEST(WalkIsLossless, ChiSquareCatchesADrafterThatLiesAboutItsDistribution) {
+  const auto [chi2, crit] = chi_square(Drafter::liar, settings_with(1.0, 0, 1.0));
+  EXPECT_GT(chi2, crit);
+}
+
+TEST(WalkGreedy, FollowsTheArgmaxPathAndEmitsTheTargetsNextToken) {
+  // Rows: after the pending token argmax 3; after node "3" argmax 5; after "3 5" argmax 1.
+  auto row = [](TokenId best) {
+    std::vector<float> l(V, 0.0f);
+    l[static_cast<std::size_t>(best)] = 2.0f;
+    return l;
+  };
+  DraftTree d;
+  d.add(2, -1);  // 0: wrong sibling
+  d.add(3, -1);  // 1: right
+  d.add(5, 1);   // 2: right
+  d.add(4, 2);   // 3: wrong (target says 1)
+  TokenTree tree;
+  const DraftTree* one = &d;
+  tree.build(std::span(&one, 1), TreeBudget{64, 64}, V);
+  std::vector<float> logits;
+  for (TokenId best : {3, 0, 5, 1, 0}) {  // rows: pending, node 0..3
+    const auto l = row(best);
+    logits.insert(logits.end(), l.begin(), l.end());
+  }
+  Sampler greedy(settings_with(0.0, 0, 1.0));
+  std::vector<TokenId> history = {0};
+  const WalkResult w = walk_tree(tree, logits, V, greedy, history);
+  EXPECT_EQ(w.path, (std::vector<std::int32_t>{1, 2}));
+  EXPECT_EQ(w.next, 1);
+  EXPECT_EQ(history, (std::vector<TokenId>{0, 3, 5}));
+}
