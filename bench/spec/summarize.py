@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Summarize a bench/spec/run.sh jsonl file as markdown tables (Python 3 standard library only).
+
+usage: bench/spec/summarize.py [--times] FILE.jsonl [FILE.jsonl ...]
+
+Each line is one `graft run --json` object with `category`, `prompt`, `config` and `rep` added.
+Prints one table with a row per category x configuration and an `all` row per configuration:
+
+  prompts        distinct prompts (runs, when there are more runs than prompts, in brackets)
+  tokens/round   tokens emitted by the speculative rounds / rounds, pooled over the runs:
+                 sum(tokens_per_round * rounds) / sum(rounds) from stats.speculative
+  acceptance     sum(accepted) / sum(drafted) from stats.speculative
+  decode tok/s   sum(generated_tokens - 1) / sum(decode_seconds): the first token comes from the
+                 prefill pass, as in graft's own stats.decode_tokens_per_second
+  vs none        that decode tok/s / the `none` configuration's in the same category (row)
+  median ratio   the median over the runs of run tok/s / tok/s of the `none` run of the same prompt
+                 and rep (its neighbour in the interleaved order): less swayed by a burst of machine noise that
+                 slows a few runs, which the pooled columns count in full
+  same as none   runs whose generated_ids equal the reference's / runs; the reference is the
+                 first `none` run of the same prompt (greedy speculative decoding is lossless)
+
+When a configuration runs several drafters together, a second table splits its rounds by drafter
+(stats.speculative.drafters). --times adds a table of stats.speculative.seconds. Mismatches with
+the reference are listed after the tables and make the exit status 1.
+"""
+import json
+import sys
+
+CATEGORY_ORDER = ["code_new", "code_repeat", "structured", "free"]
+
+
+def load(paths):
+    runs = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    r = json.loads(line)
+                except ValueError as e:
+                    sys.exit("summarize.py: %s:%d: not JSON (%s)" % (path, lineno, e))
+                for key in ("category", "prompt", "config"):
+                    if key not in r:
+                        sys.exit("summarize.py: %s:%d: no %r field (not a run.sh line?)" % (path, lineno, key))
+                runs.append(r)
+    return runs
+
+
+def ordered(values, order, sort_rest=True):
+    """The distinct values: those in `order` first, in that order, then the rest (sorted, or as they came)."""
+    values = list(dict.fromkeys(values))
+    rest = [v for v in values if v not in order]
+    return [v for v in order if v in values] + (sorted(rest) if sort_rest else rest)
+
+
+def ratio(a, b):
+    return a / b if b else None
+
+
+def fmt(x, spec, none="n/a"):
+    return none if x is None else format(x, spec)
+
+
+def table(header, rows, align):
+    """A markdown table with padded columns; align is a string of 'l'/'r' per column."""
+    cells = [header] + rows
+    widths = [max(len(str(row[i])) for row in cells) for i in range(len(header))]
+
+    def line(row):
+        return "| " + " | ".join(str(c).ljust(w) if a == "l" else str(c).rjust(w)
+                                 for c, w, a in zip(row, widths, align)) + " |"
+
+    rule = "|" + "|".join(("-" * (w + 1) + ":") if a == "r" else ("-" * (w + 2)) for w, a in zip(widths, align)) + "|"
+    return "\n".join([line(header), rule] + [line(r) for r in rows])
+
+
+def lossless_check(runs):
+    """Marks every run with r['_same'] (True/False, None without a reference); returns mismatches."""
+    ref = {}
+    for r in runs:
+        key = (r["category"], r["prompt"])
+        if r["config"] == "none" and key not in ref:
+            ref[key] = r
+    bad = []
+    for r in runs:
+        base = ref.get((r["category"], r["prompt"]))
+        if base is None:
+            r["_same"] = None
+        elif r is base:
+            r["_same"] = True
+        else:
+            r["_same"] = r.get("generated_ids") == base.get("generated_ids")
+            if not r["_same"]:
+                bad.append((r, base))
+    return bad
+
+
+def run_tps(r):
+    s = r.get("stats", {})
+    sec = float(s.get("decode_seconds", 0.0))
+    return ratio(max(int(s.get("generated_tokens", 0)) - 1, 0), sec)
+
+
+def median(xs):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+def aggregate(runs, none_runs):
+    a = dict(prompts=len({(r["category"], r["prompt"]) for r in runs}), runs=len(runs), tokens=0, seconds=0.0,
+             rounds=0, emitted=0.0, drafted=0, accepted=0, spec_runs=0, same=0, checked=0,
+             times={})
+    for r in runs:
+        s = r.get("stats", {})
+        a["tokens"] += max(int(s.get("generated_tokens", 0)) - 1, 0)
+        a["seconds"] += float(s.get("decode_seconds", 0.0))
+        sp = s.get("speculative")
+        if sp:
+            a["spec_runs"] += 1
+            rounds = int(sp.get("rounds", 0))
+            a["rounds"] += rounds
+            a["emitted"] += float(sp.get("tokens_per_round", 0.0)) * rounds
+            a["drafted"] += int(sp.get("drafted", 0))
+            a["accepted"] += int(sp.get("accepted", 0))
+            for k, v in (sp.get("seconds") or {}).items():
+                a["times"][k] = a["times"].get(k, 0.0) + float(v)
+        if r.get("_same") is not None:
+            a["checked"] += 1
+            a["same"] += bool(r["_same"])
+    ratios = []
+    for r in runs:
+        base = none_runs.get((r["category"], r["prompt"], r.get("rep")))
+        if base is not None:
+            t, b = run_tps(r), run_tps(base)
+            if t is not None and b:
+                ratios.append(t / b)
+    a["median_ratio"] = median(ratios)
+    a["tps"] = ratio(a["tokens"], a["seconds"])
+    a["tpr"] = ratio(a["emitted"], a["rounds"]) if a["spec_runs"] else None
+    a["acc"] = ratio(a["accepted"], a["drafted"]) if a["spec_runs"] else None
+    return a
+
+
+def main(argv):
+    args = argv[1:]
+    times = "--times" in args
+    paths = [p for p in args if p != "--times"]
+    if not paths or any(p.startswith("-") for p in paths):
+        sys.exit(__doc__.strip().splitlines()[2])
+    runs = load(paths)
+    if not runs:
+        sys.exit("summarize.py: no runs in %s" % ", ".join(paths))
+    bad = lossless_check(runs)
+    categories = ordered((r["category"] for r in runs), CATEGORY_ORDER)
+    configs = ordered((r["config"] for r in runs), ["none"], sort_rest=False)
+    groups = [(c, cfg, [r for r in runs if r["category"] == c and r["config"] == cfg])
+              for c in categories for cfg in configs]
+    groups += [("all", cfg, [r for r in runs if r["config"] == cfg]) for cfg in configs]
+    groups = [(c, cfg, rs) for c, cfg, rs in groups if rs]
+    none_runs = {}
+    for r in runs:
+        if r["config"] == "none":
+            none_runs.setdefault((r["category"], r["prompt"], r.get("rep")), r)
+    aggs = {(c, cfg): aggregate(rs, none_runs) for c, cfg, rs in groups}
+
+    rows = []
+    for c, cfg, _ in groups:
+        a = aggs[(c, cfg)]
+        base = aggs.get((c, "none"))
+        prompts = str(a["prompts"]) if a["runs"] == a["prompts"] else "%d (%d)" % (a["prompts"], a["runs"])
+        rows.append([c, cfg, prompts, fmt(a["tpr"], ".2f", "-"), fmt(a["acc"], ".3f", "-"), fmt(a["tps"], ".1f"),
+                     fmt(ratio(a["tps"], base["tps"]) if base and a["tps"] is not None else None, ".2f"),
+                     fmt(a["median_ratio"], ".2f"),
+                     "%d/%d" % (a["same"], a["checked"]) if a["checked"] else "n/a"])
+    print(table(["category", "config", "prompts", "tokens/round", "acceptance", "decode tok/s", "vs none",
+                 "median ratio", "same as none"], rows, "llrrrrrrr"))
+
+    # Per drafter, for configurations that ran several drafters together.
+    multi = [cfg for cfg in configs
+             if any(len(((r.get("stats") or {}).get("speculative") or {}).get("drafters") or {}) > 1
+                    for r in runs if r["config"] == cfg)]
+    if multi:
+        rows = []
+        for c, cfg, rs in groups:
+            if cfg not in multi:
+                continue
+            per = {}
+            for r in rs:
+                for name, d in ((r["stats"].get("speculative") or {}).get("drafters") or {}).items():
+                    p = per.setdefault(name, dict(proposed=0, accepted=0, mal=[]))
+                    p["proposed"] += int(d.get("proposed", 0))
+                    p["accepted"] += int(d.get("accepted", 0))
+                    if d.get("mean_accepted_length") is not None:
+                        p["mal"].append(float(d["mean_accepted_length"]))
+            total = sum(p["accepted"] for p in per.values())
+            for name in ordered(per, cfg.split(","), sort_rest=False):
+                p = per[name]
+                rows.append([c, cfg, name, p["proposed"], p["accepted"], fmt(ratio(p["accepted"], p["proposed"]), ".3f"),
+                             fmt(sum(p["mal"]) / len(p["mal"]) if p["mal"] else None, ".2f"),
+                             fmt(ratio(p["accepted"], total), ".3f")])
+        print()
+        print(table(["category", "config", "drafter", "proposed", "accepted", "acceptance", "mean accepted length",
+                     "share of accepted"], rows, "lllrrrrr"))
+
+    if times:
+        keys = ordered((k for a in aggs.values() for k in a["times"]), ["draft", "verify", "accept", "rollback"])
+        rows = []
+        for c, cfg, _ in groups:
+            a = aggs[(c, cfg)]
+            if not a["spec_runs"]:
+                continue
+            rows.append([c, cfg, "%.3f" % a["seconds"]] +
+                        ["%.3f (%s)" % (a["times"].get(k, 0.0), fmt(ratio(a["times"].get(k, 0.0), a["seconds"]), ".0%"))
+                         for k in keys])
+        if rows:
+            print()
+            print(table(["category", "config", "decode s"] + ["%s s (share)" % k for k in keys], rows,
+                        "llr" + "r" * len(keys)))
+
+    if bad:
+        print()
+        print("!!!!! %d run(s) generated other tokens than the `none` run of the same prompt "
+              "(greedy speculative decoding must be lossless):" % len(bad))
+        for r, base in bad:
+            a, b = base.get("generated_ids") or [], r.get("generated_ids") or []
+            i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+            print("!!!!!   %s/%s config %s rep %s: %d ids against %d, first difference at index %d (%s vs %s)"
+                  % (r["category"], r["prompt"], r["config"], r.get("rep", "?"), len(b), len(a), i,
+                     b[i] if i < len(b) else "end", a[i] if i < len(a) else "end"))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
