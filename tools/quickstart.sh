@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine, builds graft and runs its main job: text generation on the CPU
-# with the default profile (the README's first command). BUILD_DIR overrides the build folder;
-# MODEL=path runs another GGUF instead of the zoo model.
+# with the default profile, then the same with speculative decoding (the README's first command).
+# BUILD_DIR overrides the build folder; MODEL=path runs another GGUF instead of the zoo model.
 #
 # The default model is models/zoo-qwen3-4x256.gguf: a 4.5M-parameter qwen3 trained in this
 # repository on Python's standard library (docs/models.md). It is a toy: it writes Python-looking
@@ -14,6 +14,16 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$(nproc)"
 
 model=${MODEL:-models/zoo-qwen3-4x256.gguf}
+prompt=$'import os\nimport sys\n\n\ndef main(argv):\n    '
 "$build/bin/graft" plugins
-"$build/bin/graft" run --profile profiles/cpu.toml --model "$model" -n 96 --seed 3 \
-  --prompt $'import os\nimport sys\n\n\ndef main(argv):\n    '
+"$build/bin/graft" run --profile profiles/cpu.toml --model "$model" -n 96 --seed 3 --prompt "$prompt"
+
+# Speculative decoding: the n-gram drafter and the model's own MTP head (the zoo model has one; for
+# another model only ngram) propose tokens, the model verifies them in one pass per round. Same
+# seed, same text; the drafters' acceptance is printed at the end.
+drafters=ngram,mtp
+[[ -z ${MODEL:-} ]] || drafters=ngram
+echo
+echo "== the same with speculative decoding (--draft $drafters) =="
+"$build/bin/graft" run --profile profiles/cpu.toml --model "$model" -n 96 --seed 3 --prompt "$prompt" \
+  --draft "$drafters"

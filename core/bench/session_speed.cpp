@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 namespace graft {
 
@@ -9,30 +10,85 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-TokenId argmax(const std::vector<float>& v) {
-  return static_cast<TokenId>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 }  // namespace
 
 Expected<std::vector<SpeedSample>> measure_speed(Session& s, std::span<const TokenId> prompt, std::int64_t gen_tokens,
-                                                 std::int64_t reps) {
+                                                 std::int64_t reps, TokenDecoder* decoder) {
   if (prompt.empty() || gen_tokens < 2 || reps < 1)
     return Status(Errc::invalid_argument, "measure_speed: needs a prompt, gen_tokens >= 2 and reps >= 1");
+  PlainDecoder plain;
+  if (!decoder) decoder = &plain;
+  SamplingSettings greedy_settings;
+  greedy_settings.temperature = 0;
+  greedy_settings.repeat_penalty = 1.0;
+  greedy_settings.presence_penalty = 0.0;
   std::vector<SpeedSample> samples;
+  std::vector<TokenId> out;
   for (std::int64_t r = 0; r < reps; ++r) {
+    Sampler greedy(greedy_settings);
     GRAFT_TRY(s.reset());
     auto t0 = std::chrono::steady_clock::now();
-    GRAFT_TRY(s.append(prompt));
+    GRAFT_TRY(decoder->prefill(s, prompt));
     const double t_prefill = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
-    for (std::int64_t i = 0; i + 1 < gen_tokens; ++i) {
-      const TokenId next = argmax(s.logits());
-      GRAFT_TRY(s.append(std::span<const TokenId>(&next, 1)));
+    TokenId pending = greedy.sample(s.logits(), s.tokens());
+    for (std::int64_t produced = 1; produced < gen_tokens; produced += static_cast<std::int64_t>(out.size())) {
+      // The same room rule as Session::generate.
+      const std::int64_t room = std::int64_t(s.capacity()) - 1 - std::int64_t(s.tokens().size());
+      if (room < 1) return Status(Errc::out_of_range, "measure_speed: the context is too small for the tokens asked");
+      out.clear();
+      GRAFT_TRY(decoder->step(s, greedy, pending, static_cast<std::uint32_t>(std::min(room, gen_tokens - produced)), out));
+      pending = out.back();
     }
     const double t_decode = seconds_since(t0);
     samples.push_back({double(prompt.size()) / t_prefill, double(gen_tokens - 1) / t_decode});
   }
   return samples;
+}
+
+Expected<std::vector<double>> measure_verify_cost(Session& s, std::span<const TokenId> prompt, std::uint32_t max_rows,
+                                                  std::int64_t reps) {
+  if (prompt.empty() || max_rows < 1 || reps < 1 || max_rows > s.max_batch())
+    return Status(Errc::invalid_argument, "measure_verify_cost: needs a prompt, 1 <= rows <= the batch and reps >= 1");
+  GRAFT_TRY(s.reset());
+  GRAFT_TRY(s.append(prompt));
+  const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
+  const std::uint32_t V = s.model().params().n_vocab;
+  std::vector<double> medians;
+  std::vector<TokenId> tokens;
+  std::vector<std::int32_t> positions;
+  std::vector<std::uint8_t> mask;
+  std::vector<std::uint32_t> rows;
+  ForwardOutput out;
+  for (std::uint32_t n = 1; n <= max_rows; ++n) {
+    // A chain: row i at n_past + i, seeing rows 0..i through the ancestor mask.
+    tokens.assign(n, 0);
+    positions.resize(n);
+    rows.resize(n);
+    mask.assign(std::size_t(n) * n, 0);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      tokens[i] = static_cast<TokenId>((prompt[i % prompt.size()] + i) % V);
+      positions[i] = static_cast<std::int32_t>(n_past + i);
+      rows[i] = i;
+      for (std::uint32_t j = 0; j <= i; ++j) mask[std::size_t(i) * n + j] = 1;
+    }
+    const SequenceRows seq{&s.kv(), n, n_past, n > 1 ? mask.data() : nullptr};
+    ForwardBatch batch;
+    batch.tokens = tokens;
+    batch.positions = positions;
+    batch.sequences = std::span(&seq, 1);
+    batch.logit_rows = rows;
+    std::vector<double> times;
+    for (std::int64_t r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      GRAFT_TRY(s.forward(batch, out));
+      times.push_back(seconds_since(t0));
+      GRAFT_TRY(s.kv().truncate(n_past));
+    }
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    medians.push_back(times[times.size() / 2]);
+  }
+  return medians;
 }
 
 }  // namespace graft

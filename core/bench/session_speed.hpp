@@ -1,5 +1,5 @@
-// What `graft bench` times: a prompt prefilled into a fresh sequence, then greedy decoding one
-// token per forward pass (end of text ignored), repeated.
+// What `graft bench` times: a prompt prefilled into a fresh sequence, then greedy decoding (end of
+// text ignored), repeated: one token per forward pass, or speculative rounds with a decoder.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,13 @@ struct SpeedSample {
 
 // One sample per repetition. gen_tokens >= 2: the first token comes from the prefill's logits.
 Expected<std::vector<SpeedSample>> measure_speed(Session& session, std::span<const TokenId> prompt,
-                                                 std::int64_t gen_tokens, std::int64_t reps);
+                                                 std::int64_t gen_tokens, std::int64_t reps,
+                                                 TokenDecoder* decoder = nullptr);
+
+// What a speculative verify pass of n rows costs against one decode step: after the prompt, a
+// pass over n rows laid out as a verify pass lays them out (positions, ancestor mask, every row's
+// logits), then cut back. Entry n - 1 is the median seconds of n rows over `reps` passes.
+Expected<std::vector<double>> measure_verify_cost(Session& session, std::span<const TokenId> prompt,
+                                                  std::uint32_t max_rows, std::int64_t reps);
 
 }  // namespace graft

@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/run_support.hpp"
+#include "speculative/drafters.hpp"
 
 namespace graft::cli {
 
@@ -47,7 +48,10 @@ int cmd_bench(const Args& args) {
       "reps", po::value<std::int64_t>()->value_name("N")->default_value(3), "repetitions")(
       "batch,b", po::value<std::int64_t>()->value_name("N")->default_value(256), "prompt tokens per forward pass")(
       "bandwidth-mib", po::value<std::int64_t>()->value_name("N")->default_value(1024), "buffer for the bandwidth probe")(
-      "json", "print the results as one JSON object");
+      "json", "print the results as one JSON object")(
+      "verify-cost", po::value<std::int64_t>()->value_name("N")->default_value(0),
+      "also time verify passes of 1..N rows after the prompt (speculative decoding's cost, as multiples of one "
+      "decode step)");
   int exit_code = 0;
   auto parsed = parse_command("bench", args, desc, exit_code);
   if (!parsed) return exit_code;
@@ -72,17 +76,60 @@ int cmd_bench(const Args& args) {
   const unsigned threads = p.backend().n_threads();
   const BandwidthResult bw = measure_read_bandwidth(threads, std::size_t(bw_mib) << 20);
 
-  // Deterministic prompt of ordinary tokens; decode continues greedily, ignoring end of text.
-  std::mt19937 rng(1234);
-  std::vector<TokenId> prompt(static_cast<std::size_t>(P));
-  for (auto& t : prompt) t = static_cast<TokenId>(rng() % p.model().params().n_vocab);
+  // The prompt given (-p, -f), else a deterministic one of ordinary tokens; decode continues
+  // greedily, ignoring end of text.
+  std::vector<TokenId> prompt;
+  if (!profile->prompt.empty()) {
+    TokenizeOptions opt;
+    opt.add_special = true;
+    opt.parse_special = true;
+    auto ids = p.tokenizer().encode(profile->prompt, opt);
+    if (!ids) {
+      std::fprintf(stderr, "graft bench: %s\n", ids.status().message().c_str());
+      return 1;
+    }
+    prompt = std::move(*ids);
+  } else {
+    std::mt19937 rng(1234);
+    prompt.resize(static_cast<std::size_t>(P));
+    for (auto& t : prompt) t = static_cast<TokenId>(rng() % p.model().params().n_vocab);
+  }
   auto session = p.new_session();
   if (!session) {
     std::fprintf(stderr, "graft bench: %s\n", session.status().message().c_str());
     return 1;
   }
   Session& s = **session;
-  auto samples = measure_speed(s, prompt, G, reps);
+  auto drafters = Drafters::load(p);
+  if (!drafters) {
+    std::fprintf(stderr, "graft bench: %s\n", drafters.status().message().c_str());
+    return 1;
+  }
+  std::unique_ptr<SpeculativeDecoder> decoder;
+  if (*drafters) {
+    auto made = (*drafters)->new_decoder();
+    if (!made) {
+      std::fprintf(stderr, "graft bench: %s\n", made.status().message().c_str());
+      return 1;
+    }
+    decoder = std::move(*made);
+  }
+  auto samples = measure_speed(s, prompt, G, reps, decoder.get());
+  const auto verify_rows = vm["verify-cost"].as<std::int64_t>();
+  std::vector<double> verify;
+  if (samples && verify_rows > 0) {
+    if (verify_rows > static_cast<std::int64_t>(s.max_batch())) {
+      std::fprintf(stderr, "graft bench: --verify-cost %lld exceeds the batch %u\n", static_cast<long long>(verify_rows),
+                   s.max_batch());
+      return 2;
+    }
+    auto v = measure_verify_cost(s, prompt, static_cast<std::uint32_t>(verify_rows), std::max<std::int64_t>(reps, 20));
+    if (!v) {
+      std::fprintf(stderr, "graft bench: %s\n", v.status().message().c_str());
+      return 1;
+    }
+    verify = std::move(*v);
+  }
   if (!samples) {
     std::fprintf(stderr, "graft bench: %s\n", samples.status().message().c_str());
     return 1;
@@ -115,6 +162,13 @@ int cmd_bench(const Args& args) {
                         {"read_bandwidth_loads", bw.loads},
                         {"decode_fraction_of_bandwidth", fraction},
                         {"prefill_over_decode", mean(prefill) / mean(decode)}};
+    if (decoder) o["speculative"] = to_json(decoder->stats());
+    if (!verify.empty()) {
+      o["verify_seconds"] = verify;
+      std::vector<double> ratio;
+      for (double t : verify) ratio.push_back(t / verify[0]);
+      o["verify_cost_over_decode"] = ratio;
+    }
     std::puts(o.dump(2).c_str());
     return 0;
   }
@@ -128,6 +182,12 @@ int cmd_bench(const Args& args) {
               achieved / 1e9, 100 * fraction, bw.bytes_per_second / 1e9, threads, human_bytes(bw.buffer_bytes).c_str(),
               bw.loads);
   std::printf("ratio:      prefill / decode = %.2f\n", mean(prefill) / mean(decode));
+  if (decoder) std::fputs(format_stats(decoder->stats()).c_str(), stdout);
+  if (!verify.empty()) {
+    std::printf("verify:     rows: cost as multiples of one row (%.3f ms)\n           ", 1e3 * verify[0]);
+    for (std::size_t n = 0; n < verify.size(); ++n) std::printf(" %zu: %.2f", n + 1, verify[n] / verify[0]);
+    std::printf("\n");
+  }
   return 0;
 }
 

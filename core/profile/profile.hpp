@@ -40,6 +40,7 @@ struct SpeculativeSettings {
   bool enabled = false;
   std::int64_t max_nodes = 16;
   std::int64_t max_depth = 8;
+  bool adaptive = true;
 };
 
 struct Profile {

@@ -42,6 +42,8 @@ const KeySpec kSpeculative[] = {
      .help = "most draft tokens (tree nodes) verified per round"},
     {.key = "max_depth", .field = GRAFT_FIELD(Int, p.speculative.max_depth), .min = 1, .max = 64,
      .help = "longest draft chain per round; at most max_nodes"},
+    {.key = "adaptive", .field = GRAFT_FIELD(bool, p.speculative.adaptive),
+     .help = "verify only the drafted nodes likely to pay for their share of the verify pass"},
 };
 
 const KeySpec kDrafter[] = {

@@ -58,10 +58,21 @@ class PipelineDrafterHost final : public DrafterHost {
   const Pipeline& p_;
 };
 
+std::unique_ptr<DrafterHost> drafter_host(const Pipeline& pipeline) {
+  return std::make_unique<PipelineDrafterHost>(pipeline);
+}
+
 Drafters::~Drafters() = default;
 
 Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline) {
-  const Profile& profile = pipeline.profile();
+  return load(pipeline, pipeline.profile().drafters, pipeline.profile().speculative);
+}
+
+Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline, std::vector<PluginChoice> drafters,
+                                                   const SpeculativeSettings& settings) {
+  Profile profile = pipeline.profile();  // for where() in messages
+  profile.drafters = std::move(drafters);
+  profile.speculative = settings;
   if (!profile.speculative.enabled) return std::unique_ptr<Drafters>();
   if (profile.drafters.empty())
     return Status(Errc::invalid_argument, fmt::format("{}: speculative decoding needs at least one drafter",
@@ -69,6 +80,7 @@ Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline) {
   std::unique_ptr<Drafters> d(new Drafters());
   d->options_.max_nodes = static_cast<std::uint32_t>(profile.speculative.max_nodes);
   d->options_.max_depth = static_cast<std::uint32_t>(profile.speculative.max_depth);
+  d->options_.adaptive = profile.speculative.adaptive;
   d->n_vocab_ = pipeline.model().params().n_vocab;
   // A verify pass is one forward pass: the pending token and every node in one batch.
   if (d->options_.max_nodes + 1 > pipeline.max_batch())

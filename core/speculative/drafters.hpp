@@ -15,11 +15,18 @@ namespace graft {
 
 class PipelineDrafterHost;
 
+// What a drafter sees of a pipeline (DrafterHost): its target, KV stores of the profile's plugin,
+// drafter GGUFs opened like the model. Lives no longer than the pipeline.
+std::unique_ptr<DrafterHost> drafter_host(const Pipeline& pipeline);
+
 class Drafters {
  public:
   // Null when the profile does not speculate. Errors are one line: a drafter plugin missing or
   // failing, the same drafter twice, max_nodes beyond the batch size of a verify pass.
   static Expected<std::unique_ptr<Drafters>> load(const Pipeline& pipeline);
+  // The same for drafter tables and settings given here instead of the pipeline's profile.
+  static Expected<std::unique_ptr<Drafters>> load(const Pipeline& pipeline, std::vector<PluginChoice> drafters,
+                                                  const SpeculativeSettings& settings);
   ~Drafters();
 
   std::vector<std::string> names() const;

@@ -1,12 +1,14 @@
 #include "speculative/token_tree.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 
 namespace graft {
 
-void TokenTree::build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab) {
+void TokenTree::build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab,
+                      std::span<const std::vector<float>> rates) {
   // 1. The union of all trees as a trie over (parent, token), parents before children.
   struct Cand {
     TokenId token;
@@ -28,8 +30,13 @@ void TokenTree::build(std::span<const DraftTree* const> trees, const TreeBudget&
     for (std::size_t j = 0; j < t.size(); ++j) {
       const std::int32_t tp = t.parents[j];
       const std::int32_t parent = tp < 0 ? -1 : cand_of[d][static_cast<std::size_t>(tp)];
-      path[j] = (tp < 0 ? 1.0f : path[static_cast<std::size_t>(tp)]) * t.q[j];
       const std::uint32_t depth = parent < 0 ? 1 : cand[static_cast<std::size_t>(parent)].depth + 1;
+      if (d < rates.size() && !rates[d].empty()) {
+        const float rate = rates[d][std::min<std::size_t>(depth, rates[d].size()) - 1];
+        path[j] = std::min(parent < 0 ? 1.0f : cand[static_cast<std::size_t>(parent)].score, rate);
+      } else {
+        path[j] = (tp < 0 ? 1.0f : path[static_cast<std::size_t>(tp)]) * t.q[j];
+      }
       auto [it, fresh] = index.try_emplace({parent, t.tokens[j]}, static_cast<std::int32_t>(cand.size()));
       if (fresh) cand.push_back(Cand{t.tokens[j], parent, depth, 0.0f, nullptr, true, 0, 0});
       Cand& c = cand[static_cast<std::size_t>(it->second)];
@@ -105,6 +112,12 @@ void TokenTree::build(std::span<const DraftTree* const> trees, const TreeBudget&
     for (std::size_t j = 0; j < cand_of[d].size(); ++j)
       from_drafter_[d][j] = new_index[static_cast<std::size_t>(cand_of[d][j])];
   }
+}
+
+std::vector<float> TokenTree::scores_best_first() const {
+  std::vector<float> s = score_;
+  std::sort(s.begin(), s.end(), std::greater<>());
+  return s;
 }
 
 std::span<const std::int32_t> TokenTree::children(std::int32_t i) const {

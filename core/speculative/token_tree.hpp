@@ -26,7 +26,12 @@ class TokenTree {
   // always keeps a node's parent. A node keeps its drawn distribution only when one drafter alone
   // proposed it and no sibling before it carries one (rejection sampling tests one random child
   // per node; the others are matched).
-  void build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab);
+  //
+  // rates (optional, one per tree): rates[d][k] estimates how likely a node of drafter d at depth
+  // k + 1 is accepted (the last entry serves deeper nodes). Given, a node's score is that instead
+  // of its path probability, capped by its parent's.
+  void build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab,
+             std::span<const std::vector<float>> rates = {});
 
   std::size_t size() const { return tokens_.size(); }
   bool empty() const { return tokens_.empty(); }
@@ -34,6 +39,8 @@ class TokenTree {
   std::int32_t parent(std::size_t i) const { return parents_[i]; }
   std::uint32_t depth(std::size_t i) const { return depth_[i]; }
   float score(std::size_t i) const { return score_[i]; }
+  // The kept nodes' scores, best first: the order the budget took them in.
+  std::vector<float> scores_best_first() const;
   // The distribution node i's token was drawn from (n_vocab floats), or null.
   const float* distribution(std::size_t i) const { return dist_[i]; }
   // Children of node i (-1: of the pending token), in node order.

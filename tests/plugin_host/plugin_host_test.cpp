@@ -38,7 +38,7 @@ TEST(PluginLibrary, AbiMismatchNamesBothVersionsAndTheFile) {
   EXPECT_EQ(lib.status().code(), Errc::abi_mismatch);
   EXPECT_EQ(lib.status().message(),
             file.string() + ": plugin ABI version 999 does not match host ABI version 4; rebuild the plugin "
-                            "against graft SDK ABI 3");
+                            "against graft SDK ABI 4");
 }
 
 TEST(PluginLibrary, SharedLibraryWithoutDescriptorIsNotAPlugin) {

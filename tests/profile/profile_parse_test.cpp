@@ -180,7 +180,7 @@ TEST(profile_parse, ShippedCpuProfileHoldsTheDefaults) {
   EXPECT_EQ(to_toml(*p), to_toml(expected));
   // And it does set every key explicitly (a key dropped from the file would go unnoticed above).
   for (const char* key : {"backend.name", "backend.threads", "kv.store", "speculative.enabled", "speculative.max_nodes",
-                          "speculative.max_depth", "sampling.temperature", "sampling.top_k", "sampling.top_p",
+                          "speculative.max_depth", "speculative.adaptive", "sampling.temperature", "sampling.top_k", "sampling.top_p",
                           "sampling.min_p", "sampling.repeat_penalty", "sampling.repeat_last_n",
                           "sampling.presence_penalty", "sampling.seed", "context.max_tokens",
                           "generation.prompt", "plugin_dirs"})

@@ -43,10 +43,10 @@ TokenId draw(const std::vector<float>& q, std::mt19937& rng) {
   return d(rng);
 }
 
-enum class Drafter { drawn, picked, garbage_picks, garbage_drawn, liar };
+enum class DraftKind { drawn, picked, garbage_picks, garbage_drawn, liar };
 
 // A depth-3 tree as the kind of drafter would propose it.
-DraftTree propose(Drafter kind, std::mt19937& rng) {
+DraftTree propose(DraftKind kind, std::mt19937& rng) {
   DraftTree t;
   std::uniform_int_distribution<int> tok(0, V - 1);
   auto drawn_node = [&](std::int32_t parent, double sharp) {
@@ -54,15 +54,15 @@ DraftTree propose(Drafter kind, std::mt19937& rng) {
     const auto idx = static_cast<std::int32_t>(t.distributions.size() / V);
     t.distributions.insert(t.distributions.end(), q.begin(), q.end());
     // The liar claims q but proposes a token from elsewhere (always the same one).
-    const TokenId x = kind == Drafter::liar ? 0 : draw(q, rng);
+    const TokenId x = kind == DraftKind::liar ? 0 : draw(q, rng);
     t.add(x, parent, q[static_cast<std::size_t>(x)], idx);
   };
   auto picked_node = [&](std::int32_t parent) { t.add(tok(rng), parent, 0.5f); };
   switch (kind) {
-    case Drafter::drawn:
-    case Drafter::garbage_drawn:
-    case Drafter::liar: {
-      const double sharp = kind == Drafter::garbage_drawn ? 8.0 : 1.0;  // garbage: very peaked, unlike p
+    case DraftKind::drawn:
+    case DraftKind::garbage_drawn:
+    case DraftKind::liar: {
+      const double sharp = kind == DraftKind::garbage_drawn ? 8.0 : 1.0;  // garbage: very peaked, unlike p
       drawn_node(-1, sharp);
       picked_node(-1);
       drawn_node(0, sharp);
@@ -70,8 +70,8 @@ DraftTree propose(Drafter kind, std::mt19937& rng) {
       drawn_node(2, sharp);
       break;
     }
-    case Drafter::picked:
-    case Drafter::garbage_picks:
+    case DraftKind::picked:
+    case DraftKind::garbage_picks:
       picked_node(-1);
       picked_node(-1);
       picked_node(0);
@@ -96,7 +96,7 @@ SamplingSettings settings_with(double temperature, std::int64_t top_k, double re
 
 // Chi-square of the first two emitted tokens against the exact joint distribution; returns
 // {statistic, critical value}.
-std::pair<double, double> chi_square(Drafter kind, const SamplingSettings& settings) {
+std::pair<double, double> chi_square(DraftKind kind, const SamplingSettings& settings) {
   const std::vector<TokenId> ctx = {1, 4, 2};
   std::map<std::pair<TokenId, TokenId>, int> counts;
   for (int trial = 0; trial < kTrials; ++trial) {
@@ -164,7 +164,7 @@ std::pair<double, double> chi_square(Drafter kind, const SamplingSettings& setti
 
 struct Case {
   const char* name;
-  Drafter kind;
+  DraftKind kind;
 };
 
 class WalkIsLossless : public ::testing::TestWithParam<Case> {};
@@ -182,14 +182,14 @@ TEST_P(WalkIsLossless, FirstTwoTokensFollowTheTargetWithTopKAndLowTemperature) {
 }
 
 INSTANTIATE_TEST_SUITE_P(speculative, WalkIsLossless,
-                         ::testing::Values(Case{"drawn", Drafter::drawn}, Case{"picked", Drafter::picked},
-                                           Case{"garbage_picks", Drafter::garbage_picks},
-                                           Case{"garbage_drawn", Drafter::garbage_drawn}),
+                         ::testing::Values(Case{"drawn", DraftKind::drawn}, Case{"picked", DraftKind::picked},
+                                           Case{"garbage_picks", DraftKind::garbage_picks},
+                                           Case{"garbage_drawn", DraftKind::garbage_drawn}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // The statistic has the power to see a drafter that lies about where its token came from.
 TEST(WalkIsLossless, ChiSquareCatchesADrafterThatLiesAboutItsDistribution) {
-  const auto [chi2, crit] = chi_square(Drafter::liar, settings_with(1.0, 0, 1.0));
+  const auto [chi2, crit] = chi_square(DraftKind::liar, settings_with(1.0, 0, 1.0));
   EXPECT_GT(chi2, crit);
 }
 

@@ -121,6 +121,9 @@ struct DraftRequest {
   std::span<const std::int32_t> context;  // committed tokens, then the pending one (last)
   std::uint32_t max_nodes = 0;            // the tree may have at most this many nodes
   std::uint32_t max_depth = 0;            // ... and no node deeper than this
+  // The target samples (temperature > 0): a token drawn from the drafter's distribution (dist)
+  // is accepted by rejection; when false (greedy) only the argmax path can be accepted.
+  bool sampling = false;
 };
 
 class Drafter {
