@@ -7,7 +7,7 @@ using namespace zoo;
 namespace {
 
 std::string graft_run(const std::string& args) {
-  return std::string(GRAFT_EXE) + " run -m " + kTarget.string() + " -c 512 -t 2 --temp 0 " + args;
+  return std::string(GRAFT_EXE) + " run -m " + kTarget.string() + " -c 512 -t 1 --temp 0 " + args;
 }
 
 // The generated ids of a `graft run --json` output.
