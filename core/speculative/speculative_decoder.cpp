@@ -15,7 +15,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 }  // namespace
 
 SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options)
-    : drafters_(std::move(drafters)), options_(options), cost_(options.max_nodes + 1) {
+    : drafters_(std::move(drafters)), options_(options), acceptance_(drafters_.size()) {
   for (const DrafterSlot& d : drafters_) {
     taps_.insert(taps_.end(), d.needs().taps.begin(), d.needs().taps.end());
     normed_ = normed_ || d.needs().normed_output;
@@ -32,21 +32,6 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
   }
   any_hidden_ = !taps_.empty() || normed_;
   trees_.resize(drafters_.size());
-  update_rates();
-}
-
-void SpeculativeDecoder::update_rates() {
-  rates_.resize(drafters_.size());
-  for (std::size_t d = 0; d < drafters_.size(); ++d) {
-    const DepthCounts& c = stats_.drafters[d].depth;
-    rates_[d].assign(1, 0.5f);  // before any round: even odds
-    if (c.proposed.empty()) continue;
-    rates_[d].resize(c.proposed.size());
-    for (std::size_t k = 0; k < c.proposed.size(); ++k) {
-      const double acc = k < c.accepted.size() ? double(c.accepted[k]) : 0.0;
-      rates_[d][k] = static_cast<float>((acc + 1.0) / (double(c.proposed[k]) + 2.0));
-    }
-  }
 }
 
 HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
@@ -165,19 +150,21 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
     }
     proposals.push_back(&trees_[d]);
   }
-  const std::span<const std::vector<float>> rates =
-      options_.adaptive ? std::span<const std::vector<float>>(rates_) : std::span<const std::vector<float>>();
-  tree_.build(proposals, budget, n_vocab, rates);
+  std::function<float(std::size_t, float)> conditional;
+  if (options_.adaptive) conditional = [this](std::size_t d, float q) { return acceptance_.conditional(d, q); };
+  tree_.build(proposals, budget, n_vocab, conditional);
   if (options_.adaptive && !tree_.empty()) {
     // Keep the best n nodes that maximise expected tokens per second; now and then verify one
     // anyway, so the acceptance estimates keep learning when the drafts looked too poor.
     std::uint32_t n = cost_.best_count(tree_.scores_best_first());
+    // Every 8th round explores a bigger pass, so the cost model sees more than one size.
+    if (++explore_ % 8 == 0) n = std::max(n + 2, 2 * n);
     if (n > 0) starved_ = 0;
     else if (++starved_ >= 8) n = 1, starved_ = 0;
     if (n < tree_.size()) {
       TreeBudget cut = budget;
       cut.max_nodes = n;
-      tree_.build(proposals, cut, n_vocab, rates);
+      tree_.build(proposals, cut, n_vocab, conditional);
     }
   }
   stats_.draft_seconds += since(t0);
@@ -204,7 +191,7 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   }
   const double verify_seconds = since(t0);
   stats_.verify_seconds += verify_seconds;
-  cost_.record(n_rows, verify_seconds);
+  if (stats_.rounds > 0) cost_.record(n_rows, verify_seconds);  // the first pass pays for warming caches
 
   // 3. Accept: the walk draws the target's tokens as plain decoding would.
   t0 = Clock::now();
@@ -269,7 +256,7 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
     if (any) ++stats_.drafters[d].rounds;
   }
   sync_stats();
-  update_rates();
+  acceptance_.learn(tree_, proposals, on_path);
 
   out.insert(out.end(), committed.begin() + 1, committed.end());
   out.push_back(walk.next);

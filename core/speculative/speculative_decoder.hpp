@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/session.hpp"
+#include "speculative/acceptance_model.hpp"
 #include "speculative/drafter_slot.hpp"
 #include "speculative/spec_stats.hpp"
 #include "speculative/token_tree.hpp"
@@ -22,7 +23,7 @@ struct SpeculativeOptions {
   std::uint32_t max_nodes = 16;  // drafted tokens verified per round
   std::uint32_t max_depth = 8;   // longest path per round
   // Verify only as many drafted nodes as pay for themselves (verify_cost.hpp), judging each by
-  // its drafter's measured acceptance at its depth. Off: every node the budget allows.
+  // its drafters' measured acceptance (acceptance_model.hpp). Off: every node the budget allows.
   bool adaptive = true;
 };
 
@@ -43,8 +44,6 @@ class SpeculativeDecoder final : public TokenDecoder {
   HiddenStates hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
                           std::span<const std::uint32_t> rows, std::uint32_t n_embd);
   void sync_stats();
-  // Acceptance estimates per drafter and depth from this sequence's rounds so far.
-  void update_rates();
 
   std::vector<DrafterSlot> drafters_;
   SpeculativeOptions options_;
@@ -63,8 +62,9 @@ class SpeculativeDecoder final : public TokenDecoder {
 
   SpeculativeStats stats_;
   VerifyCost cost_;
-  std::vector<std::vector<float>> rates_;
+  AcceptanceModel acceptance_;
   std::uint32_t starved_ = 0;  // rounds in a row that verified no draft although some were proposed
+  std::uint32_t explore_ = 0;
   std::vector<DraftTree> trees_;
   TokenTree tree_;
   std::vector<TokenId> context_, verify_tokens_;

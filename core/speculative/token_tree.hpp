@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -27,11 +28,11 @@ class TokenTree {
   // proposed it and no sibling before it carries one (rejection sampling tests one random child
   // per node; the others are matched).
   //
-  // rates (optional, one per tree): rates[d][k] estimates how likely a node of drafter d at depth
-  // k + 1 is accepted (the last entry serves deeper nodes). Given, a node's score is that instead
-  // of its path probability, capped by its parent's.
+  // conditional (optional): conditional(d, q) estimates how likely drafter d's node of probability
+  // q is accepted when its parent is (acceptance_model.hpp); given, a node's score is the product
+  // of those along its path (its chance of acceptance) instead of the product of q.
   void build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab,
-             std::span<const std::vector<float>> rates = {});
+             const std::function<float(std::size_t, float)>& conditional = {});
 
   std::size_t size() const { return tokens_.size(); }
   bool empty() const { return tokens_.empty(); }

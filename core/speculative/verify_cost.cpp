@@ -5,39 +5,39 @@
 namespace graft {
 
 namespace {
-constexpr double kAlpha = 0.1;       // weight of a new measurement once a few are in
-constexpr double kPriorSlope = 0.1;  // t(n) / t(1) grows by this per row before anything is known
-double prior(std::uint32_t n) { return 1.0 + kPriorSlope * (double(n) - 1.0); }
+constexpr double kDecay = 0.98;      // weight of a pass 1 pass older (about the last 50 count)
+constexpr double kPriorSlope = 0.1;  // b / a before two sizes have been measured
 }  // namespace
 
 void VerifyCost::record(std::uint32_t rows, double seconds) {
-  if (rows == 0 || rows >= seconds_.size() || !(seconds > 0)) return;
-  // A plain mean for the first few, then a moving average (the machine's speed drifts).
-  const double w = seen_[rows] < 8 ? 1.0 / (seen_[rows] + 1) : kAlpha;
-  seconds_[rows] += w * (seconds - seconds_[rows]);
-  ++seen_[rows];
+  if (rows == 0 || !(seconds > 0)) return;
+  const double x = double(rows) - 1;
+  w_ = kDecay * w_ + 1;
+  x_ = kDecay * x_ + x;
+  y_ = kDecay * y_ + seconds;
+  xx_ = kDecay * xx_ + x * x;
+  xy_ = kDecay * xy_ + x * seconds;
 }
 
-double VerifyCost::estimate(std::uint32_t n) const {
-  if (n >= seconds_.size()) n = static_cast<std::uint32_t>(seconds_.size() - 1);
-  if (seen_[n]) return seconds_[n];
-  std::uint32_t lo = 0, hi = 0;
-  for (std::uint32_t m = n; m-- > 1;)
-    if (seen_[m]) { lo = m; break; }
-  for (std::uint32_t m = n + 1; m < seconds_.size(); ++m)
-    if (seen_[m]) { hi = m; break; }
-  if (lo && hi) return seconds_[lo] + (seconds_[hi] - seconds_[lo]) * double(n - lo) / double(hi - lo);
-  const std::uint32_t near = lo ? lo : hi;
-  if (!near) return 0;
-  return seconds_[near] * prior(n) / prior(near);
+double VerifyCost::estimate(std::uint32_t rows) const {
+  if (w_ <= 0) return 0;
+  const double mx = x_ / w_, my = y_ / w_, var = xx_ / w_ - mx * mx;
+  double b = var > 0.25 ? (xy_ / w_ - mx * my) / var : 0;  // rows spread over at least ~1
+  double a = my - b * mx;
+  if (var <= 0.25 || b < 0 || a <= 0) {
+    // One size only (or noise): the prior's shape through the mean.
+    a = my / (1 + kPriorSlope * mx);
+    b = kPriorSlope * a;
+  }
+  return a + b * (double(rows) - 1);
 }
 
-std::uint32_t VerifyCost::best_count(std::span<const float> estimates) const {
-  if (estimate(1) <= 0) return static_cast<std::uint32_t>(estimates.size());  // nothing known yet: try it all
+std::uint32_t VerifyCost::best_count(std::span<const float> chances) const {
+  if (estimate(1) <= 0) return static_cast<std::uint32_t>(chances.size());  // nothing known yet: try it all
   double expected = 1.0, best_rate = expected / estimate(1);
   std::uint32_t best = 0;
-  for (std::uint32_t n = 1; n <= estimates.size(); ++n) {
-    expected += estimates[n - 1];
+  for (std::uint32_t n = 1; n <= chances.size(); ++n) {
+    expected += chances[n - 1];
     const double rate = expected / estimate(n + 1);
     if (rate > best_rate) best_rate = rate, best = n;
   }

@@ -1,32 +1,30 @@
 // How long a verify pass of n rows takes, learnt from the passes the decoder runs, and how many
-// drafted nodes a round should verify: on a CPU a pass of 16 rows costs several decode steps
-// (docs/speculative.md has the measured curve), so verifying nodes that will likely be rejected
-// makes decoding slower. The round keeps the n best nodes that maximise expected tokens per
-// second, (1 + sum of their acceptance estimates) / cost(n + 1).
+// drafted nodes a round should verify: on a CPU a pass of 16 rows can cost several decode steps
+// (docs/speculative.md has measured curves), so verifying nodes that will likely be rejected
+// makes decoding slower. The time is modelled as t(n) = a + b (n - 1), fitted by least squares
+// over recent passes (older ones weigh less: the machine's speed drifts); the round keeps the n
+// best nodes that maximise expected tokens per second, (1 + their acceptance chances) / t(n + 1).
 #pragma once
 
 #include <cstdint>
 #include <span>
-#include <vector>
 
 namespace graft {
 
 class VerifyCost {
  public:
-  explicit VerifyCost(std::uint32_t max_rows) : seconds_(max_rows + 1, 0.0), seen_(max_rows + 1, 0) {}
-
   // A pass of `rows` rows took `seconds`.
   void record(std::uint32_t rows, double seconds);
-  // The estimate for `rows` rows: what was measured there, else interpolated between measured row
-  // counts, else the prior shape t(n) = t(1) (1 + 0.1 (n - 1)) scaled to the nearest measurement.
-  // 0 before any measurement.
+  // The model's time for `rows` rows; 0 before any measurement. With passes of one size only, the
+  // slope is the prior's: 10% of a one-row pass per extra row (an optimistic start that the
+  // measurements then correct).
   double estimate(std::uint32_t rows) const;
-  // How many of the nodes (acceptance estimates, best first) to verify.
-  std::uint32_t best_count(std::span<const float> estimates) const;
+  // How many of the nodes (acceptance chances, best first) to verify.
+  std::uint32_t best_count(std::span<const float> chances) const;
 
  private:
-  std::vector<double> seconds_;  // [rows]: moving average
-  std::vector<std::uint32_t> seen_;
+  // Decayed sums over (x = rows - 1, y = seconds).
+  double w_ = 0, x_ = 0, y_ = 0, xx_ = 0, xy_ = 0;
 };
 
 }  // namespace graft
