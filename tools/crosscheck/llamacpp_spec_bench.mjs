@@ -28,6 +28,9 @@
 //   (default 16, graft's max_draft), copying on past the end of the sequence (a period repeats).
 //   One chain, no tree (graft's drafter proposes up to 3 branches).
 //
+// --model: what llama.cpp reads. For the zoo model that is a copy without its MTP (nextn) block
+// (gguf_strip_nextn.mjs): llama.cpp's qwen3 loader refuses tensors it does not use.
+//
 // The prompt: --file is read like `graft run -f`: one trailing newline (and then one carriage
 // return) dropped, tokenized with llama_tokenize(add_special=false, parse_special=false), BOS
 // prepended when the vocabulary asks for it (the zoo vocabulary does not). --prompt-ids is used
@@ -280,6 +283,7 @@ for (const m of modes) {
 
 const result = {
   engine: `llama.cpp (node-llama-cpp ${nodeLlamaCpp.getModuleVersion ? await nodeLlamaCpp.getModuleVersion() : ""} prebuilt CPU)`.replace("  ", " "),
+  node_modules: process.env.CROSSCHECK_NODE_MODULES ?? "tools/crosscheck/node_modules",
   model: args.model,
   prompt_file: args.file ?? null,
   threads,
