@@ -12,9 +12,12 @@ process.env.NODE_LLAMA_CPP_GPU = "false";
 // node_modules: compare.sh points it at a copy whose prebuilt package offers ggml only one CPU
 // variant (see compare.sh --llama-cpu). The binaries are the same registry package's.
 const nlcDir = process.env.CROSSCHECK_NODE_MODULES;
-const { getLlama, LlamaLogLevel } = await import(
+// nodeLlamaCpp: the whole module, for scripts that need more than the helpers below (e.g. the
+// token predictors in llamacpp_spec_bench.mjs), loaded from the same place.
+export const nodeLlamaCpp = await import(
   nlcDir ? pathToFileURL(path.join(nlcDir, "node-llama-cpp", "dist", "index.js")).href : "node-llama-cpp"
 );
+const { getLlama, LlamaLogLevel } = nodeLlamaCpp;
 
 // Minimal "--key value" / "-n value" / "--flag" parser. `spec` maps option names (without dashes)
 // to "string" | "int" | "bool"; `aliases` maps short names to long ones.
