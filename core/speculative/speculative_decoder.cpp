@@ -191,7 +191,10 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   }
   const double verify_seconds = since(t0);
   stats_.verify_seconds += verify_seconds;
-  if (stats_.rounds > 0) cost_.record(n_rows, verify_seconds);  // the first pass pays for warming caches
+  // The first passes, and the first pass of more rows than any before, pay for warming caches and
+  // growing scratch memory: they would teach the cost model a slope the machine does not have.
+  if (stats_.rounds >= 4 && n_rows <= widest_pass_) cost_.record(n_rows, verify_seconds);
+  widest_pass_ = std::max(widest_pass_, n_rows);
 
   // 3. Accept: the walk draws the target's tokens as plain decoding would.
   t0 = Clock::now();

@@ -65,6 +65,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   AcceptanceModel acceptance_;
   std::uint32_t starved_ = 0;  // rounds in a row that verified no draft although some were proposed
   std::uint32_t explore_ = 0;
+  std::uint32_t widest_pass_ = 0;  // most rows of a verify pass so far
   std::vector<DraftTree> trees_;
   TokenTree tree_;
   std::vector<TokenId> context_, verify_tokens_;

@@ -5,7 +5,7 @@
 namespace graft {
 
 namespace {
-constexpr double kDecay = 0.98;      // weight of a pass 1 pass older (about the last 50 count)
+constexpr double kDecay = 0.95;      // weight of a pass 1 pass older (about the last 20 count)
 constexpr double kPriorSlope = 0.1;  // b / a before two sizes have been measured
 }  // namespace
 

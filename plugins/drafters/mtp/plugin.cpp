@@ -18,7 +18,7 @@ class MtpFactory final : public graft::DrafterFactory {
 
 const graft::ConfigKeySpec kKeys[] = {
     {"max_draft", graft::ConfigType::integer, "draft steps per round (default 3)", 1, 16, false},
-    {"p_min", graft::ConfigType::real, "stop drafting when the head's top probability is below this (default 0.05)", 0,
+    {"p_min", graft::ConfigType::real, "stop drafting when the head's top probability is below this (default 0: the adaptive verify budget already leaves unlikely drafts out; a higher value saves their draft steps)", 0,
      1, false},
     {"top_k", graft::ConfigType::integer,
      "first-step candidates proposed side by side (a tree; 1 = a chain, the default)", 1, 8, false},
@@ -28,7 +28,7 @@ graft::PluginObject* create(const graft::HostServices&, const graft::Config& con
   return graft::guarded_create(error, [&]() -> graft::PluginObject* {
     graft::mtp::MtpOptions o;
     o.max_draft = static_cast<std::uint32_t>(config.get_int("max_draft").value_or(3));
-    o.p_min = static_cast<float>(config.get_real("p_min").value_or(0.05));
+    o.p_min = static_cast<float>(config.get_real("p_min").value_or(0.0));
     o.top_k = static_cast<std::uint32_t>(config.get_int("top_k").value_or(1));
     return new MtpFactory(o);
   });

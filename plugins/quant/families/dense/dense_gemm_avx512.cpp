@@ -71,7 +71,7 @@ struct Avx512 {
 
 template <DenseType T>
 void gemm(const GemmArgs& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  walk_tiles<Avx512<T>, 4, 2>(a, r0, r1, c0, c1);
+  walk_tiles<Avx512<T>, 4, 4>(a, r0, r1, c0, c1);
 }
 
 }  // namespace
