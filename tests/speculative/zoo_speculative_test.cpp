@@ -207,3 +207,25 @@ TEST(MtpDrafter, ProposalsEqualThePyTorchFixtures) {
   }
   EXPECT_EQ(case_no, fx["cases"].size());
 }
+
+// Near the end of the context the budget shrinks to plain decode steps: the same tokens and the
+// same finish reason (a full context), never an error.
+TEST(ContextLimit, RoundsShrinkToPlainStepsAtTheEndOfTheContext) {
+  auto p = pipeline("", "f32", nullptr, 160);
+  ASSERT_TRUE(p);
+  auto both = drafters(*p, {drafter("ngram"), drafter("mtp")});
+  ASSERT_TRUE(both);
+  const auto prompts = corpus();
+  for (std::size_t i : {2u, 20u, 33u}) {
+    const auto prompt = tokenize(*p, prompts[i].second);
+    ASSERT_LT(prompt.size(), 150u) << prompts[i].first;
+    const Generated plain = generate(*p, prompt, greedy(), -1, nullptr);
+    auto decoder = both->new_decoder();
+    ASSERT_TRUE(decoder);
+    const Generated spec = generate(*p, prompt, greedy(), -1, decoder->get());
+    EXPECT_EQ(plain.stats.stop, FinishReason::context_full) << prompts[i].first;
+    EXPECT_EQ(spec.stats.stop, plain.stats.stop) << prompts[i].first;
+    EXPECT_EQ(spec.ids, plain.ids) << prompts[i].first;
+    EXPECT_EQ(spec.session_tokens, plain.session_tokens);
+  }
+}
