@@ -82,6 +82,7 @@ Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline, std
   d->options_.max_depth = static_cast<std::uint32_t>(profile.speculative.max_depth);
   d->options_.adaptive = profile.speculative.adaptive;
   d->n_vocab_ = pipeline.model().params().n_vocab;
+  d->n_layers_ = pipeline.model().params().n_main_layers();
   // A verify pass is one forward pass: the pending token and every node in one batch.
   if (d->options_.max_nodes + 1 > pipeline.max_batch())
     return Status(Errc::invalid_argument,
@@ -133,6 +134,12 @@ Expected<std::unique_ptr<SpeculativeDecoder>> Drafters::new_decoder() const {
     }
     if (!made) return Status(made.status().code(), fmt::format("drafter '{}': {}", e.name, made.status().message()));
     slots.emplace_back(e.name, e.library->adopt(std::move(*made)), n_vocab_);
+    // Taps the forward pass cannot give would fail every verify pass: refuse them now.
+    for (std::int32_t tap : slots.back().needs().taps)
+      if (tap < 0 || static_cast<std::uint32_t>(tap) > n_layers_)
+        return Status(Errc::out_of_range,
+                      fmt::format("drafter '{}' asks for hidden-state tap {}, but the model has taps 0..{} (layer inputs, "
+                                  "then the output)", e.name, tap, n_layers_));
   }
   return std::make_unique<SpeculativeDecoder>(std::move(slots), options_);
 }

@@ -45,6 +45,7 @@ class Drafters {
   std::unique_ptr<PipelineDrafterHost> host_;
   SpeculativeOptions options_;
   std::uint32_t n_vocab_ = 0;
+  std::uint32_t n_layers_ = 0;
 };
 
 }  // namespace graft

@@ -30,7 +30,6 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
     if (d.needs().normed_output) idx.push_back(static_cast<std::uint32_t>(taps_.size()));  // the block after the taps
     tap_of_.push_back(std::move(idx));
   }
-  any_hidden_ = !taps_.empty() || normed_;
   trees_.resize(drafters_.size());
 }
 

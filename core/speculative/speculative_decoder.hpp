@@ -51,7 +51,6 @@ class SpeculativeDecoder final : public TokenDecoder {
   std::vector<std::int32_t> taps_;
   bool normed_ = false;
   std::vector<std::vector<std::uint32_t>> tap_of_;
-  bool any_hidden_ = false;
 
   // The prompt's last prefill piece waits for the first step: its pending token is the first
   // sampled one.

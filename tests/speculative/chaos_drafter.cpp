@@ -16,6 +16,7 @@ class Chaos final : public graft::Drafter {
     if (mode_ == "throw_needs") throw std::runtime_error("needs exploded");
     graft::DrafterNeeds n;
     n.taps = {0, 2};  // ask for hidden states too, so the handing-over runs
+    if (mode_ == "bad_tap") n.taps = {99};
     n.normed_output = true;
     return n;
   }

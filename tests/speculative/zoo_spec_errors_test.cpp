@@ -113,16 +113,17 @@ TEST(SpeculativeErrors, MisbehavingDrafterNeverChangesTheOutput) {
     if (*m.warning) EXPECT_NE(r.output.find(m.warning), std::string::npos) << m.mode << ": " << r.output;
     else EXPECT_EQ(r.output.find("drafter 'chaos' failed"), std::string::npos) << r.output;
   }
-  for (const char* mode : {"throw_create", "error_create"}) {
+  for (const char* mode : {"throw_create", "error_create", "bad_tap"}) {
     const auto profile = dir.path() / (std::string(mode) + ".toml");
     std::ofstream(profile) << "plugin_dirs = [\"" << CHAOS_PLUGIN_DIR << "\"]\n[speculative]\nenabled = true\n\n"
                            << "[[drafter]]\nname = \"chaos\"\nmode = \"" << mode << "\"\n";
     auto r = run_command(graft_run("--profile " + profile.string() + " " + prompt));
     EXPECT_EQ(r.exit_code, 1) << mode << ": " << r.output;
-    EXPECT_NE(r.output.find(std::string("drafter 'chaos': ") +
-                            (std::string(mode) == "throw_create" ? "exception: create exploded" : "this target is not for me")),
-              std::string::npos)
-        << r.output;
+    const std::string want = std::string(mode) == "throw_create"   ? "drafter 'chaos': exception: create exploded"
+                             : std::string(mode) == "error_create" ? "drafter 'chaos': this target is not for me"
+                                                                   : "drafter 'chaos' asks for hidden-state tap 99, but the "
+                                                                     "model has taps 0..4 (layer inputs, then the output)";
+    EXPECT_NE(r.output.find("graft run: " + want + "\n"), std::string::npos) << r.output;
   }
 }
 
