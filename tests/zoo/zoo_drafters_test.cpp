@@ -1,7 +1,8 @@
 // The zoo's drafters as files: the DFlash2 GGUF's metadata and tensors (llama.cpp's `dflash`
-// convention) and the drafter fixtures written by tools/zoo/drafter_fixtures.py. graft has no MTP
-// or DFlash2 drafter yet (the speculative issue); until then these tests pin the files those
-// drafters will be checked against, and that the fixtures continue graft's own target.
+// convention) and the drafter fixtures written by tools/zoo/drafter_fixtures.py: these tests pin
+// the files the drafters are checked against, and that the fixtures continue graft's own target.
+// The mtp drafter's proposals are checked against zoo-mtp.* in tests/speculative; graft has no
+// DFlash2 drafter yet (the next issue).
 #include <gtest/gtest.h>
 
 #include <fstream>
