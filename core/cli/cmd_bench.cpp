@@ -15,7 +15,6 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/run_support.hpp"
-#include "speculative/drafters.hpp"
 
 namespace graft::cli {
 
@@ -100,20 +99,12 @@ int cmd_bench(const Args& args) {
     return 1;
   }
   Session& s = **session;
-  auto drafters = Drafters::load(p);
-  if (!drafters) {
-    std::fprintf(stderr, "graft bench: %s\n", drafters.status().message().c_str());
+  auto made = speculative_decoder(p);
+  if (!made) {
+    std::fprintf(stderr, "graft bench: %s\n", made.status().message().c_str());
     return 1;
   }
-  std::unique_ptr<SpeculativeDecoder> decoder;
-  if (*drafters) {
-    auto made = (*drafters)->new_decoder();
-    if (!made) {
-      std::fprintf(stderr, "graft bench: %s\n", made.status().message().c_str());
-      return 1;
-    }
-    decoder = std::move(*made);
-  }
+  std::unique_ptr<SpeculativeDecoder> decoder = std::move(*made);
   auto samples = measure_speed(s, prompt, G, reps, decoder.get());
   const auto verify_rows = vm["verify-cost"].as<std::int64_t>();
   std::vector<double> verify;

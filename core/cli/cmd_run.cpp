@@ -8,7 +8,6 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/run_support.hpp"
-#include "speculative/drafters.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace graft::cli {
@@ -76,20 +75,12 @@ int cmd_run(const Args& args) {
     return 1;
   }
   // Speculation, when the profile or --draft asks for it: drafters of this session's own.
-  auto drafters = Drafters::load(p);
-  if (!drafters) {
-    std::fprintf(stderr, "graft run: %s\n", drafters.status().message().c_str());
+  auto made = speculative_decoder(p);
+  if (!made) {
+    std::fprintf(stderr, "graft run: %s\n", made.status().message().c_str());
     return 1;
   }
-  std::unique_ptr<SpeculativeDecoder> decoder;
-  if (*drafters) {
-    auto made = (*drafters)->new_decoder();
-    if (!made) {
-      std::fprintf(stderr, "graft run: %s\n", made.status().message().c_str());
-      return 1;
-    }
-    decoder = std::move(*made);
-  }
+  std::unique_ptr<SpeculativeDecoder> decoder = std::move(*made);
   Session& s = **session;
   const bool json = vm.count("json") > 0;
   GenerationOptions gen;

@@ -7,7 +7,16 @@
 #include <cstdio>
 #include <iostream>
 
+#include "speculative/drafters.hpp"
+
 namespace graft::cli {
+
+Expected<std::unique_ptr<SpeculativeDecoder>> speculative_decoder(const Pipeline& pipeline) {
+  auto drafters = Drafters::load(pipeline);
+  if (!drafters) return std::move(drafters).status();
+  if (!*drafters) return std::unique_ptr<SpeculativeDecoder>();
+  return (*drafters)->new_decoder();
+}
 
 std::optional<ParsedCommand> parse_command(const char* name, const Args& args, po::options_description& desc,
                                            int& exit_code) {

@@ -10,6 +10,7 @@
 #include "cli/options.hpp"
 
 #include "engine/pipeline.hpp"
+#include "speculative/speculative_decoder.hpp"
 
 namespace graft::cli {
 
@@ -26,6 +27,10 @@ std::optional<ParsedCommand> parse_command(const char* name, const Args& args, p
 
 // Builds the pipeline, drawing load progress on stderr when it is a terminal.
 Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::uint32_t max_batch);
+
+// The speculative decoder the profile asks for (its drafters loaded and made for one sequence), or
+// null when it does not speculate. Errors are one line naming the drafter.
+Expected<std::unique_ptr<SpeculativeDecoder>> speculative_decoder(const Pipeline& pipeline);
 
 // "1 2 3" or "1,2,3" -> ids; each must be inside the vocabulary.
 Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::size_t n_vocab);

@@ -92,7 +92,7 @@ Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline, std
                               pipeline.max_batch()));
   if (profile.drafters.size() > 64)
     return Status(Errc::invalid_argument, "more than 64 drafters in one round are not supported");
-  d->host_ = std::make_unique<PipelineDrafterHost>(pipeline);
+  d->host_ = std::make_shared<PipelineDrafterHost>(pipeline);
   for (const PluginChoice& choice : profile.drafters) {
     for (const Entry& e : d->entries_)
       if (e.name == choice.name)
@@ -108,10 +108,6 @@ Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline, std
                                                          choice.name, factory.status().message()));
     d->entries_.push_back(Entry{choice.name, std::move(*factory), *lib});
   }
-  // Each drafter is made once now, so a drafter that cannot serve this target (mtp on a file
-  // without nextn blocks) fails before the first token.
-  auto probe = d->new_decoder();
-  if (!probe) return std::move(probe).status();
   return d;
 }
 
@@ -141,7 +137,9 @@ Expected<std::unique_ptr<SpeculativeDecoder>> Drafters::new_decoder() const {
                       fmt::format("drafter '{}' asks for hidden-state tap {}, but the model has taps 0..{} (layer inputs, "
                                   "then the output)", e.name, tap, n_layers_));
   }
-  return std::make_unique<SpeculativeDecoder>(std::move(slots), options_);
+  // The drafters' makers stay alive with them (a drafter may keep a reference to its host).
+  auto owners = std::make_shared<std::pair<std::vector<Entry>, std::shared_ptr<PipelineDrafterHost>>>(entries_, host_);
+  return std::make_unique<SpeculativeDecoder>(std::move(slots), options_, std::move(owners));
 }
 
 }  // namespace graft

@@ -31,7 +31,10 @@ class Drafters {
 
   std::vector<std::string> names() const;
   const SpeculativeOptions& options() const { return options_; }
-  // Drafters for one sequence (each factory's create(); a failure names the drafter).
+  // Drafters for one sequence (each factory's create(); a failure names the drafter: mtp on a
+  // file without nextn blocks, a tap the model cannot give). Callers make the first before the
+  // first token, so such errors come before any output. The decoder keeps the factories and the
+  // host alive, so it may outlive this object (not the pipeline).
   Expected<std::unique_ptr<SpeculativeDecoder>> new_decoder() const;
 
  private:
@@ -42,7 +45,7 @@ class Drafters {
     std::shared_ptr<PluginLibrary> library;
   };
   std::vector<Entry> entries_;
-  std::unique_ptr<PipelineDrafterHost> host_;
+  std::shared_ptr<PipelineDrafterHost> host_;
   SpeculativeOptions options_;
   std::uint32_t n_vocab_ = 0;
   std::uint32_t n_layers_ = 0;

@@ -14,8 +14,9 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
-SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options)
-    : drafters_(std::move(drafters)), options_(options), acceptance_(drafters_.size()) {
+SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options,
+                                       std::shared_ptr<const void> owners)
+    : owners_(std::move(owners)), drafters_(std::move(drafters)), options_(options), acceptance_(drafters_.size()) {
   for (const DrafterSlot& d : drafters_) {
     taps_.insert(taps_.end(), d.needs().taps.begin(), d.needs().taps.end());
     normed_ = normed_ || d.needs().normed_output;

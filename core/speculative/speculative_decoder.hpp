@@ -29,7 +29,10 @@ struct SpeculativeOptions {
 
 class SpeculativeDecoder final : public TokenDecoder {
  public:
-  SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options);
+  // owners: what the drafters may still refer to (their factories, the DrafterHost they were made
+  // with), kept alive as long as the decoder.
+  SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options,
+                     std::shared_ptr<const void> owners = nullptr);
 
   Status prefill(Session& session, std::span<const TokenId> prompt) override;
   Status step(Session& session, Sampler& sampler, TokenId pending, std::uint32_t max_new,
@@ -45,6 +48,7 @@ class SpeculativeDecoder final : public TokenDecoder {
                           std::span<const std::uint32_t> rows, std::uint32_t n_embd);
   void sync_stats();
 
+  std::shared_ptr<const void> owners_;  // declared first: destroyed after the drafters
   std::vector<DrafterSlot> drafters_;
   SpeculativeOptions options_;
   // Taps the verify pass computes: the union of the drafters' (tap_of_[d] indexes it).
