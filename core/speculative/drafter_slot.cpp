@@ -4,38 +4,25 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <exception>
 
 namespace graft {
 
 DrafterSlot::DrafterSlot(std::string name, std::shared_ptr<Drafter> drafter, std::uint32_t n_vocab)
     : name_(std::move(name)), drafter_(std::move(drafter)), n_vocab_(n_vocab) {
   stats_.name = name_;
-  try {
+  needs_ok_ = guarded("needs()", true, [&] {
     needs_ = drafter_->needs();
-  } catch (const std::exception& e) {
-    spdlog::warn("drafter '{}' failed in needs(): {}; disabled", name_, e.what());
-    active_ = false;
-  } catch (...) {
-    spdlog::warn("drafter '{}' failed in needs(): unknown exception; disabled", name_);
-    active_ = false;
-  }
+    return Status::success();
+  });
 }
 
 template <class F>
 bool DrafterSlot::guarded(const char* what, bool disable_on_failure, F&& fn) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::string why;
-  try {
-    Status st = fn();
-    if (!st.ok()) why = st.message();
-  } catch (const std::exception& e) {
-    why = fmt::format("exception: {}", e.what());
-  } catch (...) {
-    why = "unknown exception";
-  }
+  const Status st = catch_plugin_exceptions(fn);
+  const std::string why = st.message();
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (why.empty()) return true;
+  if (st.ok()) return true;
   ++stats_.failures;
   if (disable_on_failure) {
     active_ = false;
@@ -50,8 +37,8 @@ bool DrafterSlot::guarded(const char* what, bool disable_on_failure, F&& fn) {
 
 void DrafterSlot::restart() {
   warned_ = false;
-  active_ = true;
-  guarded("truncate(0)", true, [&] { return drafter_->truncate(0); });
+  active_ = needs_ok_;
+  if (active_) guarded("truncate(0)", true, [&] { return drafter_->truncate(0); });
 }
 
 void DrafterSlot::begin(const CommitInfo& info) {

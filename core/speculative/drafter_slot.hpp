@@ -8,10 +8,27 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
+#include <exception>
+
 #include "graft/drafter.hpp"
 #include "speculative/spec_stats.hpp"
 
 namespace graft {
+
+// Runs fn, a call into plugin code returning Status or Expected<T>, turning any exception it
+// throws into that type's error ("exception: WHAT" or "unknown exception").
+template <class F>
+auto catch_plugin_exceptions(F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return Status(Errc::internal, fmt::format("exception: {}", e.what()));
+  } catch (...) {
+    return Status(Errc::internal, "unknown exception");
+  }
+}
 
 class DrafterSlot {
  public:
@@ -41,6 +58,7 @@ class DrafterSlot {
   std::uint32_t n_vocab_;
   DrafterNeeds needs_;
   bool active_ = true;
+  bool needs_ok_ = true;  // false: needs() failed, so the drafter stays off for every sequence
   bool warned_ = false;  // one warning per sequence for proposals
   DrafterStats stats_;
 };

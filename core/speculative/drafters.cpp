@@ -111,23 +111,10 @@ Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline, std
   return d;
 }
 
-std::vector<std::string> Drafters::names() const {
-  std::vector<std::string> out;
-  for (const Entry& e : entries_) out.push_back(e.name);
-  return out;
-}
-
 Expected<std::unique_ptr<SpeculativeDecoder>> Drafters::new_decoder() const {
   std::vector<DrafterSlot> slots;
   for (const Entry& e : entries_) {
-    Expected<std::unique_ptr<Drafter>> made = Status(Errc::internal, "not made");
-    try {
-      made = e.factory->create(*host_);
-    } catch (const std::exception& ex) {
-      made = Status(Errc::internal, fmt::format("exception: {}", ex.what()));
-    } catch (...) {
-      made = Status(Errc::internal, "unknown exception");
-    }
+    auto made = catch_plugin_exceptions([&] { return e.factory->create(*host_); });
     if (!made) return Status(made.status().code(), fmt::format("drafter '{}': {}", e.name, made.status().message()));
     slots.emplace_back(e.name, e.library->adopt(std::move(*made)), n_vocab_);
     // Taps the forward pass cannot give would fail every verify pass: refuse them now.

@@ -29,8 +29,6 @@ class Drafters {
                                                   const SpeculativeSettings& settings);
   ~Drafters();
 
-  std::vector<std::string> names() const;
-  const SpeculativeOptions& options() const { return options_; }
   // Drafters for one sequence (each factory's create(); a failure names the drafter: mtp on a
   // file without nextn blocks, a tap the model cannot give). Callers make the first before the
   // first token, so such errors come before any output. The decoder keeps the factories and the

@@ -103,7 +103,8 @@ TEST(SpeculativeErrors, MisbehavingDrafterNeverChangesTheOutput) {
                                            "for this sequence (output is unaffected)"},
                        Mode{"error_accept", "drafter 'chaos' failed in accept: accept failed on purpose; disabled"},
                        Mode{"throw_accept", "drafter 'chaos' failed in accept: unknown exception; disabled"},
-                       Mode{"throw_needs", "drafter 'chaos' failed in needs(): needs exploded; disabled"}}) {
+                       Mode{"throw_needs", "drafter 'chaos' failed in needs(): exception: needs exploded; disabled for "
+                                           "this sequence (output is unaffected)"}}) {
     const auto profile = dir.path() / (std::string(m.mode) + ".toml");
     std::ofstream(profile) << "plugin_dirs = [\"" << CHAOS_PLUGIN_DIR << "\"]\n[speculative]\nenabled = true\n\n"
                            << "[[drafter]]\nname = \"chaos\"\nmode = \"" << m.mode << "\"\n";
