@@ -33,8 +33,7 @@ Expected<std::vector<SpeedSample>> measure_speed(Session& s, std::span<const Tok
     t0 = std::chrono::steady_clock::now();
     TokenId pending = greedy.sample(s.logits(), s.tokens());
     for (std::int64_t produced = 1; produced < gen_tokens; produced += static_cast<std::int64_t>(out.size())) {
-      // The same room rule as Session::generate.
-      const std::int64_t room = std::int64_t(s.capacity()) - 1 - std::int64_t(s.tokens().size());
+      const std::int64_t room = s.room();
       if (room < 1) return Status(Errc::out_of_range, "measure_speed: the context is too small for the tokens asked");
       out.clear();
       GRAFT_TRY(decoder->step(s, greedy, pending, static_cast<std::uint32_t>(std::min(room, gen_tokens - produced)), out));

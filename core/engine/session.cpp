@@ -220,13 +220,13 @@ Status Session::generate(std::span<const TokenId> prompt, const GenerationOption
   } else if (emit(pending = sampler_->sample(logits_, tokens_))) {
     for (;;) {
       // The token after `pending` has no slot left to be sampled from.
-      if (tokens_.size() + 1 >= capacity()) {
+      if (room() == 0) {
         stats.stop = FinishReason::context_full;
         break;
       }
-      // Every token a step returns but the last is committed: at most the appends plain decoding
-      // could still make (it appends while tokens + 1 < capacity), and no more than max_tokens wants.
-      std::uint64_t max_new = capacity() - 1 - tokens_.size();
+      // Every token a step returns but the last is committed: at most room(), and no more than
+      // max_tokens wants.
+      std::uint64_t max_new = room();
       if (max_tokens >= 0) max_new = std::min<std::uint64_t>(max_new, max_tokens - stats.generated_tokens);
       out.clear();
       st = decoder->step(*this, *sampler_, pending, static_cast<std::uint32_t>(max_new), out);

@@ -73,6 +73,11 @@ class Session {
   KvStore& kv() { return *kv_; }
   Workspace& workspace() { return *ws_; }
   std::uint32_t capacity() const { return kv_->geometry().capacity; }
+  // Tokens decoding may still commit: it commits a pending token while the one after it has a slot
+  // to be sampled from (committed + 1 < capacity). A decoder step returns at most this many.
+  std::uint32_t room() const {
+    return tokens_.size() + 1 < capacity() ? capacity() - 1 - static_cast<std::uint32_t>(tokens_.size()) : 0;
+  }
   std::uint32_t max_batch() const { return max_batch_; }
   // Tokens committed to the KV store, in order.
   std::span<const TokenId> tokens() const { return tokens_; }

@@ -85,24 +85,28 @@ Status SpeculativeDecoder::prefill(Session& s, std::span<const TokenId> prompt) 
     all_rows_.resize(n);
     std::iota(all_rows_.begin(), all_rows_.end(), 0u);
     GRAFT_TRY(s.commit_rows(batch.tokens, all_rows_, held_.logits));
-    const bool final_piece = pos + n == prompt.size();
-    if (final_piece) {
+    if (pos + n == prompt.size()) {
       begin_pending_ = true;
       begin_first_ = n_past;
-      held_rows_ = n;
       break;
     }
-    CommitInfo info;
-    const auto context = prompt.first(pos + n + 1);  // the next prompt token is this piece's pending one
-    info.context = context;
-    info.n_committed = n_past + n;
-    info.first = n_past;
-    for (std::size_t d = 0; d < drafters_.size(); ++d) {
-      info.hidden = hidden_for(d, held_, n, all_rows_, E);
-      drafters_[d].begin(info);
-    }
+    begin_drafters(prompt.first(pos + n + 1), n_past, E);  // the next prompt token is this piece's pending one
   }
   return Status::success();
+}
+
+void SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t n_embd) {
+  CommitInfo info;
+  info.context = context;
+  info.n_committed = static_cast<std::uint32_t>(context.size() - 1);
+  info.first = first;
+  const std::uint32_t n_rows = info.n_committed - first;  // held_'s rows: the piece's tokens
+  all_rows_.resize(n_rows);
+  std::iota(all_rows_.begin(), all_rows_.end(), 0u);
+  for (std::size_t d = 0; d < drafters_.size(); ++d) {
+    info.hidden = hidden_for(d, held_, n_rows, all_rows_, n_embd);
+    drafters_[d].begin(info);
+  }
 }
 
 Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, std::uint32_t max_new,
@@ -117,16 +121,7 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   // The prompt's last piece reaches the drafters now that its pending token is known.
   if (begin_pending_) {
     begin_pending_ = false;
-    all_rows_.resize(held_rows_);
-    std::iota(all_rows_.begin(), all_rows_.end(), 0u);
-    CommitInfo info;
-    info.context = context_;
-    info.n_committed = n_past;
-    info.first = begin_first_;
-    for (std::size_t d = 0; d < drafters_.size(); ++d) {
-      info.hidden = hidden_for(d, held_, held_rows_, all_rows_, E);
-      drafters_[d].begin(info);
-    }
+    begin_drafters(context_, begin_first_, E);
   }
 
   // 1. Draft: the budget is what the round may verify and commit (max_new - 1 drafts at most:

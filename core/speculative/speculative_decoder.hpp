@@ -47,6 +47,8 @@ class SpeculativeDecoder final : public TokenDecoder {
   HiddenStates hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
                           std::span<const std::uint32_t> rows, std::uint32_t n_embd);
   void sync_stats();
+  // Hands the prompt piece in held_ (tokens context[first, size - 1)) to every drafter's begin.
+  void begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t n_embd);
 
   std::shared_ptr<const void> owners_;  // declared first: destroyed after the drafters
   std::vector<DrafterSlot> drafters_;
@@ -61,7 +63,6 @@ class SpeculativeDecoder final : public TokenDecoder {
   bool begin_pending_ = false;
   std::uint32_t begin_first_ = 0;
   ForwardOutput held_;
-  std::uint32_t held_rows_ = 0;
 
   SpeculativeStats stats_;
   VerifyCost cost_;
