@@ -90,7 +90,7 @@ graft="$build/bin/graft"
 [[ -x $graft ]] || die "no graft binary at $graft (build it, or pass --build DIR)"
 [[ -f $model ]] || die "no model at $model"
 [[ -d $xc/node_modules/node-llama-cpp ]] || die "run tools/crosscheck/setup.sh first (node-llama-cpp is not installed)"
-# shellcheck source=../../tools/crosscheck/llama_cpu.sh
+# shellcheck source-path=SCRIPTDIR source=../../tools/crosscheck/llama_cpu.sh
 source "$xc/llama_cpu.sh"
 llama_cpu_select "$xc" "$llama_cpu" llamacpp_side_by_side.sh || exit 2
 
@@ -114,21 +114,9 @@ if ((llama_fix)); then
   export CROSSCHECK_NODE_MODULES="$fdir/node_modules"
 fi
 
-prompts_dir="$here/prompts"
-all_categories=(code_new code_repeat structured free)
-if [[ -n $categories ]]; then IFS=, read -r -a cats <<<"$categories"; else cats=("${all_categories[@]}"); fi
-prompts=()
-for c in "${cats[@]}"; do
-  [[ -d $prompts_dir/$c ]] || die "no category '$c' (there are: ${all_categories[*]})"
-  k=0
-  for f in "$prompts_dir/$c"/*.txt; do
-    [[ -e $f ]] || continue
-    ((limit == 0 || k < limit)) || break
-    prompts+=("$f")
-    k=$((k + 1))
-  done
-done
-((${#prompts[@]})) || die "no prompts selected"
+# shellcheck source-path=SCRIPTDIR source=select_prompts.sh
+source "$here/select_prompts.sh"
+select_prompts "$categories" "$limit"
 
 mkdir -p "$out"
 rm -f "$out"/*.json "$out"/*.err "$out/runs.tsv" "$out/summary.md"

@@ -72,25 +72,9 @@ graft="$build/bin/graft"
 mkdir -p "$(dirname "$out")"
 : >"$out"
 
-prompts_dir="$here/prompts"
-all_categories=(code_new code_repeat structured free)
-if [[ -n $categories ]]; then
-  IFS=, read -r -a cats <<<"$categories"
-else
-  cats=("${all_categories[@]}")
-fi
-prompts=()
-for c in "${cats[@]}"; do
-  [[ -d $prompts_dir/$c ]] || die "no category '$c' (there are: ${all_categories[*]})"
-  k=0
-  for f in "$prompts_dir/$c"/*.txt; do
-    [[ -e $f ]] || continue
-    ((limit == 0 || k < limit)) || break
-    prompts+=("$f")
-    k=$((k + 1))
-  done
-done
-((${#prompts[@]})) || die "no prompts selected"
+# shellcheck source-path=SCRIPTDIR source=select_prompts.sh
+source "$here/select_prompts.sh"
+select_prompts "$categories" "$limit"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
