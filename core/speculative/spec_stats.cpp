@@ -14,9 +14,8 @@ namespace {
 nlohmann::json depth_json(const DepthCounts& d) {
   auto j = nlohmann::json::array();
   for (std::size_t i = 0; i < d.proposed.size(); ++i) {
-    const std::uint64_t acc = i < d.accepted.size() ? d.accepted[i] : 0;
-    j.push_back({{"depth", i + 1}, {"proposed", d.proposed[i]}, {"accepted", acc},
-                 {"acceptance", d.proposed[i] ? double(acc) / double(d.proposed[i]) : 0.0}});
+    j.push_back({{"depth", i + 1}, {"proposed", d.proposed[i]}, {"accepted", d.accepted[i]},
+                 {"acceptance", d.proposed[i] ? double(d.accepted[i]) / double(d.proposed[i]) : 0.0}});
   }
   return j;
 }
@@ -54,8 +53,8 @@ std::string format_stats(const SpeculativeStats& s) {
                        d.failures ? fmt::format(", {} failed calls", d.failures) : "");
   std::string depths;
   for (std::size_t i = 0; i < s.depth.proposed.size(); ++i) {
-    const std::uint64_t acc = i < s.depth.accepted.size() ? s.depth.accepted[i] : 0;
-    depths += fmt::format(" {}:{:.0f}%", i + 1, s.depth.proposed[i] ? 100.0 * double(acc) / double(s.depth.proposed[i]) : 0.0);
+    depths += fmt::format(" {}:{:.0f}%", i + 1,
+                          s.depth.proposed[i] ? 100.0 * double(s.depth.accepted[i]) / double(s.depth.proposed[i]) : 0.0);
   }
   if (!depths.empty()) out += "  acceptance by depth:" + depths + "\n";
   const double total = s.draft_seconds + s.verify_seconds + s.accept_seconds + s.rollback_seconds;

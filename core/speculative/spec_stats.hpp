@@ -12,10 +12,12 @@
 namespace graft {
 
 struct DepthCounts {
-  std::vector<std::uint64_t> proposed, accepted;  // [depth - 1]
-  void add(std::vector<std::uint64_t>& v, std::uint32_t depth, std::uint64_t n = 1) {
-    if (v.size() < depth) v.resize(depth, 0);
-    v[depth - 1] += n;
+  std::vector<std::uint64_t> proposed, accepted;  // [depth - 1], both as long
+  // One verified node at this depth.
+  void count(std::uint32_t depth, bool was_accepted) {
+    if (proposed.size() < depth) proposed.resize(depth, 0), accepted.resize(depth, 0);
+    ++proposed[depth - 1];
+    accepted[depth - 1] += was_accepted ? 1 : 0;
   }
 };
 

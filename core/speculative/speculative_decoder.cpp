@@ -237,22 +237,19 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   stats_.emitted += walk.path.size() + 1;
   std::vector<char> on_path(tree_.size(), 0);
   for (std::int32_t node : walk.path) on_path[static_cast<std::size_t>(node)] = 1;
+  std::vector<char> proposed_any(drafters_.size(), 0);
   for (std::size_t i = 0; i < tree_.size(); ++i) {
-    stats_.depth.add(stats_.depth.proposed, tree_.depth(i));
-    if (on_path[i]) stats_.depth.add(stats_.depth.accepted, tree_.depth(i));
+    stats_.depth.count(tree_.depth(i), on_path[i]);
     for (std::size_t d = 0; d < drafters_.size(); ++d) {
       if (!(tree_.proposers(i) >> (d % 64) & 1)) continue;
       DrafterStats& ds = stats_.drafters[d];
       ++ds.proposed;
-      ds.depth.add(ds.depth.proposed, tree_.depth(i));
-      if (on_path[i]) ++ds.accepted, ds.depth.add(ds.depth.accepted, tree_.depth(i));
+      ds.accepted += on_path[i] ? 1 : 0;
+      ds.depth.count(tree_.depth(i), on_path[i]);
+      proposed_any[d] = 1;
     }
   }
-  for (std::size_t d = 0; d < drafters_.size(); ++d) {
-    bool any = false;
-    for (std::size_t i = 0; i < tree_.size() && !any; ++i) any = tree_.proposers(i) >> (d % 64) & 1;
-    if (any) ++stats_.drafters[d].rounds;
-  }
+  for (std::size_t d = 0; d < drafters_.size(); ++d) stats_.drafters[d].rounds += proposed_any[d] ? 1 : 0;
   sync_stats();
   acceptance_.learn(tree_, proposals, on_path);
 
