@@ -12,7 +12,8 @@ using namespace quant_test;
 
 namespace {
 
-constexpr std::int64_t kK = 1024, kM = 1001, kN = 16;  // m not a multiple of the row tile
+// m not a multiple of any row tile; n above the kernels' small-batch widths (up to 16 columns)
+constexpr std::int64_t kK = 1024, kM = 1001, kN = 24;
 
 struct Fixture {
   std::vector<std::uint8_t> q;
@@ -48,7 +49,8 @@ TEST(Determinism, IndependentOfBatchSizePositionAndThreads) {
         for (std::int64_t c = 0; c < kN; ++c)
           ASSERT_TRUE(same_bits(slice(*f, *cpu(t), fx, c, 1).data(), full.data() + c * kM, kM))
               << "column " << c << " alone, threads " << t;
-        for (std::int64_t n : {2, 3, 5}) {
+        // Every small-batch width (each its own tile shape), split widths and the large-batch tiles.
+        for (std::int64_t n : {2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17}) {
           for (std::int64_t c0 = 0; c0 + n <= kN; c0 += n + 1)
             ASSERT_TRUE(same_bits(slice(*f, *cpu(t), fx, c0, n).data(), full.data() + c0 * kM,
                                   static_cast<std::size_t>(n * kM)))

@@ -8,13 +8,16 @@
 #include <vector>
 
 #include "graft/backend.hpp"
+#include "simd/simd_level.hpp"
 
 namespace graft::quant {
 
 enum class DenseRounding { none, f16, bf16 };
 
-// Returns x itself for DenseRounding::none, else the rounded copy stored in `storage`.
-const float* prepare_dense_activations(Backend& backend, DenseRounding rounding, const float* x, std::int64_t count,
-                                       std::vector<float>& storage);
+// Returns x itself for DenseRounding::none, else the rounded copy stored in `storage`. The f16
+// round trip runs on F16C from the avx2 level up (the same values as f32_to_f16_ggml, a NaN
+// included: it comes back as sign | 0x7FC00000 at every level).
+const float* prepare_dense_activations(Backend& backend, SimdLevel level, DenseRounding rounding, const float* x,
+                                       std::int64_t count, std::vector<float>& storage);
 
 }  // namespace graft::quant

@@ -191,10 +191,10 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
       break;
     case ActivationForm::f32: args.xf = x.as<float>(); break;
     case ActivationForm::f16_round:
-      args.xf = prepare_dense_activations(backend, DenseRounding::f16, x.as<float>(), n * k, rounded);
+      args.xf = prepare_dense_activations(backend, level, DenseRounding::f16, x.as<float>(), n * k, rounded);
       break;
     case ActivationForm::bf16_round:
-      args.xf = prepare_dense_activations(backend, DenseRounding::bf16, x.as<float>(), n * k, rounded);
+      args.xf = prepare_dense_activations(backend, level, DenseRounding::bf16, x.as<float>(), n * k, rounded);
       break;
   }
 
