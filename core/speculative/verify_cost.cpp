@@ -7,10 +7,29 @@ namespace graft {
 namespace {
 constexpr double kDecay = 0.95;      // weight of a pass 1 pass older (about the last 20 count)
 constexpr double kPriorSlope = 0.1;  // b / a before two sizes have been measured
+constexpr double kSizeDecay = 0.9;      // per size: about the last 10 passes of that size
+constexpr double kSizeMinWeight = 1.5;  // a size's own mean applies from its second pass
+constexpr std::uint64_t kSizeMaxAge = 256;  // ... while it was measured within this many passes
+// One pass hit by a preemption must not price a size out for long, nor tilt the line: a time
+// is clipped to this range around the model's estimate.
+constexpr double kRatioMin = 0.5, kRatioMax = 2.0;
+constexpr std::uint32_t kMaxSizes = 512;  // sizes beyond get the line alone
 }  // namespace
 
 void VerifyCost::record(std::uint32_t rows, double seconds) {
   if (rows == 0 || !(seconds > 0)) return;
+  if (w_ >= kSizeMinWeight) {
+    const double before = estimate(rows);
+    seconds = std::clamp(seconds, kRatioMin * before, kRatioMax * before);
+  }
+  ++passes_;
+  if (rows < kMaxSizes) {
+    if (sizes_.size() <= rows) sizes_.resize(rows + 1);
+    Size& z = sizes_[rows];
+    z.w = kSizeDecay * z.w + 1;
+    z.seconds = kSizeDecay * z.seconds + seconds;
+    z.last_pass = passes_;
+  }
   const double x = double(rows) - 1;
   w_ = kDecay * w_ + 1;
   x_ = kDecay * x_ + x;
@@ -21,6 +40,14 @@ void VerifyCost::record(std::uint32_t rows, double seconds) {
 
 double VerifyCost::estimate(std::uint32_t rows) const {
   if (w_ <= 0) return 0;
+  if (rows < sizes_.size()) {
+    const Size& z = sizes_[rows];
+    if (z.w >= kSizeMinWeight && passes_ - z.last_pass < kSizeMaxAge) return z.seconds / z.w;
+  }
+  return line(rows);
+}
+
+double VerifyCost::line(std::uint32_t rows) const {
   const double mx = x_ / w_, my = y_ / w_, var = xx_ / w_ - mx * mx;
   double b = var > 0.25 ? (xy_ / w_ - mx * my) / var : 0;  // rows spread over at least ~1
   double a = my - b * mx;
