@@ -92,6 +92,9 @@ void add_profile_options(po::options_description& desc) {
   add("draft", po::value<std::string>()->value_name("LIST"),
       "speculate with these drafters, comma-separated (e.g. ngram,mtp; several merge into one tree); a profile "
       "[[drafter]] table of the same name keeps its keys; profile keys speculative.enabled and [[drafter]]");
+  add("draft-model", po::value<std::string>()->value_name("FILE"),
+      "the model file of the dflash2 drafter (NAME=FILE: of drafter NAME); profile key model in its [[drafter]] "
+      "table");
   add("no-draft", "no speculative decoding, whatever the profile says");
 }
 
@@ -186,6 +189,21 @@ Status apply_overrides(Profile& profile, const po::variables_map& vm) {
     profile.drafters = std::move(chosen);
     profile.speculative.enabled = true;
     profile.locations["speculative.enabled"] = "command line: --draft";
+  }
+  if (vm.count("draft-model")) {
+    // FILE for dflash2 (the drafter with a model file of its own), NAME=FILE for any other.
+    const std::string value = vm["draft-model"].as<std::string>();
+    const std::size_t eq = value.find('=');
+    const std::string name = eq == std::string::npos ? "dflash2" : value.substr(0, eq);
+    const std::string file = eq == std::string::npos ? value : value.substr(eq + 1);
+    if (name.empty() || file.empty()) return flag_error("draft-model", "'" + value + "' wants FILE or NAME=FILE");
+    auto it = std::find_if(profile.drafters.begin(), profile.drafters.end(),
+                           [&](const PluginChoice& c) { return c.name == name; });
+    if (it == profile.drafters.end() || vm.count("no-draft"))
+      return flag_error("draft-model", "no drafter '" + name + "' to give " + file +
+                                           " to; name it in --draft (e.g. --draft ngram," + name + ")");
+    it->config.set("model", file);
+    it->key_locations["model"] = "command line: --draft-model";
   }
 
   if (vm.count("plugin-dir")) {

@@ -153,6 +153,10 @@ class Parser {
       if (const KeySpec* spec = schema::find_key(section, key->str())) {
         seen.insert(spec->key);
         GRAFT_TRY(set_field(*spec, *node, setting, *key));
+      } else if (choice && section.name == std::string_view("drafter") && key->str() == "model" && node->is_string()) {
+        // A drafter's own model file, like [model] path, is relative to the profile's folder.
+        choice->config.set("model", resolve(node->as_string()->get()).string());
+        choice->key_locations["model"] = where(key->source());
       } else if (choice) {
         GRAFT_TRY(set_plugin_value(*choice, std::string(key->str()), *node, setting));
         choice->key_locations[std::string(key->str())] = where(key->source());

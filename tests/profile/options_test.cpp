@@ -120,3 +120,37 @@ TEST(profile_options, ProfileErrorsPassThrough) {
 
 }  // namespace
 }  // namespace graft::cli
+
+namespace graft::cli {
+namespace {
+
+TEST(profile_options, DraftModelGoesToItsDrafter) {
+  auto p = load({"--draft", "ngram,dflash2", "--draft-model", "models/d.gguf"});
+  ASSERT_TRUE(p) << p.status().message();
+  ASSERT_EQ(p->drafters.size(), 2u);
+  EXPECT_FALSE(p->drafters[0].config.has("model"));
+  EXPECT_EQ(p->drafters[1].config.get_string("model").value_or(""), "models/d.gguf");
+  EXPECT_EQ(p->drafters[1].key_locations.at("model"), "command line: --draft-model");
+  // NAME=FILE reaches another drafter.
+  p = load({"--draft", "mine", "--draft-model", "mine=x.gguf"});
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_EQ(p->drafters[0].config.get_string("model").value_or(""), "x.gguf");
+
+  EXPECT_EQ(error_of({"--draft", "ngram", "--draft-model", "d.gguf"}),
+            "command line: --draft-model: no drafter 'dflash2' to give d.gguf to; name it in --draft (e.g. --draft "
+            "ngram,dflash2)");
+  EXPECT_EQ(error_of({"--draft", "ngram", "--draft-model", "=d.gguf"}),
+            "command line: --draft-model: '=d.gguf' wants FILE or NAME=FILE");
+}
+
+TEST(profile_options, ADrafterModelInAProfileIsRelativeToIt) {
+  test::TempDir dir;
+  const auto profile = dir.write("p.toml", "[[drafter]]\nname = \"dflash2\"\nmodel = \"sub/d.gguf\"\n");
+  auto p = load({"--profile", profile.string()});
+  ASSERT_TRUE(p) << p.status().message();
+  ASSERT_EQ(p->drafters.size(), 1u);
+  EXPECT_EQ(p->drafters[0].config.get_string("model").value_or(""), (dir.path() / "sub/d.gguf").string());
+}
+
+}  // namespace
+}  // namespace graft::cli
