@@ -41,6 +41,7 @@ struct SpeculativeSettings {
   std::int64_t max_nodes = 16;
   std::int64_t max_depth = 8;
   bool adaptive = true;
+  std::int64_t draft_length = 0;  // 0: learnt per drafter; N: pinned
 };
 
 struct Profile {

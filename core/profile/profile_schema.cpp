@@ -43,13 +43,17 @@ const KeySpec kSpeculative[] = {
     {.key = "max_depth", .field = GRAFT_FIELD(Int, p.speculative.max_depth), .min = 1, .max = 64,
      .help = "longest draft chain per round; at most max_nodes"},
     {.key = "adaptive", .field = GRAFT_FIELD(bool, p.speculative.adaptive),
-     .help = "verify only the drafted nodes likely to pay for their share of the verify pass"},
+     .help = "learn from every round: verify only the drafted nodes likely to pay for their share of the verify "
+             "pass, ask each drafter for as many tokens as pay, skip a drafter whose gain is below its cost"},
+    {.key = "draft_length", .field = GRAFT_FIELD(Int, p.speculative.draft_length), .min = 0, .max = 64,
+     .help = "tokens asked of every drafter per round; 0 = learnt per drafter (with adaptive), else pinned "
+             "(experiments)"},
 };
 
 const KeySpec kDrafter[] = {
     // Only reached while parsing that element, after the parser appended it.
     {.key = "name", .field = GRAFT_FIELD(std::string, p.drafters.back().name), .required = true, .non_empty = true,
-     .help = "drafter plugin: ngram, mtp, dflash2, mix, ..."},
+     .help = "drafter plugin: ngram, mtp, dflash2, ...; several tables fuse their drafters into one tree per round"},
 };
 
 const KeySpec kSampling[] = {

@@ -81,6 +81,7 @@ Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline, std
   d->options_.max_nodes = static_cast<std::uint32_t>(profile.speculative.max_nodes);
   d->options_.max_depth = static_cast<std::uint32_t>(profile.speculative.max_depth);
   d->options_.adaptive = profile.speculative.adaptive;
+  d->options_.draft_length = static_cast<std::uint32_t>(profile.speculative.draft_length);
   d->n_vocab_ = pipeline.model().params().n_vocab;
   d->n_layers_ = pipeline.model().params().n_main_layers();
   // A verify pass is one forward pass: the pending token and every node in one batch.

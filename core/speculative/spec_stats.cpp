@@ -19,12 +19,19 @@ nlohmann::json depth_json(const DepthCounts& d) {
   }
   return j;
 }
+
+// Drafter d's part of the accepted tokens (shared tokens split between their proposers).
+double share_of_accepted(const SpeculativeStats& s, const DrafterStats& d) {
+  return s.accepted ? d.accepted_share / double(s.accepted) : 0.0;
+}
 }  // namespace
 
 nlohmann::json to_json(const SpeculativeStats& s) {
   nlohmann::json drafters = nlohmann::json::object();
   for (const DrafterStats& d : s.drafters)
     drafters[d.name] = {{"rounds", d.rounds},
+                        {"skipped", d.skipped},
+                        {"share_of_accepted", share_of_accepted(s, d)},
                         {"proposed", d.proposed},
                         {"accepted", d.accepted},
                         {"acceptance", d.acceptance()},
@@ -48,9 +55,12 @@ std::string format_stats(const SpeculativeStats& s) {
   std::string out = fmt::format("speculative: {} rounds, {:.2f} tokens/round, {} drafted, {} accepted ({:.1f}%)\n",
                                 s.rounds, s.tokens_per_round(), s.drafted, s.accepted, 100 * s.acceptance());
   for (const DrafterStats& d : s.drafters)
-    out += fmt::format("  drafter {:<8} {:>6} proposed {:>6} accepted ({:5.1f}%)  mean accepted {:.2f} in {} rounds{}\n",
-                       d.name, d.proposed, d.accepted, 100 * d.acceptance(), d.mean_accepted_length(), d.rounds,
-                       d.failures ? fmt::format(", {} failed calls", d.failures) : "");
+    out += fmt::format(
+        "  drafter {:<8} {:>6} proposed {:>6} accepted ({:5.1f}%)  mean accepted {:.2f} in {} rounds, {:.0f}% of the "
+        "accepted{}{}\n",
+        d.name, d.proposed, d.accepted, 100 * d.acceptance(), d.mean_accepted_length(), d.rounds,
+        100 * share_of_accepted(s, d), d.skipped ? fmt::format(", skipped {} rounds (gain below cost)", d.skipped) : "",
+        d.failures ? fmt::format(", {} failed calls", d.failures) : "");
   std::string depths;
   for (std::size_t i = 0; i < s.depth.proposed.size(); ++i) {
     depths += fmt::format(" {}:{:.0f}%", i + 1,

@@ -27,6 +27,8 @@ struct DrafterStats {
   std::uint64_t proposed = 0;  // its nodes in the verified trees (shared ones count for each proposer)
   std::uint64_t accepted = 0;  // of those, on the accepted path
   std::uint64_t failures = 0;  // calls that failed (warned; proposal skipped or drafter disabled)
+  std::uint64_t skipped = 0;   // rounds it was not asked to propose: its expected gain was below its cost
+  double accepted_share = 0;   // accepted tokens credited to it (a token several proposed: in equal parts)
   double seconds = 0;          // in its calls (propose, begin, accept)
   DepthCounts depth;
   double acceptance() const { return proposed ? double(accepted) / double(proposed) : 0; }

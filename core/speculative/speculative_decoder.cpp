@@ -1,6 +1,7 @@
 #include "speculative/speculative_decoder.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -16,7 +17,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options,
                                        std::shared_ptr<const void> owners)
-    : owners_(std::move(owners)), drafters_(std::move(drafters)), options_(options), acceptance_(drafters_.size()) {
+    : owners_(std::move(owners)), drafters_(std::move(drafters)), options_(options), fusion_(drafters_.size()) {
   for (const DrafterSlot& d : drafters_) {
     taps_.insert(taps_.end(), d.needs().taps.begin(), d.needs().taps.end());
     normed_ = normed_ || d.needs().normed_output;
@@ -32,6 +33,43 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
     tap_of_.push_back(std::move(idx));
   }
   trees_.resize(drafters_.size());
+  propose_seconds_.assign(drafters_.size(), 0.0);
+  proposed_nodes_.assign(drafters_.size(), 0.0);
+}
+
+namespace {
+constexpr std::uint64_t kLearnRounds = 8;   // rounds before the cost-based choices start
+constexpr std::uint64_t kProbeEvery = 16;   // a skipped drafter proposes again this often
+constexpr double kCostDecay = 0.9;          // propose time and node counts: about the last 10 rounds
+}  // namespace
+
+bool SpeculativeDecoder::worth_drafting(std::size_t d) const {
+  if (!options_.adaptive || stats_.rounds < kLearnRounds || !fusion_.has_value(d)) return true;
+  if ((stats_.rounds + d) % kProbeEvery == 0) return true;  // keep its value measured
+  // Gain: each token it adds beyond the others saves about a decode step; each node only it puts
+  // into the verify pass costs a row. Cost: its own propose time.
+  const double step = cost_.estimate(1);
+  const double row = std::max(0.0, (cost_.estimate(9) - step) / 8);
+  const double gain = fusion_.value_tokens(d) * step - fusion_.own_nodes(d) * row;
+  return gain >= propose_seconds_[d];
+}
+
+std::uint32_t SpeculativeDecoder::draft_depth(std::size_t d, std::uint32_t max_depth) const {
+  if (options_.draft_length > 0) return std::min(max_depth, options_.draft_length);
+  if (!options_.adaptive || stats_.rounds < kLearnRounds || cost_.estimate(1) <= 0) return max_depth;
+  // The chain length k maximising (1 + expected accepted) / (verify of k + 1 rows + drafting k
+  // nodes), with the drafter's learnt chances by depth; one more than that, so the merge has a
+  // choice.
+  const double per_node = proposed_nodes_[d] > 0 ? propose_seconds_[d] / proposed_nodes_[d] : 0.0;
+  double reach = 1.0, expected = 1.0, best_rate = 1.0 / cost_.estimate(1);
+  std::uint32_t best = 0;
+  for (std::uint32_t k = 1; k <= max_depth; ++k) {
+    reach *= fusion_.depth_chance(d, k);
+    expected += reach;
+    const double rate = expected / (cost_.estimate(k + 1) + k * per_node);
+    if (rate > best_rate) best_rate = rate, best = k;
+  }
+  return std::min(max_depth, best + 1);
 }
 
 HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
@@ -135,18 +173,24 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   std::vector<const DraftTree*> proposals;
   for (std::size_t d = 0; d < drafters_.size(); ++d) {
     trees_[d].clear();
-    if (budget.max_nodes > 0) {
+    if (budget.max_nodes > 0 && worth_drafting(d)) {
       DraftRequest req;
       req.context = context_;
       req.max_nodes = budget.max_nodes;
-      req.max_depth = budget.max_depth;
+      req.max_depth = draft_depth(d, budget.max_depth);
       req.sampling = !sampler.greedy();
+      const auto tp = Clock::now();
       drafters_[d].propose(req, trees_[d]);
+      propose_seconds_[d] = kCostDecay * propose_seconds_[d] + (1 - kCostDecay) * since(tp);
+      proposed_nodes_[d] = kCostDecay * proposed_nodes_[d] + (1 - kCostDecay) * double(trees_[d].size());
+    } else if (budget.max_nodes > 0) {
+      ++stats_.drafters[d].skipped;
     }
     proposals.push_back(&trees_[d]);
   }
-  std::function<float(std::size_t, float)> conditional;
-  if (options_.adaptive) conditional = [this](std::size_t d, float q) { return acceptance_.conditional(d, q); };
+  std::function<float(std::size_t, std::uint32_t, float)> conditional;
+  if (options_.adaptive)
+    conditional = [this](std::size_t d, std::uint32_t depth, float q) { return fusion_.conditional(d, depth, q); };
   tree_.build(proposals, budget, n_vocab, conditional);
   if (options_.adaptive && !tree_.empty()) {
     // Keep the best n nodes that maximise expected tokens per second; now and then verify one
@@ -239,20 +283,29 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   std::vector<char> on_path(tree_.size(), 0);
   for (std::int32_t node : walk.path) on_path[static_cast<std::size_t>(node)] = 1;
   std::vector<char> proposed_any(drafters_.size(), 0);
+  std::vector<std::uint32_t> own_nodes(drafters_.size(), 0);
   for (std::size_t i = 0; i < tree_.size(); ++i) {
     stats_.depth.count(tree_.depth(i), on_path[i]);
+    const std::uint64_t who = tree_.proposers(i);
+    const int n_who = std::popcount(who);
     for (std::size_t d = 0; d < drafters_.size(); ++d) {
-      if (!(tree_.proposers(i) >> (d % 64) & 1)) continue;
+      if (!(who >> (d % 64) & 1)) continue;
       DrafterStats& ds = stats_.drafters[d];
       ++ds.proposed;
       ds.accepted += on_path[i] ? 1 : 0;
+      // A token several drafters proposed is credited to each in equal parts.
+      ds.accepted_share += on_path[i] ? 1.0 / n_who : 0.0;
       ds.depth.count(tree_.depth(i), on_path[i]);
       proposed_any[d] = 1;
+      own_nodes[d] += n_who == 1 ? 1 : 0;
     }
   }
   for (std::size_t d = 0; d < drafters_.size(); ++d) stats_.drafters[d].rounds += proposed_any[d] ? 1 : 0;
   sync_stats();
-  acceptance_.learn(tree_, proposals, on_path);
+  // Full information: every proposal, kept or cut, scored against the verified continuation.
+  committed.push_back(walk.next);  // the continuation the target verified: path, then its token
+  fusion_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes);
+  committed.pop_back();
 
   out.insert(out.end(), committed.begin() + 1, committed.end());
   out.push_back(walk.next);

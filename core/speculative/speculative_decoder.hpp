@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "engine/session.hpp"
-#include "speculative/acceptance_model.hpp"
 #include "speculative/drafter_slot.hpp"
+#include "speculative/fusion_model.hpp"
 #include "speculative/spec_stats.hpp"
 #include "speculative/token_tree.hpp"
 #include "speculative/verify_cost.hpp"
@@ -22,9 +22,12 @@ namespace graft {
 struct SpeculativeOptions {
   std::uint32_t max_nodes = 16;  // drafted tokens verified per round
   std::uint32_t max_depth = 8;   // longest path per round
-  // Verify only as many drafted nodes as pay for themselves (verify_cost.hpp), judging each by
-  // its drafters' measured acceptance (acceptance_model.hpp). Off: every node the budget allows.
+  // Learn from every round (fusion_model.hpp, verify_cost.hpp): verify only as many drafted
+  // nodes as pay for themselves, ask each drafter for as many tokens as pay, and skip a drafter
+  // whose expected gain is below its own cost. Off: every drafter, every node the budget allows.
   bool adaptive = true;
+  // Tokens asked of every drafter per round: 0 = learnt per drafter (with adaptive), N = pinned.
+  std::uint32_t draft_length = 0;
 };
 
 class SpeculativeDecoder final : public TokenDecoder {
@@ -49,6 +52,9 @@ class SpeculativeDecoder final : public TokenDecoder {
   void sync_stats();
   // Hands the prompt piece in held_ (tokens context[first, size - 1)) to every drafter's begin.
   void begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t n_embd);
+  // Whether drafter d proposes this round, and how deep (fusion_model.hpp, docs/speculative.md).
+  bool worth_drafting(std::size_t d) const;
+  std::uint32_t draft_depth(std::size_t d, std::uint32_t max_depth) const;
 
   std::shared_ptr<const void> owners_;  // declared first: destroyed after the drafters
   std::vector<DrafterSlot> drafters_;
@@ -66,7 +72,9 @@ class SpeculativeDecoder final : public TokenDecoder {
 
   SpeculativeStats stats_;
   VerifyCost cost_;
-  AcceptanceModel acceptance_;
+  FusionModel fusion_;
+  // Per drafter, decayed means of its propose() time and of the nodes it proposed.
+  std::vector<double> propose_seconds_, proposed_nodes_;
   std::uint32_t starved_ = 0;  // rounds in a row that verified no draft although some were proposed
   std::uint32_t explore_ = 0;
   std::uint32_t widest_pass_ = 0;  // most rows of a verify pass so far

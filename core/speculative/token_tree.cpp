@@ -8,7 +8,7 @@
 namespace graft {
 
 void TokenTree::build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab,
-                      const std::function<float(std::size_t, float)>& conditional) {
+                      const std::function<float(std::size_t, std::uint32_t, float)>& conditional) {
   // 1. The union of all trees as a trie over (parent, token), parents before children.
   struct Cand {
     TokenId token;
@@ -31,7 +31,7 @@ void TokenTree::build(std::span<const DraftTree* const> trees, const TreeBudget&
       const std::int32_t tp = t.parents[j];
       const std::int32_t parent = tp < 0 ? -1 : cand_of[d][static_cast<std::size_t>(tp)];
       const std::uint32_t depth = parent < 0 ? 1 : cand[static_cast<std::size_t>(parent)].depth + 1;
-      path[j] = (tp < 0 ? 1.0f : path[static_cast<std::size_t>(tp)]) * (conditional ? conditional(d, t.q[j]) : t.q[j]);
+      path[j] = (tp < 0 ? 1.0f : path[static_cast<std::size_t>(tp)]) * (conditional ? conditional(d, depth, t.q[j]) : t.q[j]);
       auto [it, fresh] = index.try_emplace({parent, t.tokens[j]}, static_cast<std::int32_t>(cand.size()));
       if (fresh) cand.push_back(Cand{t.tokens[j], parent, depth, 0.0f, nullptr, true, 0, 0});
       Cand& c = cand[static_cast<std::size_t>(it->second)];

@@ -28,11 +28,12 @@ class TokenTree {
   // proposed it and no sibling before it carries one (rejection sampling tests one random child
   // per node; the others are matched).
   //
-  // conditional (optional): conditional(d, q) estimates how likely drafter d's node of probability
-  // q is accepted when its parent is (acceptance_model.hpp); given, a node's score is the product
-  // of those along its path (its chance of acceptance) instead of the product of q.
+  // conditional (optional): conditional(d, depth, q) estimates how likely drafter d's node at that
+  // depth with probability q is accepted when its parent is (fusion_model.hpp); given, a node's
+  // score is the product of those along its path (its chance of acceptance) instead of the
+  // product of q.
   void build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab,
-             const std::function<float(std::size_t, float)>& conditional = {});
+             const std::function<float(std::size_t, std::uint32_t, float)>& conditional = {});
 
   std::size_t size() const { return tokens_.size(); }
   bool empty() const { return tokens_.empty(); }

@@ -90,7 +90,8 @@ TEST(profile_errors, RangeBoundsAreInclusive) {
 
 TEST(profile_errors, MissingRequiredDrafterName) {
   EXPECT_EQ(error_of("[[drafter]]\nname = \"ngram\"\n\n[[drafter]]\nn_max = 3\n"),
-            "p.toml:4:1: drafter[1]: missing required key 'name' (string: drafter plugin: ngram, mtp, dflash2, mix, ...)");
+            "p.toml:4:1: drafter[1]: missing required key 'name' (string: drafter plugin: ngram, mtp, dflash2, ...; several "
+            "tables fuse their drafters into one tree per round)");
 }
 
 TEST(profile_errors, BadArrayElementType) {

@@ -1,0 +1,91 @@
+#include "speculative/fusion_model.hpp"
+
+#include <algorithm>
+
+namespace graft {
+
+namespace {
+constexpr double kPriorWeight = 2.0;    // pseudo-trials at rate q before any evidence (per q bin)
+constexpr double kBackoffWeight = 4.0;  // pseudo-trials at the coarser rate in a fine cell
+constexpr double kRecentDecay = 0.8;    // the context signal: about the last 5 rounds
+constexpr double kValueDecay = 0.9;     // value and own nodes: about the last 10 rounds
+constexpr double kStartHit = 0.5;       // the signal's middle bucket before any round
+}  // namespace
+
+FusionModel::FusionModel(std::size_t n)
+    : cells_(n), recent_hit_(n, kStartHit), value_(n, 0.0), own_nodes_(n, 0.0), value_seen_(n, 0) {}
+
+int FusionModel::depth_bucket(std::uint32_t depth) {
+  if (depth <= 4) return static_cast<int>(std::max<std::uint32_t>(depth, 1)) - 1;
+  return depth <= 6 ? 4 : 5;
+}
+
+int FusionModel::q_bin(float q) { return q >= 1.0f ? kQBins - 1 : static_cast<int>(std::max(q, 0.0f) * kQBins); }
+
+int FusionModel::signal(std::size_t d) const {
+  const double h = recent_hit_[d];
+  return h < 1.0 / 3 ? 0 : h < 2.0 / 3 ? 1 : 2;
+}
+
+float FusionModel::conditional(std::size_t d, std::uint32_t depth, float q) const {
+  q = std::clamp(q, 0.0f, 1.0f);
+  if (d >= cells_.size()) return q;
+  const Drafter& c = cells_[d];
+  const int qb = q_bin(q), db = depth_bucket(depth), s = signal(d);
+  const Cell& coarse = c.by_q[static_cast<std::size_t>(qb)];
+  const double base = (coarse.accepted + kPriorWeight * q) / (coarse.trials + kPriorWeight);
+  const Cell& fine = c.fine[static_cast<std::size_t>((db * kQBins + qb) * kSignals + s)];
+  return static_cast<float>((fine.accepted + kBackoffWeight * base) / (fine.trials + kBackoffWeight));
+}
+
+float FusionModel::depth_chance(std::size_t d, std::uint32_t depth) const {
+  if (d >= cells_.size()) return 0.5f;
+  const Cell& c = cells_[d].by_depth[static_cast<std::size_t>(depth_bucket(depth) * kSignals + signal(d))];
+  return static_cast<float>((c.accepted + kPriorWeight * 0.5) / (c.trials + kPriorWeight));
+}
+
+void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
+                        std::span<const std::uint32_t> own_nodes) {
+  const std::size_t n = std::min(trees.size(), cells_.size());
+  std::vector<std::uint32_t> alone(n, 0);
+  std::vector<char> matched;  // per node of a tree: its path so far equals the truth
+  for (std::size_t d = 0; d < n; ++d) {
+    const DraftTree& t = *trees[d];
+    if (t.size() == 0) continue;
+    Drafter& c = cells_[d];
+    matched.assign(t.size(), 0);
+    bool first_hit = false;
+    for (std::size_t j = 0; j < t.size(); ++j) {
+      const std::int32_t p = t.parents[j];
+      if (p >= 0 && !matched[static_cast<std::size_t>(p)]) continue;  // its parent would have been rejected
+      const std::uint32_t depth = t.depth(j);
+      if (depth > truth.size()) continue;  // past what the target verified: no evidence either way
+      const bool hit = t.tokens[j] == truth[depth - 1];
+      matched[j] = hit ? 1 : 0;
+      if (hit) alone[d] = std::max(alone[d], depth);
+      if (depth == 1) first_hit = first_hit || hit;
+      const int qb = q_bin(t.q[j]), db = depth_bucket(depth), s = signal(d);
+      for (Cell* cell : {&c.fine[static_cast<std::size_t>((db * kQBins + qb) * kSignals + s)],
+                         &c.by_q[static_cast<std::size_t>(qb)], &c.by_depth[static_cast<std::size_t>(db * kSignals + s)]}) {
+        cell->trials += 1;
+        cell->accepted += hit ? 1 : 0;
+      }
+    }
+    // The signal moves after this round's evidence was filed under the old one.
+    recent_hit_[d] = kRecentDecay * recent_hit_[d] + (1 - kRecentDecay) * (first_hit ? 1.0 : 0.0);
+  }
+  // Value: what d's longest accepted chain adds beyond the best of the others' this round.
+  for (std::size_t d = 0; d < n; ++d) {
+    if (trees[d]->size() == 0) continue;
+    std::uint32_t others = 0;
+    for (std::size_t e = 0; e < n; ++e)
+      if (e != d) others = std::max(others, alone[e]);
+    const double gain = alone[d] > others ? double(alone[d] - others) : 0.0;
+    value_[d] = value_seen_[d] ? kValueDecay * value_[d] + (1 - kValueDecay) * gain : gain;
+    const double own = d < own_nodes.size() ? double(own_nodes[d]) : 0.0;
+    own_nodes_[d] = value_seen_[d] ? kValueDecay * own_nodes_[d] + (1 - kValueDecay) * own : own;
+    value_seen_[d] = 1;
+  }
+}
+
+}  // namespace graft

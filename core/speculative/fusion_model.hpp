@@ -1,0 +1,70 @@
+// What the mix of drafters learns, online, from full information (docs/speculative.md, "Fusion"):
+// after each verify pass EVERY drafter's whole proposal is scored against the one verified
+// continuation (the accepted path, then the target's own token), not only the nodes the budget
+// kept, so a drafter that lost the budget, or was merged into another's branch, still learns.
+//
+// - Chance (`conditional`): P(a node is accepted | its parent was), per drafter, by depth bucket,
+//   by the q the drafter gave the node (ten bins) and by a context signal: how well this drafter
+//   has done lately (three buckets of its recent hit rate). Sparse cells back off to the
+//   drafter's q bin, which backs off to q itself before any evidence.
+// - Value (`value_tokens`): tokens per round the drafter's proposal adds beyond the best of the
+//   others' (for one drafter alone: its own accepted length), decayed over recent rounds.
+// - Chain chances by depth (`depth_chance`), for each drafter's adaptive draft length.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "graft/drafter.hpp"
+#include "model/forward_batch.hpp"
+
+namespace graft {
+
+class FusionModel {
+ public:
+  explicit FusionModel(std::size_t n_drafters);
+
+  // P(accepted | parent accepted) for a node drafter d proposed at `depth` (1 = a child of the
+  // pending token) with probability q, in d's current context.
+  float conditional(std::size_t d, std::uint32_t depth, float q) const;
+  // P(drafter d's proposal reaches `depth` accepted | depth - 1 was), whatever q: the drafter's
+  // chain as the round will likely see it.
+  float depth_chance(std::size_t d, std::uint32_t depth) const;
+  // Recent tokens per round d's proposal added beyond the others' (decayed mean; 0 unknown).
+  double value_tokens(std::size_t d) const { return value_[d]; }
+  // Recent draft nodes per round d alone contributed to the verified tree (decayed mean).
+  double own_nodes(std::size_t d) const { return own_nodes_[d]; }
+  bool has_value(std::size_t d) const { return value_seen_[d]; }
+
+  // One round: trees[d] is drafter d's proposal (empty: it did not propose; it learns nothing),
+  // truth the verified continuation (accepted path tokens, then the target's token), own_nodes[d]
+  // how many nodes of the verified tree only d proposed.
+  void learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
+             std::span<const std::uint32_t> own_nodes);
+
+  static constexpr int kDepthBuckets = 6;  // depth 1, 2, 3, 4, 5-6, 7+
+  static constexpr int kQBins = 10;
+  static constexpr int kSignals = 3;  // recent hit rate below 1/3, below 2/3, above
+
+ private:
+  struct Cell {
+    double trials = 0, accepted = 0;
+  };
+  struct Drafter {
+    std::array<Cell, kDepthBuckets * kQBins * kSignals> fine{};
+    std::array<Cell, kQBins> by_q{};
+    std::array<Cell, kDepthBuckets * kSignals> by_depth{};
+  };
+  static int depth_bucket(std::uint32_t depth);
+  static int q_bin(float q);
+  int signal(std::size_t d) const;
+
+  std::vector<Drafter> cells_;
+  std::vector<double> recent_hit_;  // decayed rate of d's first-depth guess being the target's token
+  std::vector<double> value_, own_nodes_;
+  std::vector<char> value_seen_;
+};
+
+}  // namespace graft
