@@ -19,7 +19,9 @@ figures are summarize.py's, pooled the same way (its functions do the arithmetic
                            several drafters, a panel per configuration, a stacked bar per
                            category (a node that two drafters proposed counts for both)
 
-A chart whose configurations did not run (no drafter alone, no mix) is skipped with a note.
+--title TEXT names the data in every chart's subtitle (default: "bench/spec, " and the file
+names), before the counts of prompts, reps, configurations, threads and runs. A chart whose
+configurations did not run (no drafter alone, no mix) is skipped with a note.
 Exit status: 0, or 1 when any run's tokens differ from its `none` reference (the charts are
 drawn all the same), 2 for a bad command line or a missing matplotlib.
 """
@@ -173,7 +175,8 @@ def chart_acceptance_by_depth(an, out, note):
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("acceptance (accepted / proposed at that depth)", fontsize=10)
-    axes[0][-1].legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 0.06))
+    if axes[0][-1].get_legend_handles_labels()[0]:
+        axes[0][-1].legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 0.06))
     fig.suptitle("Acceptance by depth, each drafter alone (numbers at the bottom: nodes proposed at that depth, all categories)\n"
                  + note, fontsize=11)
     fig.tight_layout()
@@ -253,8 +256,8 @@ def main(argv):
     threads = sorted({r.get("threads") for r in runs if r.get("threads") is not None})
     reps = len({r.get("rep") for r in runs})
     prompts = len({(r["category"], r["prompt"]) for r in runs})
-    note = title or "bench/spec, %s: %d prompts x %d rep(s) x %d configs, %s thread(s), %d runs" % (
-        ", ".join(os.path.basename(p) for p in paths), prompts, reps, len(an["configs"]),
+    note = "%s: %d prompts x %d rep(s) x %d configs, %s thread(s), %d runs" % (
+        title or "bench/spec, " + ", ".join(os.path.basename(p) for p in paths), prompts, reps, len(an["configs"]),
         ",".join(str(t) for t in threads) or "?", len(runs))
     chart_tokens_per_round(an, out, note)
     chart_decode_tps(an, out, note)

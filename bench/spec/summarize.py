@@ -266,7 +266,7 @@ def main(argv):
             cells = ["%.3f (%d)" % (a / n, n) if n else "-" for n, a in zip(p["depth_proposed"], p["depth_accepted"])]
             depths = max(depths, len(cells))
             rows.append([cfg, name] + cells)
-    if rows:
+    if depths:
         rows = [row + ["-"] * (2 + depths - len(row)) for row in rows]
         print()
         print("Acceptance by depth (all categories; accepted / proposed at depth d, proposed in brackets):")
