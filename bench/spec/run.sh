@@ -1,36 +1,47 @@
 #!/usr/bin/env bash
 # Speculative decoding on the zoo model over the fixed prompt corpus in bench/spec/prompts/: every
 # prompt is decoded greedily with each drafter configuration in turn (prompt 1: none, ngram, mtp,
-# ngram,mtp; prompt 2: ...), so the shared machine's swings hit all configurations alike. Each
-# run's `graft run --json` object goes to one line of the jsonl output with category, prompt,
-# config and rep added; at the end bench/spec/summarize.py prints the table (README.md there).
+# dflash2, ngram,mtp, ngram,dflash2, mtp,dflash2, ngram,mtp,dflash2; prompt 2: ...), so the shared
+# machine's swings hit all configurations alike. Each run's `graft run --json` object goes to one
+# line of the jsonl output with category, prompt, config and rep added; at the end
+# bench/spec/summarize.py prints the tables (README.md there).
 # Greedy decoding is lossless: every configuration's generated_ids must equal those of `none` for
 # the same prompt. A mismatch is reported at once and makes the script exit 1 at the end.
-# usage: bench/spec/run.sh [--build DIR] [--threads T] [--n N] [--configs "none ngram mtp ngram,mtp"]
-#                          [--category C[,C...]] [--limit K] [--reps R] [--model FILE] [--out FILE.jsonl]
-#   --build     build tree with bin/graft (default: the repository's build/)
-#   --threads   CPU threads per run (default 2)
-#   --n         tokens to generate per run (default 256; the prompts are at most 160 tokens and
-#               the context is 512)
-#   --configs   space-separated: `none` runs --no-draft, anything else --draft NAME[,NAME]
-#   --category  only these categories (code_new, code_repeat, structured, free; comma-separated)
-#   --limit     only the first K prompts of each category (a quick check)
-#   --reps      passes over the whole corpus (default 1), one after the other
-#   --model     the target GGUF (default models/zoo-qwen3-4x256.gguf)
-#   --out       the jsonl file (default BUILD/bench-spec/run-YYYYmmdd-HHMMSS.jsonl); it is replaced
+# usage: bench/spec/run.sh [--build DIR] [--threads T] [--n N]
+#            [--configs "none ngram mtp dflash2 ngram,mtp ngram,dflash2 mtp,dflash2 ngram,mtp,dflash2"]
+#            [--category C[,C...]] [--limit K] [--reps R] [--model FILE] [--draft-model FILE]
+#            [--out FILE.jsonl]
+#   --build        build tree with bin/graft (default: the repository's build/)
+#   --threads      CPU threads per run (default 2)
+#   --n            tokens to generate per run (default 256; the prompts are at most 160 tokens and
+#                  the context is 512)
+#   --configs      space-separated: `none` runs --no-draft, anything else --draft NAME[,NAME...]
+#                  (default: none, each of ngram, mtp and dflash2 alone, every pair, all three)
+#   --category     only these categories (code_new, code_repeat, structured, free; comma-separated)
+#   --limit        only the first K prompts of each category (a quick check)
+#   --reps         passes over the whole corpus (default 1), one after the other
+#   --model        the target GGUF (default models/zoo-qwen3-4x256.gguf)
+#   --draft-model  the dflash2 drafter's GGUF, passed as --draft-model FILE to the runs whose config
+#                  names dflash2, and only to those (default models/zoo-dflash2-2x256.gguf)
+#   --out          the jsonl file (default BUILD/bench-spec/run-YYYYmmdd-HHMMSS.jsonl); it is replaced
 # Relative paths are taken from the directory the script is started in.
 set -euo pipefail
 build=""
 threads=2
 n=256
-configs="none ngram mtp ngram,mtp"
+configs="none ngram mtp dflash2 ngram,mtp ngram,dflash2 mtp,dflash2 ngram,mtp,dflash2"
 categories=""
 limit=0
 reps=1
 model=""
+draft_model=""
 out=""
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
+  if [[ $1 == -h || $1 == --help ]]; then
+    sed -n '/^# usage:/,/^# Relative paths/s/^# \{0,1\}//p' "$0"
+    exit 0
+  fi
   [[ $1 == --* ]] || die "unexpected argument $1 (options only; see the usage at the top of the script)"
   [[ $# -ge 2 ]] || die "$1 needs a value"
   case "$1" in
@@ -42,6 +53,7 @@ while [[ $# -gt 0 ]]; do
     --limit) limit=$2 ;;
     --reps) reps=$2 ;;
     --model) model=$2 ;;
+    --draft-model) draft_model=$2 ;;
     --out) out=$2 ;;
     *) die "unknown option $1" ;;
   esac
@@ -62,12 +74,25 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 if [[ -n $build ]]; then build=$(abspath "$build"); else build="$root/build"; fi
 if [[ -n $model ]]; then model=$(abspath "$model"); else model="$root/models/zoo-qwen3-4x256.gguf"; fi
+if [[ -n $draft_model ]]; then
+  draft_model=$(abspath "$draft_model")
+else
+  draft_model="$root/models/zoo-dflash2-2x256.gguf"
+fi
 if [[ -n $out ]]; then out=$(abspath "$out"); fi
 cd "$root"
 
 graft="$build/bin/graft"
 [[ -x $graft ]] || die "no graft binary at $graft (build it, or pass --build DIR)"
 [[ -f $model ]] || die "no model at $model"
+# uses_dflash2 CONFIG: whether the comma-separated drafter list names dflash2.
+uses_dflash2() { [[ ,$1, == *,dflash2,* ]]; }
+for config in "${config_list[@]}"; do
+  if uses_dflash2 "$config"; then
+    [[ -f $draft_model ]] || die "no dflash2 drafter model at $draft_model (config $config; pass --draft-model FILE)"
+    break
+  fi
+done
 [[ -n $out ]] || out="$build/bench-spec/run-$(date +%Y%m%d-%H%M%S).jsonl"
 mkdir -p "$(dirname "$out")"
 : >"$out"
@@ -97,7 +122,7 @@ with open(out, "a") as f:
     f.write(json.dumps(r, sort_keys=False) + "\n")
 s = r.get("stats", {})
 sp = s.get("speculative")
-line = "%-11s %-22s %-10s %3d %5d tok %9.1f tok/s" % (category, prompt, config, int(rep), s.get("generated_tokens", -1),
+line = "%-11s %-22s %-17s %3d %5d tok %9.1f tok/s" % (category, prompt, config, int(rep), s.get("generated_tokens", -1),
                                                       s.get("decode_tokens_per_second", float("nan")))
 if sp:
     line += "  %5.2f tok/round  acceptance %5.3f" % (sp.get("tokens_per_round", float("nan")), sp.get("acceptance", float("nan")))
@@ -126,6 +151,7 @@ PY
 
 echo "run.sh: $(basename "$graft") from $build, ${#prompts[@]} prompts x ${#config_list[@]} configs x $reps reps," \
   "n=$n, threads=$threads -> $out"
+echo "run.sh: configs ${config_list[*]}"
 mismatches=0
 for rep in $(seq "$reps"); do
   for f in "${prompts[@]}"; do
@@ -136,6 +162,7 @@ for rep in $(seq "$reps"); do
         draft=(--no-draft)
       else
         draft=(--draft "$config")
+        if uses_dflash2 "$config"; then draft+=(--draft-model "$draft_model"); fi
       fi
       cmd=("$graft" run -m "$model" -c 512 -f "$f" -n "$n" --temp 0 -t "$threads" --json "${draft[@]}")
       rc=0

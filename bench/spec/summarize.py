@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Summarize a bench/spec/run.sh jsonl file as markdown tables (Python 3 standard library only).
+"""Summarize bench/spec/run.sh jsonl files as markdown tables (Python 3 standard library only).
 
-usage: bench/spec/summarize.py [--times] FILE.jsonl [FILE.jsonl ...]
+usage: bench/spec/summarize.py [--times] FILE.jsonl[.gz] [FILE.jsonl[.gz] ...]
 
-Each line is one `graft run --json` object with `category`, `prompt`, `config` and `rep` added.
-Prints one table with a row per category x configuration and an `all` row per configuration:
+Each line is one `graft run --json` object with `category`, `prompt`, `config` and `rep` added;
+any set of configurations (`none`, one drafter, several fused: `ngram,mtp,dflash2`). Prints one
+table with a row per category x configuration and an `all` row per configuration:
 
   prompts        distinct prompts (runs, when there are more runs than prompts, in brackets)
   tokens/round   tokens emitted by the speculative rounds / rounds, pooled over the runs:
@@ -19,10 +20,16 @@ Prints one table with a row per category x configuration and an `all` row per co
   same as none   runs whose generated_ids equal the reference's / runs; the reference is the
                  first `none` run of the same prompt (greedy speculative decoding is lossless)
 
-When a configuration runs several drafters together, a second table splits its rounds by drafter
-(stats.speculative.drafters). --times adds a table of stats.speculative.seconds. Mismatches with
-the reference are listed after the tables and make the exit status 1.
+When a configuration runs several drafters together, a second table splits it by drafter
+(stats.speculative.drafters): proposed and accepted nodes, acceptance, mean accepted length, the
+drafter's share of all drafters' accepted nodes (the column sums to 1), and the part of the
+configuration's accepted tokens it proposed (a node two drafters proposed counts for both, so
+that column sums to 1 or more). A third table gives each drafter's acceptance by depth in every
+configuration it ran in, all categories pooled (stats.speculative.drafters.NAME.depth). --times
+adds a table of stats.speculative.seconds. Drafter failures are listed after the tables;
+mismatches with the reference too, and they make the exit status 1.
 """
+import gzip
 import json
 import sys
 
@@ -32,7 +39,8 @@ CATEGORY_ORDER = ["code_new", "code_repeat", "structured", "free"]
 def load(paths):
     runs = []
     for path in paths:
-        with open(path, encoding="utf-8") as f:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
             for lineno, line in enumerate(f, 1):
                 line = line.strip()
                 if not line:
@@ -146,15 +154,14 @@ def aggregate(runs, none_runs):
     return a
 
 
-def main(argv):
-    args = argv[1:]
-    times = "--times" in args
-    paths = [p for p in args if p != "--times"]
-    if not paths or any(p.startswith("-") for p in paths):
-        sys.exit(__doc__.strip().splitlines()[2])
-    runs = load(paths)
-    if not runs:
-        sys.exit("summarize.py: no runs in %s" % ", ".join(paths))
+def speculative(r):
+    return (r.get("stats") or {}).get("speculative") or {}
+
+
+def analyse(runs):
+    """What the tables (and bench/spec/plot.py) are made of: the lossless check, the categories and
+    configurations in order, the groups (category, config, runs) with an `all` group per
+    configuration, and their aggregates keyed by (category, config)."""
     bad = lossless_check(runs)
     categories = ordered((r["category"] for r in runs), CATEGORY_ORDER)
     configs = ordered((r["config"] for r in runs), ["none"], sort_rest=False)
@@ -167,6 +174,60 @@ def main(argv):
         if r["config"] == "none":
             none_runs.setdefault((r["category"], r["prompt"], r.get("rep")), r)
     aggs = {(c, cfg): aggregate(rs, none_runs) for c, cfg, rs in groups}
+    multi = [cfg for cfg in configs if any(len(speculative(r).get("drafters") or {}) > 1
+                                           for r in runs if r["config"] == cfg)]
+    return dict(runs=runs, bad=bad, categories=categories, configs=configs, groups=groups, aggs=aggs, multi=multi)
+
+
+def drafter_names(cfg, per):
+    """The drafters of a configuration: those its name lists, in that order, then any other that reported."""
+    return ordered(list(per) + [n for n in cfg.split(",") if n != "none"], cfg.split(","), sort_rest=False)
+
+
+def per_drafter(runs):
+    """stats.speculative.drafters summed over the runs: {name: dict(proposed, accepted, failures, mal (the
+    runs' mean_accepted_length), depth_proposed, depth_accepted (lists, depth 1 first))}."""
+    per = {}
+    for r in runs:
+        for name, d in (speculative(r).get("drafters") or {}).items():
+            p = per.setdefault(name, dict(proposed=0, accepted=0, failures=0, mal=[], depth_proposed=[],
+                                          depth_accepted=[]))
+            p["proposed"] += int(d.get("proposed", 0))
+            p["accepted"] += int(d.get("accepted", 0))
+            p["failures"] += int(d.get("failures", 0))
+            if d.get("mean_accepted_length") is not None:
+                p["mal"].append(float(d["mean_accepted_length"]))
+            for e in d.get("depth") or []:
+                i = int(e["depth"]) - 1
+                for key in ("proposed", "accepted"):
+                    v = p["depth_" + key]
+                    v.extend([0] * (i + 1 - len(v)))
+                    v[i] += int(e.get(key, 0))
+    return per
+
+
+def drafter_shares(runs, cfg):
+    """Per drafter of a configuration (in drafter_names order): (name, totals from per_drafter, share
+    of all drafters' accepted nodes, part of the runs' accepted tokens it proposed)."""
+    per = per_drafter(runs)
+    credits = sum(p["accepted"] for p in per.values())
+    accepted = sum(int(speculative(r).get("accepted", 0)) for r in runs)
+    empty = dict(proposed=0, accepted=0, failures=0, mal=[], depth_proposed=[], depth_accepted=[])
+    return [(name, per.get(name, empty), ratio(per.get(name, empty)["accepted"], credits),
+             ratio(per.get(name, empty)["accepted"], accepted)) for name in drafter_names(cfg, per)]
+
+
+def main(argv):
+    args = argv[1:]
+    times = "--times" in args
+    paths = [p for p in args if p != "--times"]
+    if not paths or any(p.startswith("-") for p in paths):
+        sys.exit(__doc__.strip().splitlines()[2])
+    runs = load(paths)
+    if not runs:
+        sys.exit("summarize.py: no runs in %s" % ", ".join(paths))
+    an = analyse(runs)
+    configs, groups, aggs, bad = an["configs"], an["groups"], an["aggs"], an["bad"]
 
     rows = []
     for c, cfg, _ in groups:
@@ -181,31 +242,36 @@ def main(argv):
                  "median ratio", "same as none"], rows, "llrrrrrrr"))
 
     # Per drafter, for configurations that ran several drafters together.
-    multi = [cfg for cfg in configs
-             if any(len(((r.get("stats") or {}).get("speculative") or {}).get("drafters") or {}) > 1
-                    for r in runs if r["config"] == cfg)]
-    if multi:
+    if an["multi"]:
         rows = []
         for c, cfg, rs in groups:
-            if cfg not in multi:
+            if cfg not in an["multi"]:
                 continue
-            per = {}
-            for r in rs:
-                for name, d in ((r["stats"].get("speculative") or {}).get("drafters") or {}).items():
-                    p = per.setdefault(name, dict(proposed=0, accepted=0, mal=[]))
-                    p["proposed"] += int(d.get("proposed", 0))
-                    p["accepted"] += int(d.get("accepted", 0))
-                    if d.get("mean_accepted_length") is not None:
-                        p["mal"].append(float(d["mean_accepted_length"]))
-            total = sum(p["accepted"] for p in per.values())
-            for name in ordered(per, cfg.split(","), sort_rest=False):
-                p = per[name]
+            for name, p, share, part in drafter_shares(rs, cfg):
                 rows.append([c, cfg, name, p["proposed"], p["accepted"], fmt(ratio(p["accepted"], p["proposed"]), ".3f"),
                              fmt(sum(p["mal"]) / len(p["mal"]) if p["mal"] else None, ".2f"),
-                             fmt(ratio(p["accepted"], total), ".3f")])
+                             fmt(share, ".3f"), fmt(part, ".3f")])
         print()
         print(table(["category", "config", "drafter", "proposed", "accepted", "acceptance", "mean accepted length",
-                     "share of accepted"], rows, "lllrrrrr"))
+                     "share of accepted", "of accepted tokens"], rows, "lllrrrrrr"))
+
+    # Acceptance by depth, per drafter and configuration, all categories pooled.
+    rows = []
+    depths = 0
+    for cfg in configs:
+        if cfg == "none":
+            continue
+        rs = [r for r in runs if r["config"] == cfg]
+        for name, p, _, _ in drafter_shares(rs, cfg):
+            cells = ["%.3f (%d)" % (a / n, n) if n else "-" for n, a in zip(p["depth_proposed"], p["depth_accepted"])]
+            depths = max(depths, len(cells))
+            rows.append([cfg, name] + cells)
+    if depths:
+        rows = [row + ["-"] * (2 + depths - len(row)) for row in rows]
+        print()
+        print("Acceptance by depth (all categories; accepted / proposed at depth d, proposed in brackets):")
+        print()
+        print(table(["config", "drafter"] + ["d%d" % (d + 1) for d in range(depths)], rows, "ll" + "r" * depths))
 
     if times:
         keys = ordered((k for a in aggs.values() for k in a["times"]), ["draft", "verify", "accept", "rollback"])
@@ -221,6 +287,17 @@ def main(argv):
             print()
             print(table(["category", "config", "decode s"] + ["%s s (share)" % k for k in keys], rows,
                         "llr" + "r" * len(keys)))
+
+    failures = [(cfg, name, p["failures"], sum(1 for r in runs if r["config"] == cfg and
+                                                int(((speculative(r).get("drafters") or {}).get(name) or {})
+                                                    .get("failures", 0))))
+                for cfg in configs if cfg != "none"
+                for name, p, _, _ in drafter_shares([r for r in runs if r["config"] == cfg], cfg) if p["failures"]]
+    if failures:
+        print()
+        for cfg, name, n, nruns in failures:
+            print("note: drafter %s failed %d call(s) in %d run(s) of config %s (proposals skipped or the drafter "
+                  "disabled; graft warned on stderr)" % (name, n, nruns, cfg))
 
     if bad:
         print()
