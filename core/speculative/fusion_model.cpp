@@ -8,12 +8,18 @@ namespace {
 constexpr double kPriorWeight = 2.0;    // pseudo-trials at rate q before any evidence (per q bin)
 constexpr double kBackoffWeight = 4.0;  // pseudo-trials at the coarser rate in a fine cell
 constexpr double kRecentDecay = 0.8;    // the context signal: about the last 5 rounds
-constexpr double kValueDecay = 0.9;     // value and own nodes: about the last 10 rounds
+constexpr double kValueDecay = 0.8;     // value and own nodes: about the last 5 rounds it proposed in
 constexpr double kStartHit = 0.5;       // the signal's middle bucket before any round
 }  // namespace
 
 FusionModel::FusionModel(std::size_t n)
-    : cells_(n), recent_hit_(n, kStartHit), value_(n, 0.0), own_nodes_(n, 0.0), value_seen_(n, 0) {}
+    : cells_(n),
+      recent_hit_(n, kStartHit),
+      value_(n, 0.0),
+      own_nodes_(n, 0.0),
+      others_(n, 0.0),
+      tree_nodes_(n, 0.0),
+      value_seen_(n, 0) {}
 
 int FusionModel::depth_bucket(std::uint32_t depth) {
   if (depth <= 4) return static_cast<int>(std::max<std::uint32_t>(depth, 1)) - 1;
@@ -45,7 +51,7 @@ float FusionModel::depth_chance(std::size_t d, std::uint32_t depth) const {
 }
 
 void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
-                        std::span<const std::uint32_t> own_nodes) {
+                        std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes) {
   const std::size_t n = std::min(trees.size(), cells_.size());
   std::vector<std::uint32_t> alone(n, 0);
   std::vector<char> matched;  // per node of a tree: its path so far equals the truth
@@ -81,9 +87,12 @@ void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const
     for (std::size_t e = 0; e < n; ++e)
       if (e != d) others = std::max(others, alone[e]);
     const double gain = alone[d] > others ? double(alone[d] - others) : 0.0;
-    value_[d] = value_seen_[d] ? kValueDecay * value_[d] + (1 - kValueDecay) * gain : gain;
     const double own = d < own_nodes.size() ? double(own_nodes[d]) : 0.0;
-    own_nodes_[d] = value_seen_[d] ? kValueDecay * own_nodes_[d] + (1 - kValueDecay) * own : own;
+    auto mean = [&](double& m, double x) { m = value_seen_[d] ? kValueDecay * m + (1 - kValueDecay) * x : x; };
+    mean(value_[d], gain);
+    mean(own_nodes_[d], own);
+    mean(others_[d], double(others));
+    mean(tree_nodes_[d], double(tree_nodes));
     value_seen_[d] = 1;
   }
 }

@@ -36,13 +36,17 @@ class FusionModel {
   double value_tokens(std::size_t d) const { return value_[d]; }
   // Recent draft nodes per round d alone contributed to the verified tree (decayed mean).
   double own_nodes(std::size_t d) const { return own_nodes_[d]; }
+  // In the same rounds: the best accepted length of the other drafters' proposals, and the
+  // verified tree's nodes (decayed means).
+  double others_tokens(std::size_t d) const { return others_[d]; }
+  double tree_nodes(std::size_t d) const { return tree_nodes_[d]; }
   bool has_value(std::size_t d) const { return value_seen_[d]; }
 
   // One round: trees[d] is drafter d's proposal (empty: it did not propose; it learns nothing),
   // truth the verified continuation (accepted path tokens, then the target's token), own_nodes[d]
-  // how many nodes of the verified tree only d proposed.
+  // how many nodes of the verified tree (tree_nodes in all) only d proposed.
   void learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
-             std::span<const std::uint32_t> own_nodes);
+             std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes);
 
   static constexpr int kDepthBuckets = 6;  // depth 1, 2, 3, 4, 5-6, 7+
   static constexpr int kQBins = 10;
@@ -63,7 +67,7 @@ class FusionModel {
 
   std::vector<Drafter> cells_;
   std::vector<double> recent_hit_;  // decayed rate of d's first-depth guess being the target's token
-  std::vector<double> value_, own_nodes_;
+  std::vector<double> value_, own_nodes_, others_, tree_nodes_;
   std::vector<char> value_seen_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -35,23 +36,29 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
   trees_.resize(drafters_.size());
   propose_seconds_.assign(drafters_.size(), 0.0);
   proposed_nodes_.assign(drafters_.size(), 0.0);
+  proposed_last_.assign(drafters_.size(), 0);
 }
 
 namespace {
 constexpr std::uint64_t kLearnRounds = 8;   // rounds before the cost-based choices start
-constexpr std::uint64_t kProbeEvery = 16;   // a skipped drafter proposes again this often
+constexpr std::uint64_t kProbeEvery = 8;    // a skipped drafter proposes again this often
+constexpr double kCheapPropose = 0.05;      // of a decode step: below it a drafter is never skipped
 constexpr double kCostDecay = 0.9;          // propose time and node counts: about the last 10 rounds
 }  // namespace
 
 bool SpeculativeDecoder::worth_drafting(std::size_t d) const {
   if (!options_.adaptive || stats_.rounds < kLearnRounds || !fusion_.has_value(d)) return true;
   if ((stats_.rounds + d) % kProbeEvery == 0) return true;  // keep its value measured
-  // Gain: each token it adds beyond the others saves about a decode step; each node only it puts
-  // into the verify pass costs a row. Cost: its own propose time.
-  const double step = cost_.estimate(1);
-  const double row = std::max(0.0, (cost_.estimate(9) - step) / 8);
-  const double gain = fusion_.value_tokens(d) * step - fusion_.own_nodes(d) * row;
-  return gain >= propose_seconds_[d];
+  // A drafter whose proposing costs next to nothing is never skipped: the verify budget already
+  // leaves out its nodes that do not pay.
+  if (propose_seconds_[d] < kCheapPropose * cost_.estimate(1)) return true;
+  // Tokens per second of recent rounds with its proposal (its propose time, the whole verify
+  // pass) against without (the others' best accepted length, a pass without its own nodes).
+  const double others = fusion_.others_tokens(d), nodes = fusion_.tree_nodes(d);
+  const auto rows = [](double n) { return static_cast<std::uint32_t>(std::lround(n)) + 1; };
+  const double with = (1 + others + fusion_.value_tokens(d)) / (cost_.estimate(rows(nodes)) + propose_seconds_[d]);
+  const double without = (1 + others) / cost_.estimate(rows(std::max(0.0, nodes - fusion_.own_nodes(d))));
+  return with >= without;
 }
 
 std::uint32_t SpeculativeDecoder::draft_depth(std::size_t d, std::uint32_t max_depth) const {
@@ -181,10 +188,15 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
       req.sampling = !sampler.greedy();
       const auto tp = Clock::now();
       drafters_[d].propose(req, trees_[d]);
-      propose_seconds_[d] = kCostDecay * propose_seconds_[d] + (1 - kCostDecay) * since(tp);
-      proposed_nodes_[d] = kCostDecay * proposed_nodes_[d] + (1 - kCostDecay) * double(trees_[d].size());
+      // The steady cost only: a drafter back from skipped rounds may catch up on them first.
+      if (proposed_last_[d]) {
+        propose_seconds_[d] = kCostDecay * propose_seconds_[d] + (1 - kCostDecay) * since(tp);
+        proposed_nodes_[d] = kCostDecay * proposed_nodes_[d] + (1 - kCostDecay) * double(trees_[d].size());
+      }
+      proposed_last_[d] = 1;
     } else if (budget.max_nodes > 0) {
       ++stats_.drafters[d].skipped;
+      proposed_last_[d] = 0;
     }
     proposals.push_back(&trees_[d]);
   }
@@ -304,7 +316,8 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   sync_stats();
   // Full information: every proposal, kept or cut, scored against the verified continuation.
   committed.push_back(walk.next);  // the continuation the target verified: path, then its token
-  fusion_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes);
+  fusion_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes,
+                static_cast<std::uint32_t>(tree_.size()));
   committed.pop_back();
 
   out.insert(out.end(), committed.begin() + 1, committed.end());

@@ -75,6 +75,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   FusionModel fusion_;
   // Per drafter, decayed means of its propose() time and of the nodes it proposed.
   std::vector<double> propose_seconds_, proposed_nodes_;
+  std::vector<char> proposed_last_;  // it proposed in the previous round
   std::uint32_t starved_ = 0;  // rounds in a row that verified no draft although some were proposed
   std::uint32_t explore_ = 0;
   std::uint32_t widest_pass_ = 0;  // most rows of a verify pass so far

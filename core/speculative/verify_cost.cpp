@@ -10,18 +10,17 @@ constexpr double kPriorSlope = 0.1;  // b / a before two sizes have been measure
 constexpr double kSizeDecay = 0.9;      // per size: about the last 10 passes of that size
 constexpr double kSizeMinWeight = 1.5;  // a size's own mean applies from its second pass
 constexpr std::uint64_t kSizeMaxAge = 256;  // ... while it was measured within this many passes
-// One pass hit by a preemption must not price a size out for long, nor tilt the line: a time
-// is clipped to this range around the model's estimate.
-constexpr double kRatioMin = 0.5, kRatioMax = 2.0;
+// One pass hit by a preemption must not price a size out for long, nor tilt the line: a time is
+// clipped to this multiple of the model's estimate.
+constexpr double kRatioMax = 2.0;
 constexpr std::uint32_t kMaxSizes = 512;  // sizes beyond get the line alone
 }  // namespace
 
 void VerifyCost::record(std::uint32_t rows, double seconds) {
   if (rows == 0 || !(seconds > 0)) return;
-  if (w_ >= kSizeMinWeight) {
-    const double before = estimate(rows);
-    seconds = std::clamp(seconds, kRatioMin * before, kRatioMax * before);
-  }
+  // Only upwards: a preemption makes a pass slower, never faster, and a fast pass must be able
+  // to correct an estimate that started high (cold caches).
+  if (w_ >= kSizeMinWeight) seconds = std::min(seconds, kRatioMax * estimate(rows));
   ++passes_;
   if (rows < kMaxSizes) {
     if (sizes_.size() <= rows) sizes_.resize(rows + 1);

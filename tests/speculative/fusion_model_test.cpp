@@ -21,7 +21,7 @@ DraftTree chain(const std::vector<TokenId>& tokens, float q = 1.0f) {
 
 void learn(FusionModel& m, const std::vector<const DraftTree*>& trees, const std::vector<TokenId>& truth) {
   const std::vector<std::uint32_t> own(trees.size(), 0);
-  m.learn(trees, truth, own);
+  m.learn(trees, truth, own, 0);
 }
 
 TEST(FusionModel, ScoresNodesTheBudgetCutAgainstTheVerifiedContinuation) {

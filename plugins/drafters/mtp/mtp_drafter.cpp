@@ -125,24 +125,34 @@ Status MtpDrafter::head(std::uint32_t row) {
 }
 
 Status MtpDrafter::add_entries(const CommitInfo& info) {
-  if (info.first != n_entries_)
-    return Status(Errc::invalid_argument, "mtp: the head holds " + std::to_string(n_entries_) +
+  const std::uint32_t held = n_entries_ + static_cast<std::uint32_t>(pending_tokens_.size());
+  if (info.first != held)
+    return Status(Errc::invalid_argument, "mtp: the head holds " + std::to_string(held) +
                                               " entries but the commit starts at token " + std::to_string(info.first));
   const std::uint32_t m = info.n_committed - info.first;
   if (info.context.size() != std::size_t(info.n_committed) + 1 || info.hidden.n_tokens != m ||
       info.hidden.n_embd != E_ || info.hidden.n_per_token != 1 || (m > 0 && !info.hidden.data))
     return Status(Errc::invalid_argument, "mtp: the commit's hidden states do not match what the head asked for");
+  // Kept until the next propose (entry i reads token i+1 and the target's h_i): a round in which
+  // the mix does not ask this drafter costs a copy, and the entries then run as one batch.
+  pending_tokens_.insert(pending_tokens_.end(), info.context.begin() + info.first + 1,
+                         info.context.begin() + info.n_committed + 1);
+  pending_hidden_.insert(pending_hidden_.end(), info.hidden.data, info.hidden.data + std::size_t(m) * E_);
+  if (m > 0) have_head_ = false;
+  return Status::success();
+}
+
+Status MtpDrafter::flush() {
+  if (pending_tokens_.empty()) return Status::success();
   // Draft entries of the last round (slots >= n_entries_) go; the committed tokens' come in.
   GRAFT_TRY(kv_->truncate(n_entries_));
-  have_head_ = false;
-  std::vector<std::int32_t> tokens, positions;
+  const auto m = static_cast<std::uint32_t>(pending_tokens_.size());
+  std::vector<std::int32_t> positions;
   for (std::uint32_t done = 0; done < m;) {
     const std::uint32_t c = std::min(max_rows_, m - done);
-    const std::uint32_t i0 = info.first + done;  // entry index of the first row
-    // Entry i reads token i+1 and the target's h_i.
-    tokens.assign(info.context.begin() + i0 + 1, info.context.begin() + i0 + 1 + c);
-    GRAFT_TRY(embed_->get_rows(tokens.data(), c, f32_view(e_, E_, c)));
-    GRAFT_TRY(be_->copy(h_, MemoryKind::device, info.hidden.data + std::size_t(done) * E_, MemoryKind::host,
+    const std::uint32_t i0 = n_entries_;  // entry index of the first row
+    GRAFT_TRY(embed_->get_rows(pending_tokens_.data() + done, c, f32_view(e_, E_, c)));
+    GRAFT_TRY(be_->copy(h_, MemoryKind::device, pending_hidden_.data() + std::size_t(done) * E_, MemoryKind::host,
                         std::size_t(c) * E_ * sizeof(float)));
     GRAFT_TRY(project(c));
     // The block at KV slots i, RoPE positions i + 1.
@@ -161,6 +171,8 @@ Status MtpDrafter::add_entries(const CommitInfo& info) {
       have_head_ = true;
     }
   }
+  pending_tokens_.clear();
+  pending_hidden_.clear();
   return Status::success();
 }
 
@@ -171,17 +183,21 @@ Status MtpDrafter::truncate(std::uint32_t n) {
   if (n == 0) {
     n_entries_ = 0;
     have_head_ = false;
+    pending_tokens_.clear();
+    pending_hidden_.clear();
     return kv_->truncate(0);
   }
   // Entry n-1 read token n, which a cut to n tokens replaces; rebuilding it needs the target's
   // hidden state of token n-1 again, which no call hands over.
-  if (n <= n_entries_)
+  const std::uint32_t held = n_entries_ + static_cast<std::uint32_t>(pending_tokens_.size());
+  if (n <= held)
     return not_implemented("mtp: cutting a sequence back to " + std::to_string(n) + " tokens (the head holds " +
-                           std::to_string(n_entries_) + ")");
+                           std::to_string(held) + ")");
   return Status::success();
 }
 
 Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
+  GRAFT_TRY(flush());
   if (!have_head_ || request.context.size() != std::size_t(n_entries_) + 1)
     return Status(Errc::invalid_argument, "mtp: out of step with the context (" + std::to_string(request.context.size()) +
                                               " tokens, " + std::to_string(n_entries_) + " entries)");

@@ -5,8 +5,9 @@
 //   x = the decoder block blk.B (RoPE position i+1, attention over the head's own KV cache)
 //   g = rms_norm(x) * shared_head_norm; logits = lm_head(g)                       predicts t[i+2]
 // Drafting continues from the last entry: step s >= 2 is the entry (g of step s-1, draft s-1).
-// Every committed token becomes an entry as it is committed (begin/accept, with the hidden states
-// of the verify pass); draft entries are cut off again at the next accept.
+// Every committed token becomes an entry (begin/accept hand the hidden states of the verify pass);
+// the entries run at the next propose, as one batch, so rounds the mix does not ask this drafter
+// cost only a copy. Draft entries are cut off again before the next entries run.
 #pragma once
 
 #include <memory>
@@ -34,8 +35,10 @@ class MtpDrafter final : public Drafter {
 
  private:
   MtpDrafter() = default;
-  // Appends entries for context[first, n_committed) (hidden rows given) after `first` entries.
+  // Queues entries for context[first, n_committed) (hidden rows given) after `first` entries.
   Status add_entries(const CommitInfo& info);
+  // Runs the queued entries through the block, then the head of the last one.
+  Status flush();
   // Runs entries already laid out in x_ (rows [0, n)) at KV slots [slot, slot + n); leaves the
   // head's g and logits of the last one.
   Status run_entries(std::uint32_t n, std::uint32_t slot);
@@ -59,6 +62,9 @@ class MtpDrafter final : public Drafter {
   std::vector<float> g_host_;   // the last entry's g, the h of the first draft step
   std::uint32_t n_entries_ = 0; // committed entries in kv_ (entry i at slot i)
   bool have_head_ = false;      // logits_ / g_host_ belong to entry n_entries_ - 1
+  // Queued entries (after n_entries_): token i+1 of each, and the target's h_i rows.
+  std::vector<std::int32_t> pending_tokens_;
+  std::vector<float> pending_hidden_;
 };
 
 }  // namespace graft::mtp
