@@ -191,9 +191,14 @@ Expected<std::unique_ptr<Weight>> FileWeights::weight(std::string_view name) con
   }
   const gguf::TensorInfo* t = file_->tensor(name);
   if (!t) return Status(Errc::not_found, fmt::format("{}: no tensor '{}'", file_->name(), name));
-  if (t->n_dims == 1) {
+  if (t->n_dims != 2) {
+    // Not a matrix the kernels multiply by: f32 values in the file's shape (a vector, or a
+    // drafter's 3-D table such as DFlash2's conv_base [d, kernel, 2]), read by the caller.
     auto v = bind_vector(*file_, name, host_, *backend_);
     if (!v) return std::move(v).status();
+    v->view.n_dims = static_cast<std::int32_t>(t->n_dims);
+    for (int i = 0; i < 4; ++i) v->view.ne[i] = static_cast<std::int64_t>(t->ne[i]);
+    for (int i = 1; i < 4; ++i) v->view.nb[i] = v->view.nb[i - 1] * static_cast<std::size_t>(v->view.ne[i - 1]);
     return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), std::move(*v)));
   }
   auto m = bind_matrix(*file_, name, host_, *backend_);

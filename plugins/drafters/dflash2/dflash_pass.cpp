@@ -1,0 +1,165 @@
+#include "dflash_pass.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace graft::dflash2 {
+
+namespace {
+constexpr std::uint32_t kChunk = 64;  // context tokens per projection call (a prompt goes in pieces)
+}
+
+Expected<std::unique_ptr<DFlashPass>> DFlashPass::create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file) {
+  Backend& be = host.target().backend();
+  // The convolution mixes a handful of values per channel on the host, over backend memory.
+  if (file->has_conv && !be.host_accessible(MemoryKind::device))
+    return not_implemented("dflash2: " + file->path + ": the DFlash2 convolution on backend '" + std::string(be.name()) +
+                           "' (its device memory is not host-accessible)");
+  std::unique_ptr<DFlashPass> d(new DFlashPass());
+  d->f_ = std::move(file);
+  d->be_ = &be;
+  const DFlashFile& f = *d->f_;
+  const BlockShape& s = f.shape;
+  auto runner = f.file->runner(s, f.block_size);
+  if (!runner) return std::move(runner).status();
+  d->runner_ = std::move(*runner);
+  auto kv = host.new_kv_store(KvGeometry{f.n_layers, s.n_head_kv, s.head_dim, s.head_dim,
+                                         host.context_capacity() + f.block_size});
+  if (!kv) return std::move(kv).status();
+  d->kv_ = std::move(*kv);
+
+  const std::uint64_t E = s.n_embd, R = kChunk, B = f.block_size, V = f.n_vocab;
+  const std::uint64_t KV = std::uint64_t(s.n_head_kv) * s.head_dim, W = f.has_conv ? f.conv.dyn_width() : 0;
+  const std::uint64_t rank = f.selector_rank;
+  d->sel_rows_ = static_cast<std::uint32_t>(B * std::max<std::uint32_t>(1, f.selector_top_k));
+  const std::uint64_t sizes[] = {f.feature_width * R, E * R, KV * R, KV * R, E * B, E * B, E * B, E * B, E * B,
+                                 W * B, V * B, rank * B, rank * d->sel_rows_};
+  float** parts[] = {&d->feat_, &d->c_, &d->k_, &d->v_, &d->x_, &d->h_, &d->t_, &d->a_, &d->out_,
+                     &d->dyn_, &d->logits_dev_, &d->gate_dev_, &d->sel_dev_};
+  auto buf = be.allocate(std::accumulate(std::begin(sizes), std::end(sizes), std::uint64_t(0)) * sizeof(float),
+                         MemoryKind::device);
+  if (!buf) return std::move(buf).status();
+  d->buf_ = std::move(*buf);
+  float* at = static_cast<float*>(d->buf_->data());
+  for (std::size_t i = 0; i < std::size(sizes); ++i) *parts[i] = at, at += sizes[i];
+  d->all_ones_.assign(std::size_t(B) * B, 1);
+  GRAFT_TRY(d->run_block(f.mask_token, f.block_size));
+  return d;
+}
+
+Status DFlashPass::add_context(std::uint32_t n, const float* features) {
+  const DFlashFile& f = *f_;
+  const BlockShape& s = f.shape;
+  const std::int64_t E = s.n_embd, D = s.head_dim, HKV = s.n_head_kv, KV = HKV * D;
+  for (std::uint32_t done = 0; done < n;) {
+    const std::uint32_t c = std::min(kChunk, n - done);
+    // c = enc.output_norm(fc(features)) [E, c].
+    GRAFT_TRY(be_->copy(feat_, MemoryKind::device, features + std::size_t(done) * f.feature_width, MemoryKind::host,
+                        std::size_t(c) * f.feature_width * sizeof(float)));
+    GRAFT_TRY(f.fc->matmul(f32_view(feat_, f.feature_width, c), f32_view(c_, E, c)));
+    GRAFT_TRY(be_->rms_norm(f32_view(c_, E, c), f.enc_norm->view(), s.rms_eps, f32_view(c_, E, c)));
+    positions_.resize(c);
+    std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(n_ctx_));
+    // Per layer: k = rope(k_norm(W_k c)), v = W_v c, at slots n_ctx.. (slot j = position j).
+    for (std::uint32_t l = 0; l < f.n_layers; ++l) {
+      const DFlashLayer& L = f.layers[l];
+      GRAFT_TRY(L.k->matmul(f32_view(c_, E, c), f32_view(k_, KV, c)));
+      if (L.k_norm) GRAFT_TRY(be_->rms_norm(f32_view(k_, D, HKV * c), L.k_norm->view(), s.rms_eps, f32_view(k_, D, HKV * c)));
+      GRAFT_TRY(be_->rope(f32_view(k_, D, HKV, c), positions_.data(), s.rope, f32_view(k_, D, HKV, c)));
+      GRAFT_TRY(L.v->matmul(f32_view(c_, E, c), f32_view(v_, KV, c)));
+      GRAFT_TRY(kv_->write(l, n_ctx_, c, f32_view(k_, D, HKV, c), f32_view(v_, D, HKV, c)));
+    }
+    n_ctx_ += c;
+    done += c;
+  }
+  return Status::success();
+}
+
+Status DFlashPass::truncate(std::uint32_t n) {
+  n_ctx_ = std::min(n_ctx_, n);
+  return kv_->truncate(n_ctx_);
+}
+
+Status DFlashPass::half(std::uint32_t l, bool attention, std::uint32_t rows, const BlockRows& block_rows) {
+  const DFlashFile& f = *f_;
+  const DFlashLayer& L = f.layers[l];
+  const std::int64_t E = f.shape.n_embd;
+  auto view = [&](float* p) { return f32_view(p, E, rows); };
+  GRAFT_TRY(be_->rms_norm(view(x_), (attention ? L.attn_norm : L.ffn_norm)->view(), f.shape.rms_eps, view(h_)));
+  float* in = h_;
+  const float* base = nullptr;
+  if (f.has_conv) {
+    // dyn = conv_proj(normed input), shared by both sides; side 0 on the half's input.
+    const Weight& proj = *(attention ? L.attn_conv_proj : L.ffn_conv_proj);
+    base = (attention ? L.attn_conv_base : L.ffn_conv_base)->view().as<float>();
+    GRAFT_TRY(proj.matmul(view(h_), f32_view(dyn_, f.conv.dyn_width(), rows)));
+    GRAFT_TRY(be_->synchronize());
+    causal_conv(f.conv, 0, rows, h_, dyn_, base, t_);
+    in = t_;
+  }
+  if (attention) GRAFT_TRY(runner_->attention(l, *kv_, l, block_rows, view(in), view(a_)));
+  else GRAFT_TRY(runner_->ffn(l, view(in), view(a_)));
+  float* y = a_;
+  if (f.has_conv) {
+    GRAFT_TRY(be_->synchronize());
+    causal_conv(f.conv, 1, rows, a_, dyn_, base, t_);  // side 1 on the half's output
+    y = t_;
+  }
+  return be_->add(view(x_), view(y), view(x_));
+}
+
+Status DFlashPass::run_block(std::int32_t anchor, std::uint32_t rows) {
+  const DFlashFile& f = *f_;
+  if (rows < 2 || rows > f.block_size)
+    return Status(Errc::invalid_argument, "dflash2: a block of " + std::to_string(rows) + " rows (1 + slots), expected 2.." +
+                                              std::to_string(f.block_size));
+  const std::int64_t E = f.shape.n_embd, V = f.n_vocab, m = rows - 1;
+  std::vector<std::int32_t> ids(rows, f.mask_token);
+  ids[0] = anchor;
+  positions_.resize(rows);
+  std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(n_ctx_));
+  BlockRows block_rows;
+  block_rows.n_tokens = rows;
+  block_rows.n_past = n_ctx_;
+  block_rows.positions = positions_.data();
+  // Every block row sees every other (the ones are read as rows x rows).
+  block_rows.ancestor = all_ones_.data();
+  auto body = [&]() -> Status {
+    GRAFT_TRY(f.embed->get_rows(ids.data(), rows, f32_view(x_, E, rows)));
+    for (std::uint32_t l = 0; l < f.n_layers; ++l) {
+      GRAFT_TRY(half(l, true, rows, block_rows));
+      GRAFT_TRY(half(l, false, rows, block_rows));
+    }
+    // Slots 1..rows-1: out = output_norm(x), logits = lm_head(out), gate = selector_hidden(out).
+    GRAFT_TRY(be_->rms_norm(f32_view(x_ + E, E, m), f.output_norm->view(), f.shape.rms_eps, f32_view(out_, E, m)));
+    GRAFT_TRY(f.lm_head->matmul(f32_view(out_, E, m), f32_view(logits_dev_, V, m)));
+    if (f.has_selector)
+      GRAFT_TRY(f.sel_hidden->matmul(f32_view(out_, E, m), f32_view(gate_dev_, f.selector_rank, m)));
+    GRAFT_TRY(be_->synchronize());
+    logits_.resize(std::size_t(V) * m);
+    GRAFT_TRY(be_->copy(logits_.data(), MemoryKind::host, logits_dev_, MemoryKind::device, logits_.size() * sizeof(float)));
+    gate_.resize(std::size_t(f.selector_rank) * m);
+    if (!gate_.empty())
+      GRAFT_TRY(be_->copy(gate_.data(), MemoryKind::host, gate_dev_, MemoryKind::device, gate_.size() * sizeof(float)));
+    return Status::success();
+  };
+  Status st = body();
+  // The block's K/V never stay: the next block sits at the context's end again.
+  Status cut = kv_->truncate(n_ctx_);
+  return st.ok() ? cut : st;
+}
+
+Status DFlashPass::selector_rows(const Weight& table, const std::vector<std::int32_t>& ids, std::vector<float>& out) {
+  const std::uint32_t rank = f_->selector_rank;
+  out.resize(ids.size() * rank);
+  for (std::size_t done = 0; done < ids.size();) {
+    const std::size_t c = std::min<std::size_t>(sel_rows_, ids.size() - done);
+    GRAFT_TRY(table.get_rows(ids.data() + done, c, f32_view(sel_dev_, rank, static_cast<std::int64_t>(c))));
+    GRAFT_TRY(be_->synchronize());
+    GRAFT_TRY(be_->copy(out.data() + done * rank, MemoryKind::host, sel_dev_, MemoryKind::device, c * rank * sizeof(float)));
+    done += c;
+  }
+  return Status::success();
+}
+
+}  // namespace graft::dflash2

@@ -1,0 +1,58 @@
+// One sequence's DFlash computation (tools/zoo/dflash.py has the equations):
+// - context: each committed token j gives c_j = enc.output_norm(fc(its target hidden states)),
+//   and every drafter layer keeps k_norm(W_k c_j) roped at position j and W_v c_j in this
+//   drafter's own KV store at slot j (no query, no attn_norm);
+// - block: [anchor, MASK x (rows - 1)] at positions p..p+rows-1 (p = the context length) runs
+//   through the layers, attending to every context slot and, bidirectionally, to the whole block
+//   (an all-ones ancestor mask); with DFlash2 the dynamic causal conv wraps attention and the FFN;
+//   then output_norm and the lm_head give slot k's logits (k = 1..rows-1 predicts token p + k).
+//   The block's K/V are cut off again afterwards.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "dflash_file.hpp"
+
+namespace graft::dflash2 {
+
+class DFlashPass {
+ public:
+  // Binds the layers with one warm-up block, so a layer tensor that does not fit fails here.
+  static Expected<std::unique_ptr<DFlashPass>> create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file);
+
+  std::uint32_t context() const noexcept { return n_ctx_; }
+  // Context K/V for the next n tokens (positions context()..), features [n][feature_width] on the host.
+  Status add_context(std::uint32_t n, const float* features);
+  Status truncate(std::uint32_t n);
+  // Runs the block; logits() then holds [rows - 1][n_vocab] and, with the selector, gate()
+  // [rows - 1][rank] (selector_hidden of each slot's normed hidden state).
+  Status run_block(std::int32_t anchor, std::uint32_t rows);
+  const std::vector<float>& logits() const noexcept { return logits_; }
+  const std::vector<float>& gate() const noexcept { return gate_; }
+  // Rows of a selector table (sel_prev or sel_next) for `ids`, [ids.size()][rank] on the host.
+  Status selector_rows(const Weight& table, const std::vector<std::int32_t>& ids, std::vector<float>& out);
+
+ private:
+  DFlashPass() = default;
+  // x += conv(side 1, half(conv(side 0, norm(x)))) for one half of layer l (attention or ffn).
+  Status half(std::uint32_t l, bool attention, std::uint32_t rows, const BlockRows& block_rows);
+
+  std::shared_ptr<const DFlashFile> f_;
+  Backend* be_ = nullptr;
+  std::unique_ptr<BlockRunner> runner_;
+  std::unique_ptr<KvStore> kv_;
+  std::uint32_t n_ctx_ = 0;
+  std::vector<std::uint8_t> all_ones_;
+  std::vector<std::int32_t> positions_;
+  // Backend buffers: context chunk feat [F, R], c [E, R], k and v [KV, R]; block x, h, t, a, out
+  // [E, B], dyn [W, B], logits [V, B], gate [rank, B]; selector rows [rank, B * K].
+  std::unique_ptr<Buffer> buf_;
+  float *feat_ = nullptr, *c_ = nullptr, *k_ = nullptr, *v_ = nullptr;
+  float *x_ = nullptr, *h_ = nullptr, *t_ = nullptr, *a_ = nullptr, *out_ = nullptr, *dyn_ = nullptr;
+  float *logits_dev_ = nullptr, *gate_dev_ = nullptr, *sel_dev_ = nullptr;
+  std::uint32_t sel_rows_ = 0;
+  std::vector<float> logits_, gate_, host_in_, host_dyn_, host_out_;
+};
+
+}  // namespace graft::dflash2
