@@ -172,6 +172,64 @@ TEST(DFlash2Drafter, BlockProposalsEqualThePyTorchFixtures) {
   RecordProperty("worst_relative_logit_difference", std::to_string(worst));
 }
 
+// Rounds commit a few tokens at a time, and a sequence may be cut back: the drafter's context
+// must then be exactly the one a single begin() over the same tokens builds (bit for bit: each
+// token's K/V depend on its own hidden states and position only).
+TEST(DFlash2Drafter, ContextBuiltInPiecesOrCutBackEqualsOneBuiltAtOnce) {
+  const auto fx = fixture();
+  const std::vector<float> features = read_floats(kFixtures / "zoo-dflash2.features.bin");
+  const std::size_t F = fx["feature_width"].get<std::size_t>();
+  const auto& c = fx["cases"].back();
+  const auto ids = c["ids"].get<std::vector<TokenId>>();
+  std::vector<TokenId> context = ids;
+  context.push_back(c["next_token"].get<TokenId>());
+  const float* rows = features.data() + c["feature_rows_start"].get<std::size_t>() * F;
+  auto p = pipeline("", "f32", nullptr);
+  ASSERT_TRUE(p);
+  auto host = drafter_host(*p);
+  auto file = DFlashFile::open(*host, kDFlash.string());
+  ASSERT_TRUE(file) << file.status().message();
+  // Tokens [first, end) of the context, committed with the pending token after them.
+  auto commit = [&](std::uint32_t first, std::uint32_t end) {
+    CommitInfo info;
+    info.context = std::span<const TokenId>(context.data(), end + 1);
+    info.first = first;
+    info.n_committed = end;
+    info.hidden = HiddenStates{end - first, static_cast<std::uint32_t>(F / 3), 3, rows + first * F};
+    return info;
+  };
+  auto logits_after = [&](const std::function<void(Drafter&)>& build) {
+    auto d = DFlashDrafter::create(*host, *file, chain_options(true));
+    EXPECT_TRUE(d) << d.status().message();
+    if (!d) return std::vector<float>{};
+    build(**d);
+    DraftTree tree;
+    EXPECT_TRUE((*d)->propose(DraftRequest{context, 16, 16}, tree).ok());
+    return (*d)->slot_logits();
+  };
+  const auto n = static_cast<std::uint32_t>(ids.size());
+  const auto whole = logits_after([&](Drafter& d) { ASSERT_TRUE(d.begin(commit(0, n)).ok()); });
+  ASSERT_FALSE(whole.empty());
+  const auto pieces = logits_after([&](Drafter& d) {
+    ASSERT_TRUE(d.begin(commit(0, 10)).ok());
+    for (std::uint32_t at = 10, step = 1; at < n; at += step, step = step % 5 + 1)
+      ASSERT_TRUE(d.accept(commit(at, std::min(n, at + step))).ok());
+  });
+  const auto cut = logits_after([&](Drafter& d) {
+    ASSERT_TRUE(d.begin(commit(0, n)).ok());
+    ASSERT_TRUE(d.truncate(40).ok());
+    ASSERT_TRUE(d.accept(commit(40, n)).ok());
+  });
+  EXPECT_TRUE(pieces == whole) << "context committed a few tokens at a time";
+  EXPECT_TRUE(cut == whole) << "context cut back to 40 tokens and committed again";
+  // An out-of-step commit is an error, not a silent misalignment.
+  auto d = DFlashDrafter::create(*host, *file, chain_options(true));
+  ASSERT_TRUE(d);
+  ASSERT_TRUE((*d)->begin(commit(0, 10)).ok());
+  const Status gap = (*d)->accept(commit(12, 20));
+  EXPECT_EQ(gap.message(), "dflash2: the drafter holds 10 context tokens but the commit starts at token 12");
+}
+
 // The features the drafter reads in decoding come from graft's verify pass: the target's taps
 // 1, 2, 3 (the inputs of those layers), token-major, are the reference's features.
 TEST(DFlash2Drafter, TheTargetsTapsAreTheFixtureFeatures) {
@@ -229,7 +287,7 @@ TEST(DFlash2Drafter, ThreeDimensionalTablesKeepTheFilesShape) {
   EXPECT_EQ(v.nb[2], 256u * 2 * sizeof(float));
 }
 
-// Speculative greedy output with dflash2 is plain greedy output, on every 8th bench/spec prompt.
+// Speculative greedy output with dflash2 is plain greedy output, on every 4th bench/spec prompt.
 TEST(DFlash2Drafter, GreedyLosslessAloneAndWithTheOtherDrafters) {
   TempDir dir;
   const fs::path plain_file = plain_dflash(dir.path());
@@ -249,15 +307,15 @@ TEST(DFlash2Drafter, GreedyLosslessAloneAndWithTheOtherDrafters) {
     const auto prompts = corpus();
     std::vector<double> tokens_per_round(configs.size(), 0);
     std::size_t n_prompts = 0;
-    for (std::size_t i = 0; i < prompts.size(); i += 8) {
+    for (std::size_t i = 0; i < prompts.size(); i += 4) {
       ++n_prompts;
       const auto prompt = tokenize(*p, prompts[i].second);
-      const Generated plain = generate(*p, prompt, greedy(), 128, nullptr);
-      ASSERT_EQ(plain.ids.size(), 128u) << prompts[i].first;
+      const Generated plain = generate(*p, prompt, greedy(), 256, nullptr);
+      ASSERT_EQ(plain.ids.size(), 256u) << prompts[i].first;
       for (std::size_t k = 0; k < configs.size(); ++k) {
         auto decoder = configs[k].set->new_decoder();
         ASSERT_TRUE(decoder) << decoder.status().message();
-        const Generated spec = generate(*p, prompt, greedy(), 128, decoder->get());
+        const Generated spec = generate(*p, prompt, greedy(), 256, decoder->get());
         ASSERT_EQ(spec.ids, plain.ids) << prompts[i].first << " with " << configs[k].label << ", kv " << kv;
         EXPECT_EQ(spec.stats.stop, plain.stats.stop);
         for (const DrafterStats& ds : (*decoder)->stats().drafters)

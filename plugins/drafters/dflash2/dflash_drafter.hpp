@@ -20,7 +20,7 @@ namespace graft::dflash2 {
 struct DrafterOptions {
   std::string model;             // the drafter GGUF
   std::uint32_t max_draft = 0;   // slots drafted per round (0: block_size - 1)
-  std::uint32_t top_k = 4;       // children per node
+  std::uint32_t top_k = 2;       // children per node
   bool adaptive = true;          // BlockPolicy; false: always the long block
   std::uint32_t short_block = 0; // rows of the short block (0: half the long block, at least 2)
   bool selector = true;          // the file's DFlash2 selector, when it has one

@@ -46,7 +46,7 @@ const graft::ConfigKeySpec kKeys[] = {
      true},
     {"max_draft", graft::ConfigType::integer, "slots drafted per round (default: the file's block_size - 1)", 1, 63,
      false},
-    {"top_k", graft::ConfigType::integer, "children per tree node: each slot's top candidates (default 4; 1 = a chain)",
+    {"top_k", graft::ConfigType::integer, "children per tree node: each slot's top candidates (default 2; 1 = a chain)",
      1, 64, false},
     {"adaptive", graft::ConfigType::boolean,
      "switch to the short block while the long one's last slots are rarely accepted, probing it again (default true)",
@@ -62,7 +62,7 @@ graft::PluginObject* create(const graft::HostServices&, const graft::Config& con
     DrafterOptions o;
     o.model = config.get_string("model").value_or("");
     o.max_draft = static_cast<std::uint32_t>(config.get_int("max_draft").value_or(0));
-    o.top_k = static_cast<std::uint32_t>(config.get_int("top_k").value_or(4));
+    o.top_k = static_cast<std::uint32_t>(config.get_int("top_k").value_or(2));
     o.adaptive = config.get_bool("adaptive").value_or(true);
     o.short_block = static_cast<std::uint32_t>(config.get_int("short_block").value_or(0));
     o.selector = config.get_bool("selector").value_or(true);
