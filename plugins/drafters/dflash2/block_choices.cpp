@@ -8,11 +8,12 @@ namespace graft::dflash2 {
 
 namespace {
 
-// Softmax probability of each of `ids` in the row (double sums: 4096-wide rows of f32 logits).
+// Softmax probability of each of `ids` in the row: float exponentials (a whole vocabulary per
+// slot every round), summed in double.
 std::vector<double> probabilities(const float* row, std::uint32_t n, const std::vector<std::int32_t>& ids) {
   const float mx = *std::max_element(row, row + n);
   double sum = 0;
-  for (std::uint32_t i = 0; i < n; ++i) sum += std::exp(double(row[i]) - mx);
+  for (std::uint32_t i = 0; i < n; ++i) sum += std::exp(row[i] - mx);
   std::vector<double> p(ids.size());
   for (std::size_t i = 0; i < ids.size(); ++i) p[i] = std::exp(double(row[ids[i]]) - mx) / sum;
   return p;

@@ -66,6 +66,7 @@ Status DFlashDrafter::begin(const CommitInfo& info) {
 
 Status DFlashDrafter::accept(const CommitInfo& info) {
   round_tokens_ = info.n_committed - info.first;  // the pending token and the accepted drafts
+  ++rounds_since_proposal_;
   return add(info);
 }
 
@@ -98,8 +99,10 @@ Status DFlashDrafter::make_choices(std::int32_t anchor, std::uint32_t slots) {
 
 Status DFlashDrafter::propose(const DraftRequest& request, DraftTree& out) {
   const auto now = std::chrono::steady_clock::now();
-  // The previous round, timed from its proposal to this one (the verify pass included).
-  if (proposed_) policy_.round(round_tokens_, std::chrono::duration<double>(now - proposed_at_).count());
+  // The previous round, timed from its proposal to this one (the verify pass included); not
+  // when the host skipped this drafter in later rounds (their time is not the block's doing).
+  if (proposed_ && rounds_since_proposal_ == 1)
+    policy_.round(round_tokens_, std::chrono::duration<double>(now - proposed_at_).count());
   proposed_ = false;
   if (request.context.size() != std::size_t(pass_->context()) + 1)
     return Status(Errc::invalid_argument, "dflash2: out of step with the context (" + n(request.context.size()) +
@@ -112,7 +115,7 @@ Status DFlashDrafter::propose(const DraftRequest& request, DraftTree& out) {
   best_first_tree(choices_, request.max_nodes, depth, out);
   proposed_at_ = now;
   proposed_ = true;
-  round_tokens_ = 0;
+  rounds_since_proposal_ = 0;
   return Status::success();
 }
 

@@ -58,7 +58,8 @@ class DFlashDrafter final : public Drafter {
   // The round in flight: started by propose, its tokens known at accept, timed to the next propose.
   std::chrono::steady_clock::time_point proposed_at_{};
   bool proposed_ = false;
-  std::uint32_t round_tokens_ = 0;
+  std::uint32_t round_tokens_ = 0;           // committed by the last accept
+  std::uint32_t rounds_since_proposal_ = 0;  // accepts since the last proposal
   std::vector<float> prev_rows_, next_rows_;
 };
 
