@@ -71,6 +71,23 @@ TEST(Dflash2Choices, PlainChoicesAreEachSlotsTopTokensByProbability) {
   EXPECT_EQ(best_chain(c), (std::vector<std::int32_t>{0, 2}));
 }
 
+TEST(Dflash2Choices, ProbabilitiesHoldOnWideRowsAndOddLengths) {
+  // 37 logits (not a multiple of the 8 summing lanes), spread over 60 and then over 200 nats.
+  for (const float spread : {60.0f, 200.0f}) {
+    std::vector<float> row(37);
+    for (std::size_t i = 0; i < row.size(); ++i) row[i] = 3.0f - spread * float(i % 5) / 4 + 0.01f * float(i);
+    double z = 0;
+    const float mx = *std::max_element(row.begin(), row.end());
+    for (float v : row) z += std::exp(double(v) - mx);
+    const BlockChoices c = plain_choices(row.data(), 37, 1, 3);
+    ASSERT_EQ(c.after(1, 0).q.size(), 3u) << spread;
+    for (std::size_t k = 0; k < 3; ++k) {
+      const double want = std::exp(double(row[c.tokens[0][k]]) - mx) / z;
+      EXPECT_NEAR(c.after(1, 0).q[k], want, 1e-6 * want) << "spread " << spread << " rank " << k;
+    }
+  }
+}
+
 TEST(Dflash2Choices, TheSelectorReordersCandidatesByTheirPredecessor) {
   const auto logits = two_slots();
   const std::vector<std::vector<std::int32_t>> cand = {top_ids(logits.data(), 6, 3), top_ids(logits.data() + 6, 6, 3)};

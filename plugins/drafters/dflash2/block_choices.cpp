@@ -2,18 +2,46 @@
 
 #include <algorithm>
 #include <cmath>
+#include <bit>
 #include <numeric>
 
 namespace graft::dflash2 {
 
 namespace {
 
-// Softmax probability of each of `ids` in the row: float exponentials (a whole vocabulary per
-// slot every round), summed in double.
+// exp(x) for -80 <= x <= 0 within 2e-7 relative: 2^n p(r) with x = n ln 2 + r, |r| <= ln 2 / 2,
+// p a degree-6 Taylor polynomial. Plain arithmetic without branches, so the loops below
+// vectorize (std::exp is a call per value, and a softmax here covers a whole vocabulary per slot
+// every round).
+float exp_near(float x) {
+  const auto ni = static_cast<std::int32_t>(x * 1.44269504f - 0.5f);  // nearest, for x <= 0
+  const auto n = static_cast<float>(ni);
+  const float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;  // ln 2 in two parts
+  const float p =
+      ((((((1.0f / 720) * r + 1.0f / 120) * r + 1.0f / 24) * r + 1.0f / 6) * r + 0.5f) * r + 1.0f) * r + 1.0f;
+  return p * std::bit_cast<float>((ni + 127) << 23);
+}
+
+// sum over the row of exp(row[i] - mx), mx the row's largest value.
+double sum_exp(const float* row, std::uint32_t n, float mx) {
+  double sum = 0;
+  if (mx - *std::min_element(row, row + n) > 80.0f) {  // beyond exp_near's range: rare, exact
+    for (std::uint32_t i = 0; i < n; ++i) sum += std::exp(double(row[i]) - mx);
+    return sum;
+  }
+  float lanes[8] = {};  // eight running sums (a vector's lanes), added in double at the end
+  std::uint32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::uint32_t l = 0; l < 8; ++l) lanes[l] += exp_near(row[i + l] - mx);
+  for (; i < n; ++i) sum += exp_near(row[i] - mx);
+  for (float l : lanes) sum += l;
+  return sum;
+}
+
+// Softmax probability of each of `ids` in the row.
 std::vector<double> probabilities(const float* row, std::uint32_t n, const std::vector<std::int32_t>& ids) {
   const float mx = *std::max_element(row, row + n);
-  double sum = 0;
-  for (std::uint32_t i = 0; i < n; ++i) sum += std::exp(row[i] - mx);
+  const double sum = sum_exp(row, n, mx);
   std::vector<double> p(ids.size());
   for (std::size_t i = 0; i < ids.size(); ++i) p[i] = std::exp(double(row[ids[i]]) - mx) / sum;
   return p;
@@ -30,13 +58,18 @@ void push(Ranked& r, std::uint32_t index, double q) {
 }  // namespace
 
 std::vector<std::int32_t> top_ids(const float* values, std::uint32_t n, std::uint32_t k) {
-  std::vector<std::int32_t> ids(n);
-  std::iota(ids.begin(), ids.end(), 0);
+  // One pass keeping the best k sorted (k is a handful, n a vocabulary): a value enters only when
+  // it beats the current k-th, so ids scanned in order keep the lowest id first on ties.
   k = std::min(k, n);
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](std::int32_t a, std::int32_t b) {
-    return values[a] != values[b] ? values[a] > values[b] : a < b;
-  });
-  ids.resize(k);
+  std::vector<std::int32_t> ids;
+  ids.reserve(k + 1);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (ids.size() == k && !(values[i] > values[ids.back()])) continue;
+    auto at = ids.end();
+    while (at != ids.begin() && values[i] > values[*(at - 1)]) --at;
+    ids.insert(at, static_cast<std::int32_t>(i));
+    if (ids.size() > k) ids.pop_back();
+  }
   return ids;
 }
 

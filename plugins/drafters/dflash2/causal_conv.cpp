@@ -14,7 +14,9 @@ void causal_conv(const ConvShape& s, std::uint32_t side, std::uint32_t rows, con
       const float* x = in + std::size_t(j - tap) * E;
       const float* b = base + (std::size_t(side) * s.kernel + tap) * E;
       const float* d = coef + std::size_t(tap) * G;
-      for (std::uint32_t c = 0; c < E; ++c) o[c] += (b[c] + d[c / s.group]) * x[c];
+      // A group's channels share one coefficient: no division per channel, and a loop to vectorize.
+      for (std::uint32_t g = 0; g < G; ++g)
+        for (std::uint32_t c = g * s.group; c < (g + 1) * s.group; ++c) o[c] += (b[c] + d[g]) * x[c];
     }
   }
 }
