@@ -1,8 +1,8 @@
 // The zoo's drafters as files: the DFlash2 GGUF's metadata and tensors (llama.cpp's `dflash`
 // convention) and the drafter fixtures written by tools/zoo/drafter_fixtures.py: these tests pin
 // the files the drafters are checked against, and that the fixtures continue graft's own target.
-// The mtp drafter's proposals are checked against zoo-mtp.* in tests/speculative; graft has no
-// DFlash2 drafter yet (the next issue).
+// The mtp and dflash2 drafters' proposals are checked against zoo-mtp.* and zoo-dflash2.* in
+// tests/speculative.
 #include <gtest/gtest.h>
 
 #include <fstream>
