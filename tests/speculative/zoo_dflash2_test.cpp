@@ -4,7 +4,8 @@
 //   tolerance, the plain-argmax drafts and the DFlash2 selector walk exactly;
 // - graft's own verify-pass taps are the features the reference fed it;
 // - speculative greedy decoding with it (alone, with the other drafters, and with a plain DFlash
-//   file without the DFlash2 extras) gives the plain greedy ids;
+//   file without the DFlash2 extras) gives the plain greedy ids, and sampling the plain sampled
+//   ids for the same seed;
 // - a drafter file that does not fit the target is one line naming the file and the numbers.
 #include <cmath>
 #include <functional>
@@ -340,6 +341,34 @@ TEST(DFlash2Drafter, GreedyLosslessAloneAndWithTheOtherDrafters) {
       if (setups[k].every_proposal_verified)
         EXPECT_GT(tokens_per_round[k] / double(n_prompts), 2.0) << setups[k].label << ", kv " << kv;
   }
+}
+
+// Under sampling the host samples the target at every node and matches (dflash2's drafts are
+// ranked, not drawn): the same tokens as plain sampling for the same seed.
+TEST(DFlash2Drafter, SamplingEmitsThePlainSampledTokensForTheSameSeed) {
+  auto p = pipeline("", "f32", nullptr);
+  ASSERT_TRUE(p);
+  SpeculativeSettings spec;
+  spec.enabled = true;
+  spec.adaptive = false;  // every proposal verified
+  auto set = Drafters::load(*p, {drafter("dflash2", dflash_config(kDFlash))}, spec);
+  ASSERT_TRUE(set) << set.status().message();
+  const auto prompts = corpus();
+  SamplingSettings s;
+  s.temperature = 0.8;
+  s.repeat_penalty = 1.1;
+  double accepted = 0;
+  for (std::size_t i = 2; i < prompts.size(); i += 8) {
+    s.seed = static_cast<std::int64_t>(2000 + i);
+    const auto prompt = tokenize(*p, prompts[i].second);
+    const Generated plain = generate(*p, prompt, s, 128, nullptr);
+    auto decoder = (*set)->new_decoder();
+    ASSERT_TRUE(decoder) << decoder.status().message();
+    const Generated spec_run = generate(*p, prompt, s, 128, decoder->get());
+    EXPECT_EQ(spec_run.ids, plain.ids) << prompts[i].first;
+    accepted += static_cast<double>((*decoder)->stats().accepted);
+  }
+  EXPECT_GT(accepted, 50) << "drafts were accepted while sampling";
 }
 
 namespace {
