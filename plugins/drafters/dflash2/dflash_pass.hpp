@@ -52,7 +52,7 @@ class DFlashPass {
   float *x_ = nullptr, *h_ = nullptr, *t_ = nullptr, *a_ = nullptr, *out_ = nullptr, *dyn_ = nullptr;
   float *logits_dev_ = nullptr, *gate_dev_ = nullptr, *sel_dev_ = nullptr;
   std::uint32_t sel_rows_ = 0;
-  std::vector<float> logits_, gate_, host_in_, host_dyn_, host_out_;
+  std::vector<float> logits_, gate_;  // host copies of the last block's
 };
 
 }  // namespace graft::dflash2
