@@ -14,6 +14,11 @@ namespace graft {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+constexpr std::uint64_t kLearnRounds = 3;   // rounds before the cost-based choices start
+constexpr std::uint64_t kProbeEvery = 16;   // a skipped drafter proposes again after this many rounds,
+constexpr std::uint64_t kProbeMax = 128;    // ... doubling while it stays not worth its cost
+constexpr double kCheapPropose = 0.25;      // of a decode step: below it a drafter is never skipped
+constexpr double kCostDecay = 0.9;          // propose time and node counts: about the last 10 rounds
 }  // namespace
 
 SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options,
@@ -37,18 +42,13 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
   propose_seconds_.assign(drafters_.size(), 0.0);
   proposed_nodes_.assign(drafters_.size(), 0.0);
   proposed_last_.assign(drafters_.size(), 0);
+  probe_interval_.assign(drafters_.size(), kProbeEvery);
+  next_probe_.assign(drafters_.size(), 0);
 }
 
-namespace {
-constexpr std::uint64_t kLearnRounds = 8;   // rounds before the cost-based choices start
-constexpr std::uint64_t kProbeEvery = 8;    // a skipped drafter proposes again this often
-constexpr double kCheapPropose = 0.05;      // of a decode step: below it a drafter is never skipped
-constexpr double kCostDecay = 0.9;          // propose time and node counts: about the last 10 rounds
-}  // namespace
 
-bool SpeculativeDecoder::worth_drafting(std::size_t d) const {
+bool SpeculativeDecoder::worth_drafting(std::size_t d) {
   if (!options_.adaptive || stats_.rounds < kLearnRounds || !fusion_.has_value(d)) return true;
-  if ((stats_.rounds + d) % kProbeEvery == 0) return true;  // keep its value measured
   // A drafter whose proposing costs next to nothing is never skipped: the verify budget already
   // leaves out its nodes that do not pay.
   if (propose_seconds_[d] < kCheapPropose * cost_.estimate(1)) return true;
@@ -58,7 +58,21 @@ bool SpeculativeDecoder::worth_drafting(std::size_t d) const {
   const auto rows = [](double n) { return static_cast<std::uint32_t>(std::lround(n)) + 1; };
   const double with = (1 + others + fusion_.value_tokens(d)) / (cost_.estimate(rows(nodes)) + propose_seconds_[d]);
   const double without = (1 + others) / cost_.estimate(rows(std::max(0.0, nodes - fusion_.own_nodes(d))));
-  return with >= without;
+  if (with >= without) {
+    probe_interval_[d] = kProbeEvery;
+    next_probe_[d] = 0;
+    return true;
+  }
+  // Skipped, but proposing again now and then keeps its value measured; each probe that finds it
+  // still not worth its cost waits twice as long for the next (up to kProbeMax rounds).
+  if (next_probe_[d] == 0) {
+    next_probe_[d] = stats_.rounds + probe_interval_[d];
+    return false;
+  }
+  if (stats_.rounds < next_probe_[d]) return false;
+  probe_interval_[d] = std::min(2 * probe_interval_[d], kProbeMax);
+  next_probe_[d] = stats_.rounds + probe_interval_[d];
+  return true;
 }
 
 std::uint32_t SpeculativeDecoder::draft_depth(std::size_t d, std::uint32_t max_depth) const {

@@ -53,7 +53,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   // Hands the prompt piece in held_ (tokens context[first, size - 1)) to every drafter's begin.
   void begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t n_embd);
   // Whether drafter d proposes this round, and how deep (fusion_model.hpp, docs/speculative.md).
-  bool worth_drafting(std::size_t d) const;
+  bool worth_drafting(std::size_t d);
   std::uint32_t draft_depth(std::size_t d, std::uint32_t max_depth) const;
 
   std::shared_ptr<const void> owners_;  // declared first: destroyed after the drafters
@@ -76,6 +76,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   // Per drafter, decayed means of its propose() time and of the nodes it proposed.
   std::vector<double> propose_seconds_, proposed_nodes_;
   std::vector<char> proposed_last_;  // it proposed in the previous round
+  std::vector<std::uint64_t> probe_interval_, next_probe_;  // skipped drafters' probes (0: none due)
   std::uint32_t starved_ = 0;  // rounds in a row that verified no draft although some were proposed
   std::uint32_t explore_ = 0;
   std::uint32_t widest_pass_ = 0;  // most rows of a verify pass so far

@@ -22,6 +22,9 @@ struct Case {
   const char* level;   // GRAFT_CPU_SIMD ("": auto, the level users get)
   const char* kv;
   std::size_t stride;  // every prompt (1), or every stride-th: the slow levels bound the suite's time
+  // The adaptive choices users get (auto level), or every proposal verified (the other levels:
+  // the most rounds of partial acceptance, independent of timing).
+  bool adaptive = false;
 };
 
 class GreedyLossless : public ::testing::TestWithParam<Case> {};
@@ -41,7 +44,7 @@ TEST_P(GreedyLossless, EveryDrafterConfigurationEqualsPlainGreedyOnEveryPrompt) 
   for (const auto& names : kConfigs) {
     std::vector<PluginChoice> list;
     for (const auto& n : names) list.push_back(drafter(n));
-    sets.push_back(drafters(*p, list));
+    sets.push_back(drafters(*p, list, 16, 8, GetParam().adaptive));
     ASSERT_TRUE(sets.back());
   }
   std::vector<double> tokens_per_round(kConfigs.size(), 0);
@@ -62,12 +65,15 @@ TEST_P(GreedyLossless, EveryDrafterConfigurationEqualsPlainGreedyOnEveryPrompt) 
     }
   }
   // Not a speed claim: the drafters must have been accepted often enough to exercise the rounds.
+  // Adaptive rounds may skip a costly drafter (its gain below its cost on this machine's timing),
+  // so they are held to less.
+  const double floor = GetParam().adaptive ? 1.15 : 1.5;
   for (std::size_t c = 0; c < kConfigs.size(); ++c)
-    EXPECT_GT(tokens_per_round[c] / double(n_prompts), 1.5) << nlohmann::json(kConfigs[c]).dump();
+    EXPECT_GT(tokens_per_round[c] / double(n_prompts), floor) << nlohmann::json(kConfigs[c]).dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(zoo, GreedyLossless,
-                         ::testing::Values(Case{"", "f32", 1}, Case{"", "f16", 1}, Case{"scalar", "f32", 24},
+                         ::testing::Values(Case{"", "f32", 1, true}, Case{"", "f16", 1, true}, Case{"scalar", "f32", 24},
                                            Case{"scalar", "f16", 24}, Case{"avx2", "f32", 1}, Case{"avx2", "f16", 1},
                                            Case{"avx512", "f32", 1}, Case{"avx512", "f16", 1}),
                          [](const auto& info) {
@@ -77,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(zoo, GreedyLossless,
 TEST(SamplingLossless, DeterministicDraftersEmitThePlainSampledTokensForTheSameSeed) {
   auto p = pipeline("", "f32", nullptr);
   ASSERT_TRUE(p);
-  auto both = drafters(*p, {drafter("ngram"), drafter("mtp")});
+  auto both = drafters(*p, {drafter("ngram"), drafter("mtp")}, 16, 8, /*adaptive=*/false);
   ASSERT_TRUE(both);
   const auto prompts = corpus();
   SamplingSettings s;  // llama.cpp's defaults, with penalties on so the path's history matters

@@ -79,13 +79,15 @@ inline PluginChoice drafter(const std::string& name, Config config = {}) {
   return PluginChoice{name, std::move(config), "test", {}};
 }
 
-// Drafters over p: the named plugins with the given budget.
+// Drafters over p: the named plugins with the given budget. adaptive = false verifies every
+// proposal (the most rounds of partial acceptance); true is what users run (choices by timing).
 inline std::unique_ptr<Drafters> drafters(const Pipeline& p, std::vector<PluginChoice> list, std::int64_t max_nodes = 16,
-                                          std::int64_t max_depth = 8) {
+                                          std::int64_t max_depth = 8, bool adaptive = true) {
   SpeculativeSettings spec;
   spec.enabled = true;
   spec.max_nodes = max_nodes;
   spec.max_depth = max_depth;
+  spec.adaptive = adaptive;
   auto d = Drafters::load(p, std::move(list), spec);
   EXPECT_TRUE(d) << d.status().message();
   return d ? std::move(*d) : nullptr;

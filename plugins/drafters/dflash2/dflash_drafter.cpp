@@ -43,11 +43,15 @@ DrafterNeeds DFlashDrafter::needs() const {
   return needs;
 }
 
+std::uint32_t DFlashDrafter::held() const {
+  return pass_->context() + static_cast<std::uint32_t>(pending_.size() / f_->feature_width);
+}
+
 Status DFlashDrafter::add(const CommitInfo& info) {
   // A cut-back context is exact to rebuild: a token's K/V depend on its own hidden states only.
-  if (info.first < pass_->context()) GRAFT_TRY(pass_->truncate(info.first));
-  if (info.first != pass_->context())
-    return Status(Errc::invalid_argument, "dflash2: the drafter holds " + n(pass_->context()) +
+  if (info.first < held()) GRAFT_TRY(truncate_context(info.first));
+  if (info.first != held())
+    return Status(Errc::invalid_argument, "dflash2: the drafter holds " + n(held()) +
                                               " context tokens but the commit starts at token " + n(info.first));
   const std::uint32_t m = info.n_committed - info.first;
   const HiddenStates& h = info.hidden;
@@ -56,12 +60,34 @@ Status DFlashDrafter::add(const CommitInfo& info) {
     return Status(Errc::invalid_argument, "dflash2: the commit's hidden states (" + n(h.n_tokens) + " tokens x " +
                                               n(h.n_per_token) + " x " + n(h.n_embd) + ") are not the " + n(m) +
                                               " x " + n(f_->target_layers.size()) + " taps asked for");
-  return pass_->add_context(m, h.data);
+  // Queued until the next proposal: a round in which the mix does not ask this drafter costs a
+  // copy, and the context K/V of several rounds then run as one batch.
+  pending_.insert(pending_.end(), h.data, h.data + std::size_t(m) * f_->feature_width);
+  return Status::success();
+}
+
+Status DFlashDrafter::flush() {
+  if (pending_.empty()) return Status::success();
+  const auto m = static_cast<std::uint32_t>(pending_.size() / f_->feature_width);
+  GRAFT_TRY(pass_->add_context(m, pending_.data()));
+  pending_.clear();
+  return Status::success();
+}
+
+Status DFlashDrafter::truncate_context(std::uint32_t count) {
+  if (count >= pass_->context()) {
+    pending_.resize(std::min(pending_.size(), std::size_t(count - pass_->context()) * f_->feature_width));
+    return Status::success();
+  }
+  pending_.clear();
+  return pass_->truncate(count);
 }
 
 Status DFlashDrafter::begin(const CommitInfo& info) {
   proposed_ = false;  // a new prompt piece: no round in flight
-  return add(info);
+  // The prompt's context K/V run at once, with the target's prefill; the rounds' wait.
+  GRAFT_TRY(add(info));
+  return flush();
 }
 
 Status DFlashDrafter::accept(const CommitInfo& info) {
@@ -72,7 +98,7 @@ Status DFlashDrafter::accept(const CommitInfo& info) {
 
 Status DFlashDrafter::truncate(std::uint32_t count) {
   proposed_ = false;
-  return pass_->truncate(count);
+  return truncate_context(count);
 }
 
 Status DFlashDrafter::make_choices(std::int32_t anchor, std::uint32_t slots) {
@@ -104,6 +130,7 @@ Status DFlashDrafter::propose(const DraftRequest& request, DraftTree& out) {
   if (proposed_ && rounds_since_proposal_ == 1)
     policy_.round(round_tokens_, std::chrono::duration<double>(now - proposed_at_).count());
   proposed_ = false;
+  GRAFT_TRY(flush());
   if (request.context.size() != std::size_t(pass_->context()) + 1)
     return Status(Errc::invalid_argument, "dflash2: out of step with the context (" + n(request.context.size()) +
                                               " tokens, " + n(pass_->context()) + " in the drafter)");

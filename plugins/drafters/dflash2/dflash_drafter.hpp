@@ -46,7 +46,12 @@ class DFlashDrafter final : public Drafter {
 
  private:
   DFlashDrafter(std::shared_ptr<const DFlashFile> file, const DrafterOptions& o, const PolicyOptions& p);
+  // Queues the commit's hidden states (context K/V run at the next proposal, as one batch).
   Status add(const CommitInfo& info);
+  Status flush();
+  // Context tokens: those with K/V in the pass, then the queued ones.
+  std::uint32_t held() const;
+  Status truncate_context(std::uint32_t count);
   Status make_choices(std::int32_t anchor, std::uint32_t slots);
 
   std::shared_ptr<const DFlashFile> f_;
@@ -60,6 +65,7 @@ class DFlashDrafter final : public Drafter {
   bool proposed_ = false;
   std::uint32_t round_tokens_ = 0;           // committed by the last accept
   std::uint32_t rounds_since_proposal_ = 0;  // accepts since the last proposal
+  std::vector<float> pending_;  // queued hidden-state rows, feature_width floats a token
   std::vector<float> prev_rows_, next_rows_;
 };
 

@@ -176,7 +176,12 @@ Status MtpDrafter::flush() {
   return Status::success();
 }
 
-Status MtpDrafter::begin(const CommitInfo& info) { return add_entries(info); }
+// The prompt's entries run at once, with the target's prefill (as one batch in any case); the
+// rounds' entries wait for the next proposal.
+Status MtpDrafter::begin(const CommitInfo& info) {
+  GRAFT_TRY(add_entries(info));
+  return flush();
+}
 Status MtpDrafter::accept(const CommitInfo& info) { return add_entries(info); }
 
 Status MtpDrafter::truncate(std::uint32_t n) {
