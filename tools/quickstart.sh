@@ -18,13 +18,15 @@ prompt=$'import os\nimport sys\n\n\ndef main(argv):\n    '
 "$build/bin/graft" plugins
 "$build/bin/graft" run --profile profiles/cpu.toml --model "$model" -n 96 --seed 3 --prompt "$prompt"
 
-# Speculative decoding: the n-gram drafter and the model's own MTP head (the zoo model has one; for
-# another model only ngram) propose tokens and the model verifies them, one forward pass per
-# round. Greedy, on a prompt from bench/spec; the text is exactly what --no-draft prints, and the
-# drafters' acceptance and the time split are printed at the end.
-drafters=ngram,mtp
-[[ -z ${MODEL:-} ]] || drafters=ngram
+# Speculative decoding, all three drafters fused: the n-gram drafter, the model's own MTP head and
+# the DFlash2 block drafter (the zoo model has both; for another model only ngram) propose tokens,
+# their proposals merge into one tree and the model verifies it, one forward pass per round; the
+# mix learns which drafter pays (and skips one whose cost exceeds its gain). Greedy, on a prompt
+# from bench/spec; the text is exactly what --no-draft prints, and each drafter's acceptance, its
+# share of the accepted tokens and the time split are printed at the end.
+draft=(--draft "ngram,mtp,dflash2" --draft-model models/zoo-dflash2-2x256.gguf)
+[[ -z ${MODEL:-} ]] || draft=(--draft ngram)
 echo
-echo "== speculative decoding (--draft $drafters), greedy =="
+echo "== speculative decoding (${draft[*]}), greedy =="
 "$build/bin/graft" run --profile profiles/cpu.toml --model "$model" -n 128 --temp 0 \
-  --prompt-file bench/spec/prompts/code_repeat/02_point_vector.txt --draft "$drafters"
+  --prompt-file bench/spec/prompts/code_repeat/02_point_vector.txt "${draft[@]}"

@@ -85,9 +85,9 @@ Expected<std::shared_ptr<PluginLibrary>> Pipeline::find_plugin(PluginKind kind, 
 }
 
 Expected<std::shared_ptr<const gguf::File>> Pipeline::open_gguf(std::string_view path) const {
-  std::filesystem::path p(path);
-  if (p.is_relative() && !profile_.source.empty()) p = profile_.source.parent_path() / p;
-  return gguf::File::open(p, plugins_->formats.types);
+  // As given: a profile's [[drafter]] model path was resolved against the profile when it was
+  // read, and a command-line one is relative to the working directory, like --model.
+  return gguf::File::open(std::filesystem::path(path), plugins_->formats.types);
 }
 
 namespace {

@@ -61,7 +61,7 @@ class Pipeline {
   Expected<std::shared_ptr<KvStore>> new_kv_store(const KvGeometry& geometry) const;
   // A plugin library by kind and name, from the profile's search path.
   Expected<std::shared_ptr<PluginLibrary>> find_plugin(PluginKind kind, std::string_view name) const;
-  // A GGUF file validated as the model was (relative paths against the profile's folder).
+  // A GGUF file validated as the model was (a path as given: profiles resolve theirs on reading).
   Expected<std::shared_ptr<const gguf::File>> open_gguf(std::string_view path) const;
   MemoryReport memory(Session& session) const;
 
