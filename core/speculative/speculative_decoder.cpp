@@ -46,7 +46,6 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
   next_probe_.assign(drafters_.size(), 0);
 }
 
-
 bool SpeculativeDecoder::worth_drafting(std::size_t d) {
   if (!options_.adaptive || stats_.rounds < kLearnRounds || !fusion_.has_value(d)) return true;
   // A drafter whose proposing costs next to nothing is never skipped: the verify budget already
@@ -66,12 +65,12 @@ bool SpeculativeDecoder::worth_drafting(std::size_t d) {
   // Skipped, but proposing again now and then keeps its value measured; each probe that finds it
   // still not worth its cost waits twice as long for the next (up to kProbeMax rounds).
   if (next_probe_[d] == 0) {
-    next_probe_[d] = stats_.rounds + probe_interval_[d];
+    next_probe_[d] = round_ + probe_interval_[d];
     return false;
   }
-  if (stats_.rounds < next_probe_[d]) return false;
+  if (round_ < next_probe_[d]) return false;
   probe_interval_[d] = std::min(2 * probe_interval_[d], kProbeMax);
-  next_probe_[d] = stats_.rounds + probe_interval_[d];
+  next_probe_[d] = round_ + probe_interval_[d];
   return true;
 }
 
@@ -303,6 +302,7 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
 
   // 5. Metrics.
   ++stats_.rounds;
+  ++round_;
   stats_.drafted += tree_.size();
   stats_.accepted += walk.path.size();
   stats_.emitted += walk.path.size() + 1;

@@ -77,6 +77,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   std::vector<double> propose_seconds_, proposed_nodes_;
   std::vector<char> proposed_last_;  // it proposed in the previous round
   std::vector<std::uint64_t> probe_interval_, next_probe_;  // skipped drafters' probes (0: none due)
+  std::uint64_t round_ = 0;  // rounds this decoder ran, all sequences (stats_ may be cleared)
   std::uint32_t starved_ = 0;  // rounds in a row that verified no draft although some were proposed
   std::uint32_t explore_ = 0;
   std::uint32_t widest_pass_ = 0;  // most rows of a verify pass so far
