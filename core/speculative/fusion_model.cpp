@@ -28,6 +28,10 @@ int FusionModel::depth_bucket(std::uint32_t depth) {
 
 int FusionModel::q_bin(float q) { return q >= 1.0f ? kQBins - 1 : static_cast<int>(std::max(q, 0.0f) * kQBins); }
 
+std::size_t FusionModel::fine_index(std::uint32_t depth, int q_bin, int signal) {
+  return static_cast<std::size_t>((depth_bucket(depth) * kQBins + q_bin) * kSignals + signal);
+}
+
 int FusionModel::signal(std::size_t d) const {
   const double h = recent_hit_[d];
   return h < 1.0 / 3 ? 0 : h < 2.0 / 3 ? 1 : 2;
@@ -37,10 +41,10 @@ float FusionModel::conditional(std::size_t d, std::uint32_t depth, float q) cons
   q = std::clamp(q, 0.0f, 1.0f);
   if (d >= cells_.size()) return q;
   const Drafter& c = cells_[d];
-  const int qb = q_bin(q), db = depth_bucket(depth), s = signal(d);
+  const int qb = q_bin(q), s = signal(d);
   const Cell& coarse = c.by_q[static_cast<std::size_t>(qb)];
   const double base = (coarse.accepted + kPriorWeight * q) / (coarse.trials + kPriorWeight);
-  const Cell& fine = c.fine[static_cast<std::size_t>((db * kQBins + qb) * kSignals + s)];
+  const Cell& fine = c.fine[fine_index(depth, qb, s)];
   return static_cast<float>((fine.accepted + kBackoffWeight * base) / (fine.trials + kBackoffWeight));
 }
 
@@ -55,11 +59,14 @@ void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const
   const std::size_t n = std::min(trees.size(), cells_.size());
   std::vector<std::uint32_t> alone(n, 0);
   std::vector<char> matched;  // per node of a tree: its path so far equals the truth
+  std::vector<char> reached, extended;  // per depth of a tree
   for (std::size_t d = 0; d < n; ++d) {
     const DraftTree& t = *trees[d];
     if (t.size() == 0) continue;
     Drafter& c = cells_[d];
     matched.assign(t.size(), 0);
+    reached.clear();
+    extended.clear();
     bool first_hit = false;
     for (std::size_t j = 0; j < t.size(); ++j) {
       const std::int32_t p = t.parents[j];
@@ -70,12 +77,22 @@ void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const
       matched[j] = hit ? 1 : 0;
       if (hit) alone[d] = std::max(alone[d], depth);
       if (depth == 1) first_hit = first_hit || hit;
-      const int qb = q_bin(t.q[j]), db = depth_bucket(depth), s = signal(d);
-      for (Cell* cell : {&c.fine[static_cast<std::size_t>((db * kQBins + qb) * kSignals + s)],
-                         &c.by_q[static_cast<std::size_t>(qb)], &c.by_depth[static_cast<std::size_t>(db * kSignals + s)]}) {
+      const int qb = q_bin(t.q[j]), s = signal(d);
+      for (Cell* cell : {&c.fine[fine_index(depth, qb, s)], &c.by_q[static_cast<std::size_t>(qb)]}) {
         cell->trials += 1;
         cell->accepted += hit ? 1 : 0;
       }
+      // The chain by depth: reached (a node there had its parent accepted) and extended (one of
+      // them was), once per depth, whatever the number of siblings.
+      if (reached.size() < depth) reached.resize(depth, 0), extended.resize(depth, 0);
+      reached[depth - 1] = 1;
+      extended[depth - 1] |= hit ? 1 : 0;
+    }
+    for (std::size_t k = 0; k < reached.size(); ++k) {
+      if (!reached[k]) continue;
+      Cell& cell = c.by_depth[static_cast<std::size_t>(depth_bucket(static_cast<std::uint32_t>(k + 1)) * kSignals + signal(d))];
+      cell.trials += 1;
+      cell.accepted += extended[k];
     }
     // The signal moves after this round's evidence was filed under the old one.
     recent_hit_[d] = kRecentDecay * recent_hit_[d] + (1 - kRecentDecay) * (first_hit ? 1.0 : 0.0);

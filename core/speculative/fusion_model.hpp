@@ -29,8 +29,8 @@ class FusionModel {
   // P(accepted | parent accepted) for a node drafter d proposed at `depth` (1 = a child of the
   // pending token) with probability q, in d's current context.
   float conditional(std::size_t d, std::uint32_t depth, float q) const;
-  // P(drafter d's proposal reaches `depth` accepted | depth - 1 was), whatever q: the drafter's
-  // chain as the round will likely see it.
+  // P(drafter d's proposal extends the accepted path to `depth` | it reached depth - 1), whatever
+  // q and however many siblings it offered there: its chain as the round will likely see it.
   float depth_chance(std::size_t d, std::uint32_t depth) const;
   // Recent tokens per round d's proposal added beyond the others' (decayed mean; 0 unknown).
   double value_tokens(std::size_t d) const { return value_[d]; }
@@ -63,6 +63,7 @@ class FusionModel {
   };
   static int depth_bucket(std::uint32_t depth);
   static int q_bin(float q);
+  static std::size_t fine_index(std::uint32_t depth, int q_bin, int signal);
   int signal(std::size_t d) const;
 
   std::vector<Drafter> cells_;

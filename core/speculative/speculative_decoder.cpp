@@ -42,12 +42,14 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
   propose_seconds_.assign(drafters_.size(), 0.0);
   proposed_nodes_.assign(drafters_.size(), 0.0);
   proposed_last_.assign(drafters_.size(), 0);
+  cost_seen_.assign(drafters_.size(), 0);
   probe_interval_.assign(drafters_.size(), kProbeEvery);
   next_probe_.assign(drafters_.size(), 0);
 }
 
 bool SpeculativeDecoder::worth_drafting(std::size_t d) {
-  if (!options_.adaptive || stats_.rounds < kLearnRounds || !fusion_.has_value(d)) return true;
+  if (!options_.adaptive || stats_.rounds < kLearnRounds || !fusion_.has_value(d) || cost_.estimate(1) <= 0)
+    return true;
   // A drafter whose proposing costs next to nothing is never skipped: the verify budget already
   // leaves out its nodes that do not pay.
   if (propose_seconds_[d] < kCheapPropose * cost_.estimate(1)) return true;
@@ -202,9 +204,11 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
       const auto tp = Clock::now();
       drafters_[d].propose(req, trees_[d]);
       // The steady cost only: a drafter back from skipped rounds may catch up on them first.
-      if (proposed_last_[d]) {
-        propose_seconds_[d] = kCostDecay * propose_seconds_[d] + (1 - kCostDecay) * since(tp);
-        proposed_nodes_[d] = kCostDecay * proposed_nodes_[d] + (1 - kCostDecay) * double(trees_[d].size());
+      if (proposed_last_[d] || !cost_seen_[d]) {
+        const double w = cost_seen_[d] ? kCostDecay : 0.0;  // the first sample sets the mean
+        propose_seconds_[d] = w * propose_seconds_[d] + (1 - w) * since(tp);
+        proposed_nodes_[d] = w * proposed_nodes_[d] + (1 - w) * double(trees_[d].size());
+        cost_seen_[d] = proposed_last_[d];  // a first sample after a gap is replaced by the next steady one
       }
       proposed_last_[d] = 1;
     } else if (budget.max_nodes > 0) {

@@ -76,6 +76,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   // Per drafter, decayed means of its propose() time and of the nodes it proposed.
   std::vector<double> propose_seconds_, proposed_nodes_;
   std::vector<char> proposed_last_;  // it proposed in the previous round
+  std::vector<char> cost_seen_;      // propose_seconds_ holds a steady sample
   std::vector<std::uint64_t> probe_interval_, next_probe_;  // skipped drafters' probes (0: none due)
   std::uint64_t round_ = 0;  // rounds this decoder ran, all sequences (stats_ may be cleared)
   std::uint32_t starved_ = 0;  // rounds in a row that verified no draft although some were proposed

@@ -36,7 +36,11 @@ TEST(FusionModel, ScoresNodesTheBudgetCutAgainstTheVerifiedContinuation) {
   EXPECT_GT(m.conditional(0, 3, 0.5f), 0.9f);
   EXPECT_LT(m.conditional(0, 4, 0.5f), 0.2f);
   EXPECT_NE(m.conditional(0, 4, 0.5f), before);
-  EXPECT_NEAR(m.conditional(0, 5, 0.5f), m.conditional(0, 6, 0.5f), 1e-6);  // depth 5 never scored: backoff only
+  // Depth 5 was never scored: its cell is the backoff to the q bin alone, which learnt from
+  // depths 1-4 (three hits, one miss per round), so it differs from a fresh model's.
+  const float backoff = m.conditional(0, 5, 0.5f);
+  EXPECT_NEAR(backoff, 0.75f, 0.05f);
+  EXPECT_GT(backoff, FusionModel(1).conditional(0, 5, 0.5f) + 0.1f);
   EXPECT_GT(m.depth_chance(0, 2), 0.9f);
   EXPECT_LT(m.depth_chance(0, 4), 0.2f);
 }

@@ -69,9 +69,11 @@ Status DFlashDrafter::add(const CommitInfo& info) {
 Status DFlashDrafter::flush() {
   if (pending_.empty()) return Status::success();
   const auto m = static_cast<std::uint32_t>(pending_.size() / f_->feature_width);
-  GRAFT_TRY(pass_->add_context(m, pending_.data()));
-  pending_.clear();
-  return Status::success();
+  const std::uint32_t before = pass_->context();
+  const Status st = pass_->add_context(m, pending_.data());
+  // What reached the pass leaves the queue, also on a failure, so the context count stays exact.
+  pending_.erase(pending_.begin(), pending_.begin() + std::size_t(pass_->context() - before) * f_->feature_width);
+  return st;
 }
 
 Status DFlashDrafter::truncate_context(std::uint32_t count) {

@@ -148,7 +148,17 @@ Status MtpDrafter::flush() {
   GRAFT_TRY(kv_->truncate(n_entries_));
   const auto m = static_cast<std::uint32_t>(pending_tokens_.size());
   std::vector<std::int32_t> positions;
-  for (std::uint32_t done = 0; done < m;) {
+  std::uint32_t done = 0;
+  // On a failure the entries that ran leave the queue, so the count of entries stays exact.
+  struct Trim {
+    MtpDrafter& d;
+    const std::uint32_t& done;
+    ~Trim() {
+      d.pending_tokens_.erase(d.pending_tokens_.begin(), d.pending_tokens_.begin() + done);
+      d.pending_hidden_.erase(d.pending_hidden_.begin(), d.pending_hidden_.begin() + std::size_t(done) * d.E_);
+    }
+  } trim{*this, done};
+  while (done < m) {
     const std::uint32_t c = std::min(max_rows_, m - done);
     const std::uint32_t i0 = n_entries_;  // entry index of the first row
     GRAFT_TRY(embed_->get_rows(pending_tokens_.data() + done, c, f32_view(e_, E_, c)));
@@ -171,8 +181,6 @@ Status MtpDrafter::flush() {
       have_head_ = true;
     }
   }
-  pending_tokens_.clear();
-  pending_hidden_.clear();
   return Status::success();
 }
 

@@ -44,8 +44,8 @@ GRAFT_TARGET_AVX2 void round_f16_f16c(const float* x, float* out, std::size_t n)
 
 }  // namespace
 
-const float* prepare_dense_activations(Backend& backend, SimdLevel level, DenseRounding rounding, const float* x,
-                                       std::int64_t count, std::vector<float>& storage) {
+const float* prepare_dense_activations(Backend& backend, [[maybe_unused]] SimdLevel level, DenseRounding rounding,
+                                       const float* x, std::int64_t count, std::vector<float>& storage) {
   if (rounding == DenseRounding::none) return x;
   storage.resize(static_cast<std::size_t>(count));
   float* out = storage.data();
