@@ -193,7 +193,14 @@ Expected<std::unique_ptr<Weight>> FileWeights::weight(std::string_view name) con
   if (!t) return Status(Errc::not_found, fmt::format("{}: no tensor '{}'", file_->name(), name));
   if (t->n_dims != 2) {
     // Not a matrix the kernels multiply by: f32 values in the file's shape (a vector, or a
-    // drafter's 3-D table such as DFlash2's conv_base [d, kernel, 2]), read by the caller.
+    // drafter's 3-D table such as DFlash2's conv_base [d, kernel, 2]), read by the caller. Only
+    // float tables of more than 2 dimensions: a quantized one (an MoE expert stack) is meant for
+    // kernels that do not exist yet, and widening it to f32 would hide that.
+    if (t->n_dims > 2 && t->type != type_id::f32 && t->type != type_id::f16 && t->type != type_id::bf16)
+      return Status(Errc::not_implemented,
+                    fmt::format("{}: {}: a {}-D tensor of type id {}: only f32/f16/bf16 tables of more than two "
+                                "dimensions can be read (not implemented for quantized ones)",
+                                file_->name(), name, t->n_dims, t->type));
     auto v = bind_vector(*file_, name, host_, *backend_);
     if (!v) return std::move(v).status();
     v->view.n_dims = static_cast<std::int32_t>(t->n_dims);
