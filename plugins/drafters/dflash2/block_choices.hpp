@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "top_ids.hpp"
+
 namespace graft::dflash2 {
 
 // Children of one parent, best first: candidate indices into the slot's tokens, and their q.
@@ -32,8 +34,7 @@ struct BlockChoices {
   }
 };
 
-// The k ids of the largest values, largest first (lowest id on ties).
-std::vector<std::int32_t> top_ids(const float* values, std::uint32_t n, std::uint32_t k);
+using drafters::top_ids;  // plugins/drafters/common
 
 // Plain DFlash: logits [n_slots][n_vocab]; each slot's top_k by probability.
 BlockChoices plain_choices(const float* logits, std::uint32_t n_vocab, std::uint32_t n_slots, std::uint32_t top_k);

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <string>
 
+#include "top_ids.hpp"
+
 namespace graft::mtp {
 
 namespace {
@@ -28,17 +30,6 @@ void softmax(const std::vector<float>& logits, std::vector<float>& p) {
   for (std::size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(logits[i] - mx);
   const float inv = static_cast<float>(1.0 / sum);
   for (float& v : p) v *= inv;
-}
-
-// The k most probable ids, most probable first (lowest id on ties).
-std::vector<std::int32_t> top_ids(const std::vector<float>& p, std::uint32_t k) {
-  std::vector<std::int32_t> ids(p.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  k = std::min<std::uint32_t>(k, static_cast<std::uint32_t>(p.size()));
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
-                    [&](std::int32_t a, std::int32_t b) { return p[a] != p[b] ? p[a] > p[b] : a < b; });
-  ids.resize(k);
-  return ids;
 }
 
 }  // namespace
@@ -125,9 +116,8 @@ Status MtpDrafter::head(std::uint32_t row) {
 }
 
 Status MtpDrafter::add_entries(const CommitInfo& info) {
-  const std::uint32_t held = n_entries_ + static_cast<std::uint32_t>(pending_tokens_.size());
-  if (info.first != held)
-    return Status(Errc::invalid_argument, "mtp: the head holds " + std::to_string(held) +
+  if (info.first != held())
+    return Status(Errc::invalid_argument, "mtp: the head holds " + std::to_string(held()) +
                                               " entries but the commit starts at token " + std::to_string(info.first));
   const std::uint32_t m = info.n_committed - info.first;
   if (info.context.size() != std::size_t(info.n_committed) + 1 || info.hidden.n_tokens != m ||
@@ -202,10 +192,9 @@ Status MtpDrafter::truncate(std::uint32_t n) {
   }
   // Entry n-1 read token n, which a cut to n tokens replaces; rebuilding it needs the target's
   // hidden state of token n-1 again, which no call hands over.
-  const std::uint32_t held = n_entries_ + static_cast<std::uint32_t>(pending_tokens_.size());
-  if (n <= held)
+  if (n <= held())
     return not_implemented("mtp: cutting a sequence back to " + std::to_string(n) + " tokens (the head holds " +
-                           std::to_string(held) + ")");
+                           std::to_string(held()) + ")");
   return Status::success();
 }
 
@@ -219,7 +208,7 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
   // Step 1: the last committed entry's head (it read the pending token) gives the first draft.
   std::vector<float> p1, p;
   softmax(logits_, p1);
-  const std::vector<std::int32_t> first = top_ids(p1, std::max<std::uint32_t>(1, opt_.top_k));
+  const std::vector<std::int32_t> first = drafters::top_ids(p1.data(), V_, std::max<std::uint32_t>(1, opt_.top_k));
   if (p1[first[0]] < opt_.p_min) return Status::success();
   out.add(first[0], -1, p1[first[0]]);
   // Steps 2..depth: the chain of the best first token, each step reading the previous one's g.
@@ -240,7 +229,7 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
     GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, f32_view(x_, E_, 1)));
     GRAFT_TRY(head(0));
     softmax(logits_, p);
-    const std::int32_t best = top_ids(p, 1)[0];
+    const std::int32_t best = drafters::top_ids(p.data(), V_, 1)[0];
     if (p[best] < opt_.p_min) break;
     out.add(best, static_cast<std::int32_t>(out.size()) - 1, p[best]);
     prev = best;

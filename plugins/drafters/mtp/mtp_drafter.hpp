@@ -39,6 +39,8 @@ class MtpDrafter final : public Drafter {
   Status add_entries(const CommitInfo& info);
   // Runs the queued entries through the block, then the head of the last one.
   Status flush();
+  // Entries: those in the KV cache, then the queued ones.
+  std::uint32_t held() const { return n_entries_ + static_cast<std::uint32_t>(pending_tokens_.size()); }
   // Runs entries already laid out in x_ (rows [0, n)) at KV slots [slot, slot + n); leaves the
   // head's g and logits of the last one.
   Status run_entries(std::uint32_t n, std::uint32_t slot);
