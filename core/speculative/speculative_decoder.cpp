@@ -123,10 +123,10 @@ void SpeculativeDecoder::sync_stats() {
 
 Status SpeculativeDecoder::prefill(Session& s, std::span<const TokenId> prompt) {
   for (DrafterSlot& d : drafters_) d.restart();
-  begin_pending_ = false;
+  last_prompt_token_pending_ = false;
   const std::uint32_t E = s.model().params().n_embd;
   // The prompt in pieces of max_batch rows, each handing its hidden states to the drafters; the
-  // last piece waits for its pending token (the first sampled one).
+  // prompt's last token waits for its pending token (the first sampled one).
   for (std::size_t pos = 0; pos < prompt.size(); pos += s.max_batch()) {
     const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(s.max_batch(), prompt.size() - pos));
     const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
@@ -146,25 +146,32 @@ Status SpeculativeDecoder::prefill(Session& s, std::span<const TokenId> prompt) 
     std::iota(all_rows_.begin(), all_rows_.end(), 0u);
     GRAFT_TRY(s.commit_rows(batch.tokens, all_rows_, held_.logits));
     if (pos + n == prompt.size()) {
-      begin_pending_ = true;
-      begin_first_ = n_past;
+      // All but the last token now (the drafters see it as pending); it follows at the first step.
+      last_prompt_hidden_.resize(drafters_.size());
+      const std::uint32_t last_row = n - 1;
+      for (std::size_t d = 0; d < drafters_.size(); ++d) {
+        const HiddenStates h = hidden_for(d, held_, n, std::span(&last_row, 1), E);
+        last_prompt_hidden_[d].assign(h.data, h.data + std::size_t(h.n_per_token) * E);
+      }
+      begin_drafters(prompt, n_past, n, E);
+      last_prompt_token_pending_ = true;
       break;
     }
-    begin_drafters(prompt.first(pos + n + 1), n_past, E);  // the next prompt token is this piece's pending one
+    begin_drafters(prompt.first(pos + n + 1), n_past, n, E);  // the next prompt token is this piece's pending one
   }
   return Status::success();
 }
 
-void SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t n_embd) {
+void SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t pass_rows,
+                                        std::uint32_t n_embd) {
   CommitInfo info;
   info.context = context;
   info.n_committed = static_cast<std::uint32_t>(context.size() - 1);
   info.first = first;
-  const std::uint32_t n_rows = info.n_committed - first;  // held_'s rows: the piece's tokens
-  all_rows_.resize(n_rows);
+  all_rows_.resize(info.n_committed - first);  // held_'s first rows: the committed ones
   std::iota(all_rows_.begin(), all_rows_.end(), 0u);
   for (std::size_t d = 0; d < drafters_.size(); ++d) {
-    info.hidden = hidden_for(d, held_, n_rows, all_rows_, n_embd);
+    info.hidden = hidden_for(d, held_, pass_rows, all_rows_, n_embd);
     drafters_[d].begin(info);
   }
 }
@@ -178,10 +185,20 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   context_.push_back(pending);
   auto t0 = Clock::now();
 
-  // The prompt's last piece reaches the drafters now that its pending token is known.
-  if (begin_pending_) {
-    begin_pending_ = false;
-    begin_drafters(context_, begin_first_, E);
+  // The prompt's last token reaches the drafters now that its pending token is known.
+  if (last_prompt_token_pending_) {
+    last_prompt_token_pending_ = false;
+    CommitInfo info;
+    info.context = context_;
+    info.n_committed = n_past;
+    info.first = n_past - 1;
+    for (std::size_t d = 0; d < drafters_.size(); ++d) {
+      info.hidden.n_tokens = 1;
+      info.hidden.n_embd = E;
+      info.hidden.n_per_token = static_cast<std::uint32_t>(tap_of_[d].size());
+      info.hidden.data = tap_of_[d].empty() ? nullptr : last_prompt_hidden_[d].data();
+      drafters_[d].accept(info);
+    }
   }
 
   // 1. Draft: the budget is what the round may verify and commit (max_new - 1 drafts at most:

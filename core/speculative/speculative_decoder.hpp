@@ -50,8 +50,10 @@ class SpeculativeDecoder final : public TokenDecoder {
   HiddenStates hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
                           std::span<const std::uint32_t> rows, std::uint32_t n_embd);
   void sync_stats();
-  // Hands the prompt piece in held_ (tokens context[first, size - 1)) to every drafter's begin.
-  void begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t n_embd);
+  // Hands tokens context[first, size - 1) of the prompt piece in held_ (a pass of pass_rows rows,
+  // the first of them these tokens') to every drafter's begin.
+  void begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t pass_rows,
+                      std::uint32_t n_embd);
   // Whether drafter d proposes this round, and how deep (fusion_model.hpp, docs/speculative.md).
   bool worth_drafting(std::size_t d);
   std::uint32_t draft_depth(std::size_t d, std::uint32_t max_depth) const;
@@ -64,10 +66,11 @@ class SpeculativeDecoder final : public TokenDecoder {
   bool normed_ = false;
   std::vector<std::vector<std::uint32_t>> tap_of_;
 
-  // The prompt's last prefill piece waits for the first step: its pending token is the first
-  // sampled one.
-  bool begin_pending_ = false;
-  std::uint32_t begin_first_ = 0;
+  // The prompt's last token reaches the drafters at the first step, as a commit of one token
+  // (its pending token is the first sampled one); its hidden rows per drafter wait here. The
+  // rest of the prompt reaches them in prefill, so their prompt work counts as prefill.
+  bool last_prompt_token_pending_ = false;
+  std::vector<std::vector<float>> last_prompt_hidden_;
   ForwardOutput held_;
 
   SpeculativeStats stats_;

@@ -175,7 +175,10 @@ TEST(DFlash2Drafter, BlockProposalsEqualThePyTorchFixtures) {
 
 // Rounds commit a few tokens at a time, and a sequence may be cut back: the drafter's context
 // must then be exactly the one a single begin() over the same tokens builds (bit for bit: each
-// token's K/V depend on its own hidden states and position only).
+// token's K/V depend on its own hidden states and position only) when every queued token runs
+// (resume_window 0, or as long as the queue). A short window skips the oldest queued tokens: the
+// slot logits change, the drafter stays in step (a cut into the skipped stretch included), and a
+// new sequence is exact again.
 TEST(DFlash2Drafter, ContextBuiltInPiecesOrCutBackEqualsOneBuiltAtOnce) {
   const auto fx = fixture();
   const std::vector<float> features = read_floats(kFixtures / "zoo-dflash2.features.bin");
@@ -199,8 +202,10 @@ TEST(DFlash2Drafter, ContextBuiltInPiecesOrCutBackEqualsOneBuiltAtOnce) {
     info.hidden = HiddenStates{end - first, static_cast<std::uint32_t>(F / 3), 3, rows + first * F};
     return info;
   };
-  auto logits_after = [&](const std::function<void(Drafter&)>& build) {
-    auto d = DFlashDrafter::create(*host, *file, chain_options(true));
+  auto logits_after = [&](const std::function<void(Drafter&)>& build, std::uint32_t window = 0) {
+    DrafterOptions o = chain_options(true);
+    o.resume_window = window;
+    auto d = DFlashDrafter::create(*host, *file, o);
     EXPECT_TRUE(d) << d.status().message();
     if (!d) return std::vector<float>{};
     build(**d);
@@ -211,11 +216,28 @@ TEST(DFlash2Drafter, ContextBuiltInPiecesOrCutBackEqualsOneBuiltAtOnce) {
   const auto n = static_cast<std::uint32_t>(ids.size());
   const auto whole = logits_after([&](Drafter& d) { ASSERT_TRUE(d.begin(commit(0, n)).ok()); });
   ASSERT_FALSE(whole.empty());
-  const auto pieces = logits_after([&](Drafter& d) {
+  auto queued = [&](Drafter& d) {
     ASSERT_TRUE(d.begin(commit(0, 10)).ok());
     for (std::uint32_t at = 10, step = 1; at < n; at += step, step = step % 5 + 1)
       ASSERT_TRUE(d.accept(commit(at, std::min(n, at + step))).ok());
-  });
+  };
+  const auto pieces = logits_after(queued);
+  EXPECT_TRUE(logits_after(queued, n - 10) == whole) << "a window as long as the queue";
+  const auto windowed = logits_after(queued, 4);
+  ASSERT_EQ(windowed.size(), whole.size());
+  double diff = 0;
+  for (std::size_t i = 0; i < whole.size(); ++i) diff = std::max(diff, std::abs(double(windowed[i]) - whole[i]));
+  EXPECT_GT(diff, 1e-3) << "a 4-token window over " << n - 10 << " queued tokens changed nothing";
+  const auto rebuilt = logits_after([&](Drafter& d) {
+    queued(d);
+    DraftTree tree;
+    ASSERT_TRUE(d.propose(DraftRequest{context, 16, 16}, tree).ok());  // skips all but 4 queued tokens
+    ASSERT_TRUE(d.truncate(20).ok());                                   // a cut into the skipped stretch
+    ASSERT_TRUE(d.accept(commit(20, n)).ok());
+    ASSERT_TRUE(d.truncate(0).ok());
+    ASSERT_TRUE(d.begin(commit(0, n)).ok());
+  }, 4);
+  EXPECT_TRUE(rebuilt == whole) << "truncate(0) and begin after a skipped stretch";
   const auto cut = logits_after([&](Drafter& d) {
     ASSERT_TRUE(d.begin(commit(0, n)).ok());
     ASSERT_TRUE(d.truncate(40).ok());

@@ -235,3 +235,94 @@ TEST(ContextLimit, RoundsShrinkToPlainStepsAtTheEndOfTheContext) {
     EXPECT_EQ(spec.session_tokens, plain.session_tokens);
   }
 }
+
+// The head's entries queued over several commits run as one batch at the next proposal: the same
+// drafts and probabilities as one begin over the whole context when every queued entry runs
+// (resume_window 0, or a window as long as the queue); a shorter window runs only the latest
+// entries (the head's attention skips the rest), which must change the head's probabilities
+// while the drafter stays in step with the context, and truncate(0) then begin is exact again.
+TEST(MtpDrafter, QueuedEntriesEqualOneBeginAndAShortResumeWindowSkipsTheOldest) {
+  auto p = pipeline("", "f32", nullptr);
+  ASSERT_TRUE(p);
+  auto host = drafter_host(*p);
+  auto lib = p->find_plugin(PluginKind::drafter, "mtp");
+  ASSERT_TRUE(lib) << lib.status().message();
+  const std::vector<TokenId> ids = tokenize(*p, corpus().front().second);
+  ASSERT_GE(ids.size(), 60u);
+  // The target over the context: its normed final hidden states, and its own next token.
+  auto s = p->new_session();
+  ASSERT_TRUE(s);
+  const SequenceRows seq{&(*s)->kv(), static_cast<std::uint32_t>(ids.size()), 0, nullptr};
+  const std::uint32_t last = static_cast<std::uint32_t>(ids.size() - 1);
+  ForwardBatch batch;
+  batch.tokens = ids;
+  batch.sequences = std::span(&seq, 1);
+  batch.logit_rows = std::span(&last, 1);
+  batch.hidden_normed_output = true;
+  ForwardOutput out;
+  ASSERT_TRUE((*s)->forward(batch, out).ok());
+  const auto E = static_cast<std::uint32_t>(out.hidden.size() / ids.size());
+  std::vector<TokenId> context = ids;
+  context.push_back(static_cast<TokenId>(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin()));
+  const auto n = static_cast<std::uint32_t>(ids.size());
+  // Tokens [first, end) committed with `end` pending (a prefix of the context).
+  auto info = [&](std::uint32_t first, std::uint32_t end) {
+    CommitInfo c;
+    c.context = std::span<const TokenId>(context).first(end + 1);
+    c.n_committed = end;
+    c.first = first;
+    c.hidden = HiddenStates{end - first, E, 1, out.hidden.data() + std::size_t(first) * E};
+    return c;
+  };
+  auto make = [&](std::int64_t window) {
+    Config cfg;
+    cfg.set("max_draft", std::int64_t{3});
+    cfg.set("resume_window", window);
+    auto factory = (*lib)->create<DrafterFactory>(p->host(), cfg);
+    EXPECT_TRUE(factory) << factory.status().message();
+    auto made = (*factory)->create(*host);
+    EXPECT_TRUE(made) << made.status().message();
+    return std::move(*made);
+  };
+  auto propose = [&](Drafter& d) {
+    DraftTree tree;
+    const Status st = d.propose(DraftRequest{context, 16, 16}, tree);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return tree;
+  };
+  // Reference: one begin over the whole context.
+  auto exact = make(0);
+  ASSERT_TRUE(exact->begin(info(0, n)).ok());
+  const DraftTree want = propose(*exact);
+  ASSERT_EQ(want.size(), 3u);
+  // A short prompt, then commits of 1..6 tokens queued without a proposal between them.
+  const std::uint32_t prompt = 12;
+  auto queued = [&](std::int64_t window) {
+    auto d = make(window);
+    EXPECT_TRUE(d->begin(info(0, prompt)).ok());
+    for (std::uint32_t at = prompt, step = 1; at < n; at += step, step = step % 6 + 1)
+      EXPECT_TRUE(d->accept(info(at, std::min(n, at + step))).ok());
+    return d;
+  };
+  for (std::int64_t window : {std::int64_t{0}, std::int64_t(n - prompt)}) {
+    auto d = queued(window);
+    const DraftTree got = propose(*d);
+    EXPECT_EQ(got.tokens, want.tokens) << "resume_window " << window;
+    EXPECT_EQ(got.parents, want.parents) << "resume_window " << window;
+    for (std::size_t k = 0; k < want.size() && k < got.size(); ++k)
+      EXPECT_NEAR(got.q[k], want.q[k], 1e-5f) << "resume_window " << window << " draft " << k;
+  }
+  auto windowed = queued(4);
+  const DraftTree short_window = propose(*windowed);
+  ASSERT_GT(short_window.size(), 0u);
+  double diff = 0;
+  for (std::size_t k = 0; k < std::min(short_window.size(), want.size()); ++k)
+    diff += std::abs(double(short_window.q[k]) - want.q[k]);
+  EXPECT_GT(diff, 1e-4) << "a 4-entry window after " << n - prompt << " queued entries changed nothing";
+  // Still in step: another commit and proposal work; a new sequence is exact again.
+  ASSERT_TRUE(windowed->truncate(0).ok());
+  ASSERT_TRUE(windowed->begin(info(0, n)).ok());
+  const DraftTree again = propose(*windowed);
+  EXPECT_EQ(again.tokens, want.tokens);
+  for (std::size_t k = 0; k < want.size() && k < again.size(); ++k) EXPECT_EQ(again.q[k], want.q[k]);
+}

@@ -66,9 +66,14 @@ Status DFlashDrafter::add(const CommitInfo& info) {
   return Status::success();
 }
 
-Status DFlashDrafter::flush() {
+Status DFlashDrafter::flush(std::uint32_t window) {
   if (pending_.empty()) return Status::success();
-  const auto m = static_cast<std::uint32_t>(pending_.size() / f_->feature_width);
+  auto m = static_cast<std::uint32_t>(pending_.size() / f_->feature_width);
+  if (window > 0 && m > window) {
+    pass_->skip(m - window);
+    pending_.erase(pending_.begin(), pending_.begin() + std::size_t(m - window) * f_->feature_width);
+    m = window;
+  }
   const std::uint32_t before = pass_->context();
   const Status st = pass_->add_context(m, pending_.data());
   // What reached the pass leaves the queue, also on a failure, so the context count stays exact.
@@ -89,7 +94,7 @@ Status DFlashDrafter::begin(const CommitInfo& info) {
   proposed_ = false;  // a new prompt piece: no round in flight
   // The prompt's context K/V run at once, with the target's prefill; the rounds' wait.
   GRAFT_TRY(add(info));
-  return flush();
+  return flush(0);  // a prompt runs whole
 }
 
 Status DFlashDrafter::accept(const CommitInfo& info) {
@@ -132,7 +137,7 @@ Status DFlashDrafter::propose(const DraftRequest& request, DraftTree& out) {
   if (proposed_ && rounds_since_proposal_ == 1)
     policy_.round(round_tokens_, std::chrono::duration<double>(now - proposed_at_).count());
   proposed_ = false;
-  GRAFT_TRY(flush());
+  GRAFT_TRY(flush(o_.resume_window));
   if (request.context.size() != std::size_t(pass_->context()) + 1)
     return Status(Errc::invalid_argument, "dflash2: out of step with the context (" + n(request.context.size()) +
                                               " tokens, " + n(pass_->context()) + " in the drafter)");

@@ -24,6 +24,10 @@ struct DrafterOptions {
   bool adaptive = true;          // BlockPolicy; false: always the long block
   std::uint32_t short_block = 0; // rows of the short block (0: half the long block, at least 2)
   bool selector = true;          // the file's DFlash2 selector, when it has one
+  // After rounds the mix skipped this drafter, context K/V for at most this many of the queued
+  // tokens (the latest); the block's attention skips the rest (drafts may differ, never the
+  // output: the target verifies). Bounds what a resumed proposal costs. 0 = all (exact).
+  std::uint32_t resume_window = 64;
 };
 
 class DFlashDrafter final : public Drafter {
@@ -48,7 +52,8 @@ class DFlashDrafter final : public Drafter {
   DFlashDrafter(std::shared_ptr<const DFlashFile> file, const DrafterOptions& o, const PolicyOptions& p);
   // Queues the commit's hidden states (context K/V run at the next proposal, as one batch).
   Status add(const CommitInfo& info);
-  Status flush();
+  // Runs the queued context (the last `window` tokens of it when window > 0; the rest skipped).
+  Status flush(std::uint32_t window);
   // Context tokens: those with K/V in the pass, then the queued ones.
   std::uint32_t held() const;
   Status truncate_context(std::uint32_t count);

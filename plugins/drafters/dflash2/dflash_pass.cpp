@@ -60,15 +60,17 @@ Status DFlashPass::add_context(std::uint32_t n, const float* features) {
     GRAFT_TRY(be_->rms_norm(f32_view(c_, E, c), f.enc_norm->view(), s.rms_eps, f32_view(c_, E, c)));
     positions_.resize(c);
     std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(n_ctx_));
-    // Per layer: k = rope(k_norm(W_k c)), v = W_v c, at slots n_ctx.. (slot j = position j).
+    // Per layer: k = rope(k_norm(W_k c)), v = W_v c, at the next slots.
+    const auto slot = static_cast<std::uint32_t>(slot_pos_.size());
     for (std::uint32_t l = 0; l < f.n_layers; ++l) {
       const DFlashLayer& L = f.layers[l];
       GRAFT_TRY(L.k->matmul(f32_view(c_, E, c), f32_view(k_, KV, c)));
       if (L.k_norm) GRAFT_TRY(be_->rms_norm(f32_view(k_, D, HKV * c), L.k_norm->view(), s.rms_eps, f32_view(k_, D, HKV * c)));
       GRAFT_TRY(be_->rope(f32_view(k_, D, HKV, c), positions_.data(), s.rope, f32_view(k_, D, HKV, c)));
       GRAFT_TRY(L.v->matmul(f32_view(c_, E, c), f32_view(v_, KV, c)));
-      GRAFT_TRY(kv_->write(l, n_ctx_, c, f32_view(k_, D, HKV, c), f32_view(v_, D, HKV, c)));
+      GRAFT_TRY(kv_->write(l, slot, c, f32_view(k_, D, HKV, c), f32_view(v_, D, HKV, c)));
     }
+    slot_pos_.insert(slot_pos_.end(), positions_.begin(), positions_.end());
     n_ctx_ += c;
     done += c;
   }
@@ -77,7 +79,8 @@ Status DFlashPass::add_context(std::uint32_t n, const float* features) {
 
 Status DFlashPass::truncate(std::uint32_t n) {
   n_ctx_ = std::min(n_ctx_, n);
-  return kv_->truncate(n_ctx_);
+  slot_pos_.erase(std::lower_bound(slot_pos_.begin(), slot_pos_.end(), static_cast<std::int32_t>(n_ctx_)), slot_pos_.end());
+  return kv_->truncate(static_cast<std::uint32_t>(slot_pos_.size()));
 }
 
 Status DFlashPass::half(std::uint32_t l, bool attention, std::uint32_t rows, const BlockRows& block_rows) {
@@ -120,7 +123,7 @@ Status DFlashPass::run_block(std::int32_t anchor, std::uint32_t rows) {
   std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(n_ctx_));
   BlockRows block_rows;
   block_rows.n_tokens = rows;
-  block_rows.n_past = n_ctx_;
+  block_rows.n_past = static_cast<std::uint32_t>(slot_pos_.size());
   block_rows.positions = positions_.data();
   // Every block row sees every other (the ones are read as rows x rows).
   block_rows.ancestor = all_ones_.data();
@@ -145,7 +148,7 @@ Status DFlashPass::run_block(std::int32_t anchor, std::uint32_t rows) {
   };
   Status st = body();
   // The block's K/V never stay: the next block sits at the context's end again.
-  Status cut = kv_->truncate(n_ctx_);
+  Status cut = kv_->truncate(static_cast<std::uint32_t>(slot_pos_.size()));
   return st.ok() ? cut : st;
 }
 

@@ -21,9 +21,12 @@ class DFlashPass {
   // Binds the layers with one warm-up block, so a layer tensor that does not fit fails here.
   static Expected<std::unique_ptr<DFlashPass>> create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file);
 
+  // Context tokens covered: those with K/V here and those skipped.
   std::uint32_t context() const noexcept { return n_ctx_; }
   // Context K/V for the next n tokens (positions context()..), features [n][feature_width] on the host.
   Status add_context(std::uint32_t n, const float* features);
+  // The next n tokens get no K/V: the block's attention skips them (RoPE keeps true positions).
+  void skip(std::uint32_t n) { n_ctx_ += n; }
   Status truncate(std::uint32_t n);
   // Runs the block; logits() then holds [rows - 1][n_vocab] and, with the selector, gate()
   // [rows - 1][rank] (selector_hidden of each slot's normed hidden state).
@@ -43,6 +46,7 @@ class DFlashPass {
   std::unique_ptr<BlockRunner> runner_;
   std::unique_ptr<KvStore> kv_;
   std::uint32_t n_ctx_ = 0;
+  std::vector<std::int32_t> slot_pos_;  // the position of each KV slot's token (slot j = position j without skips)
   std::vector<std::uint8_t> all_ones_;
   std::vector<std::int32_t> positions_;
   // Backend buffers: context chunk feat [F, R], c [E, R], k and v [KV, R]; block x, h, t, a, out

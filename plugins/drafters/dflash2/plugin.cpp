@@ -55,6 +55,9 @@ const graft::ConfigKeySpec kKeys[] = {
      2, 64, false},
     {"selector", graft::ConfigType::boolean,
      "re-score candidates with the file's DFlash2 selector when it has one (default true)", 0, 0, false},
+    {"resume_window", graft::ConfigType::integer,
+     "after rounds the mix skipped this drafter, context K/V for at most this many of the queued tokens (the latest; "
+     "the block's attention skips the rest; 0 = all, exact; default 64)", 0, 1 << 20, false},
 };
 
 graft::PluginObject* create(const graft::HostServices&, const graft::Config& config, Status& error) noexcept {
@@ -66,6 +69,7 @@ graft::PluginObject* create(const graft::HostServices&, const graft::Config& con
     o.adaptive = config.get_bool("adaptive").value_or(true);
     o.short_block = static_cast<std::uint32_t>(config.get_int("short_block").value_or(0));
     o.selector = config.get_bool("selector").value_or(true);
+    o.resume_window = static_cast<std::uint32_t>(config.get_int("resume_window").value_or(64));
     return new DFlashFactory(std::move(o));
   });
 }

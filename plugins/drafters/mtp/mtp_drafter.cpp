@@ -132,13 +132,18 @@ Status MtpDrafter::add_entries(const CommitInfo& info) {
   return Status::success();
 }
 
-Status MtpDrafter::flush() {
+Status MtpDrafter::flush(std::uint32_t window) {
   if (pending_tokens_.empty()) return Status::success();
-  // Draft entries of the last round (slots >= n_entries_) go; the committed tokens' come in.
-  GRAFT_TRY(kv_->truncate(n_entries_));
+  // Draft entries of the last round (slots >= n_slots_) go; the committed tokens' come in.
+  GRAFT_TRY(kv_->truncate(n_slots_));
   const auto m = static_cast<std::uint32_t>(pending_tokens_.size());
-  std::vector<std::int32_t> positions;
+  // Beyond the window the oldest entries are counted but not run (the header says why).
   std::uint32_t done = 0;
+  if (window > 0 && m > window) {
+    done = m - window;
+    n_entries_ += done;
+  }
+  std::vector<std::int32_t> positions;
   // On a failure the entries that ran leave the queue, so the count of entries stays exact.
   struct Trim {
     MtpDrafter& d;
@@ -155,15 +160,16 @@ Status MtpDrafter::flush() {
     GRAFT_TRY(be_->copy(h_, MemoryKind::device, pending_hidden_.data() + std::size_t(done) * E_, MemoryKind::host,
                         std::size_t(c) * E_ * sizeof(float)));
     GRAFT_TRY(project(c));
-    // The block at KV slots i, RoPE positions i + 1.
+    // The block at KV slots n_slots_.., RoPE positions i + 1 (entry i).
     positions.resize(c);
     std::iota(positions.begin(), positions.end(), static_cast<std::int32_t>(i0 + 1));
     BlockRows rows;
     rows.n_tokens = c;
-    rows.n_past = i0;
+    rows.n_past = n_slots_;
     rows.positions = positions.data();
     GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, f32_view(x_, E_, c)));
     n_entries_ += c;
+    n_slots_ += c;
     done += c;
     if (done == m) {
       GRAFT_TRY(head(c - 1));
@@ -178,13 +184,14 @@ Status MtpDrafter::flush() {
 // rounds' entries wait for the next proposal.
 Status MtpDrafter::begin(const CommitInfo& info) {
   GRAFT_TRY(add_entries(info));
-  return flush();
+  return flush(0);  // a prompt runs whole
 }
 Status MtpDrafter::accept(const CommitInfo& info) { return add_entries(info); }
 
 Status MtpDrafter::truncate(std::uint32_t n) {
   if (n == 0) {
     n_entries_ = 0;
+    n_slots_ = 0;
     have_head_ = false;
     pending_tokens_.clear();
     pending_hidden_.clear();
@@ -199,7 +206,7 @@ Status MtpDrafter::truncate(std::uint32_t n) {
 }
 
 Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
-  GRAFT_TRY(flush());
+  GRAFT_TRY(flush(opt_.resume_window));
   if (!have_head_ || request.context.size() != std::size_t(n_entries_) + 1)
     return Status(Errc::invalid_argument, "mtp: out of step with the context (" + std::to_string(request.context.size()) +
                                               " tokens, " + std::to_string(n_entries_) + " entries)");
@@ -214,14 +221,14 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
   // Steps 2..depth: the chain of the best first token, each step reading the previous one's g.
   std::int32_t prev = first[0];
   for (std::uint32_t s = 2; s <= depth && out.size() < request.max_nodes; ++s) {
-    const std::uint32_t slot = n_entries_ + s - 2;  // after the committed entries; cut at accept
+    const std::uint32_t slot = n_slots_ + s - 2;  // after the committed entries; cut at accept
     GRAFT_TRY(embed_->get_rows(&prev, 1, f32_view(e_, E_, 1)));
     if (s == 2)
       GRAFT_TRY(be_->copy(h_, MemoryKind::device, g_host_.data(), MemoryKind::host, std::size_t(E_) * sizeof(float)));
     else
       GRAFT_TRY(be_->copy(h_, MemoryKind::device, g_, MemoryKind::device, std::size_t(E_) * sizeof(float)));
     GRAFT_TRY(project(1));
-    const std::int32_t pos = static_cast<std::int32_t>(slot + 1);
+    const std::int32_t pos = static_cast<std::int32_t>(n_entries_ + s - 1);
     BlockRows rows;
     rows.n_tokens = 1;
     rows.n_past = slot;

@@ -8,6 +8,11 @@
 // Every committed token becomes an entry (begin/accept hand the hidden states of the verify pass);
 // the entries run at the next propose, as one batch, so rounds the mix does not ask this drafter
 // cost only a copy. Draft entries are cut off again before the next entries run.
+// After a long stretch of skipped rounds only the last `resume_window` queued entries run: the
+// ones before them never reach the head's KV cache, so its attention sees a gap (RoPE keeps the
+// true positions). Drafts may then differ from an exact head's, never the output: the target
+// verifies every token. This bounds what a resumed proposal costs (the catch-up of a few hundred
+// entries cost ~9 target decode steps on the zoo model).
 #pragma once
 
 #include <memory>
@@ -21,6 +26,7 @@ struct MtpOptions {
   std::uint32_t max_draft = 3;  // draft steps per round
   float p_min = 0.0f;           // stop drafting when the head's top probability is below this
   std::uint32_t top_k = 1;      // first-step candidates proposed as siblings (a tree) when > 1
+  std::uint32_t resume_window = 16;  // queued entries run at most (the latest); 0 = all (exact)
 };
 
 class MtpDrafter final : public Drafter {
@@ -37,8 +43,9 @@ class MtpDrafter final : public Drafter {
   MtpDrafter() = default;
   // Queues entries for context[first, n_committed) (hidden rows given) after `first` entries.
   Status add_entries(const CommitInfo& info);
-  // Runs the queued entries through the block, then the head of the last one.
-  Status flush();
+  // Runs the queued entries (the last `window` of them when window > 0) through the block, then
+  // the head of the last one.
+  Status flush(std::uint32_t window);
   // Entries: those in the KV cache, then the queued ones.
   std::uint32_t held() const { return n_entries_ + static_cast<std::uint32_t>(pending_tokens_.size()); }
   // Runs entries already laid out in x_ (rows [0, n)) at KV slots [slot, slot + n); leaves the
@@ -62,7 +69,8 @@ class MtpDrafter final : public Drafter {
   float *e_ = nullptr, *h_ = nullptr, *cat_ = nullptr, *x_ = nullptr, *g_ = nullptr, *logits_dev_ = nullptr;
   std::vector<float> logits_;   // host copy of the last head's logits
   std::vector<float> g_host_;   // the last entry's g, the h of the first draft step
-  std::uint32_t n_entries_ = 0; // committed entries in kv_ (entry i at slot i)
+  std::uint32_t n_entries_ = 0; // committed entries (those in kv_ and those the window left out)
+  std::uint32_t n_slots_ = 0;   // KV slots they fill (fewer than n_entries_ after a gap)
   bool have_head_ = false;      // logits_ / g_host_ belong to entry n_entries_ - 1
   // Queued entries (after n_entries_): token i+1 of each, and the target's h_i rows.
   std::vector<std::int32_t> pending_tokens_;

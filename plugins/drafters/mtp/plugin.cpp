@@ -22,6 +22,9 @@ const graft::ConfigKeySpec kKeys[] = {
      1, false},
     {"top_k", graft::ConfigType::integer,
      "first-step candidates proposed side by side (a tree; 1 = a chain, the default)", 1, 8, false},
+    {"resume_window", graft::ConfigType::integer,
+     "after rounds the mix skipped this drafter, run at most this many of the queued entries (the latest; the "
+     "head's attention skips the rest; 0 = all, exact; default 16)", 0, 1 << 20, false},
 };
 
 graft::PluginObject* create(const graft::HostServices&, const graft::Config& config, Status& error) noexcept {
@@ -30,6 +33,7 @@ graft::PluginObject* create(const graft::HostServices&, const graft::Config& con
     o.max_draft = static_cast<std::uint32_t>(config.get_int("max_draft").value_or(3));
     o.p_min = static_cast<float>(config.get_real("p_min").value_or(0.0));
     o.top_k = static_cast<std::uint32_t>(config.get_int("top_k").value_or(1));
+    o.resume_window = static_cast<std::uint32_t>(config.get_int("resume_window").value_or(16));
     return new MtpFactory(o);
   });
 }
