@@ -16,7 +16,7 @@
 #              bench/spec/setup_plot.sh); without it a missing matplotlib stops the script before
 #              anything runs
 #   every other option goes to bench/spec/run.sh as given (--build, --threads, --n, --configs,
-#   --category, --limit, --reps, --model, --draft-model), except --out: the folder's jsonl is its output
+#   --category, --limit, --reps, --model, --draft-model, --profile), except --out: the folder's jsonl is its output
 # Exit status: 0; 1 when run.sh failed (a graft run failed, or speculative decoding generated other
 # tokens than --no-draft; the tables and charts are still made from the runs that finished) or
 # summarize.py or plot.py did; 2 for a bad command line. Relative paths are taken from the

@@ -10,7 +10,7 @@
 # usage: bench/spec/run.sh [--build DIR] [--threads T] [--n N]
 #            [--configs "none ngram mtp dflash2 ngram,mtp ngram,dflash2 mtp,dflash2 ngram,mtp,dflash2"]
 #            [--category C[,C...]] [--limit K] [--reps R] [--model FILE] [--draft-model FILE]
-#            [--out FILE.jsonl]
+#            [--profile FILE.toml] [--out FILE.jsonl]
 #   --build        build tree with bin/graft (default: the repository's build/)
 #   --threads      CPU threads per run (default 2)
 #   --n            tokens to generate per run (default 256; the prompts are at most 160 tokens and
@@ -23,6 +23,8 @@
 #   --model        the target GGUF (default models/zoo-qwen3-4x256.gguf)
 #   --draft-model  the dflash2 drafter's GGUF, passed as --draft-model FILE to the runs whose config
 #                  names dflash2, and only to those (default models/zoo-dflash2-2x256.gguf)
+#   --profile      a TOML profile passed to every run (e.g. [[drafter]] keys, [speculative] adaptive);
+#                  the command line's -m, -c, -n, --temp, -t and --draft override its keys
 #   --out          the jsonl file (default BUILD/bench-spec/run-YYYYmmdd-HHMMSS.jsonl); it is replaced
 # Relative paths are taken from the directory the script is started in.
 set -euo pipefail
@@ -35,6 +37,7 @@ limit=0
 reps=1
 model=""
 draft_model=""
+profile=""
 out=""
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -54,6 +57,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2 ;;
     --model) model=$2 ;;
     --draft-model) draft_model=$2 ;;
+    --profile) profile=$2 ;;
     --out) out=$2 ;;
     *) die "unknown option $1" ;;
   esac
@@ -80,6 +84,12 @@ else
   draft_model="$root/models/zoo-dflash2-2x256.gguf"
 fi
 if [[ -n $out ]]; then out=$(abspath "$out"); fi
+profile_args=()
+if [[ -n $profile ]]; then
+  profile=$(abspath "$profile")
+  [[ -f $profile ]] || die "no profile at $profile"
+  profile_args=(--profile "$profile")
+fi
 cd "$root"
 
 graft="$build/bin/graft"
@@ -151,7 +161,7 @@ PY
 
 echo "run.sh: $(basename "$graft") from $build, ${#prompts[@]} prompts x ${#config_list[@]} configs x $reps reps," \
   "n=$n, threads=$threads -> $out"
-echo "run.sh: configs ${config_list[*]}"
+echo "run.sh: configs ${config_list[*]}${profile:+, profile $profile}"
 mismatches=0
 for rep in $(seq "$reps"); do
   for f in "${prompts[@]}"; do
@@ -164,7 +174,7 @@ for rep in $(seq "$reps"); do
         draft=(--draft "$config")
         if uses_dflash2 "$config"; then draft+=(--draft-model "$draft_model"); fi
       fi
-      cmd=("$graft" run -m "$model" -c 512 -f "$f" -n "$n" --temp 0 -t "$threads" --json "${draft[@]}")
+      cmd=("$graft" run "${profile_args[@]}" -m "$model" -c 512 -f "$f" -n "$n" --temp 0 -t "$threads" --json "${draft[@]}")
       rc=0
       "${cmd[@]}" >"$tmp/out.json" 2>"$tmp/err.txt" || rc=$?
       if ((rc)); then
