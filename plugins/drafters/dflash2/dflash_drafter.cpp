@@ -34,6 +34,9 @@ Expected<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(const DrafterHost
   auto pass = DFlashPass::create(host, std::move(file));
   if (!pass) return std::move(pass).status();
   d->pass_ = std::move(*pass);
+  // The queue's memory up front (it is trimmed at twice the window): no growth, no page faults in
+  // the rounds.
+  if (o.resume_window > 0) d->pending_.reserve(std::size_t(2 * o.resume_window + B) * d->f_->feature_width);
   return d;
 }
 
@@ -66,14 +69,17 @@ Status DFlashDrafter::add(const CommitInfo& info) {
   return Status::success();
 }
 
+void DFlashDrafter::skip_queued(std::uint32_t keep) {
+  const auto m = static_cast<std::uint32_t>(pending_.size() / f_->feature_width);
+  if (m <= keep) return;
+  pass_->skip(m - keep);
+  pending_.erase(pending_.begin(), pending_.begin() + std::size_t(m - keep) * f_->feature_width);
+}
+
 Status DFlashDrafter::flush(std::uint32_t window) {
   if (pending_.empty()) return Status::success();
-  auto m = static_cast<std::uint32_t>(pending_.size() / f_->feature_width);
-  if (window > 0 && m > window) {
-    pass_->skip(m - window);
-    pending_.erase(pending_.begin(), pending_.begin() + std::size_t(m - window) * f_->feature_width);
-    m = window;
-  }
+  if (window > 0) skip_queued(window);
+  const auto m = static_cast<std::uint32_t>(pending_.size() / f_->feature_width);
   const std::uint32_t before = pass_->context();
   const Status st = pass_->add_context(m, pending_.data());
   // What reached the pass leaves the queue, also on a failure, so the context count stays exact.
@@ -100,7 +106,12 @@ Status DFlashDrafter::begin(const CommitInfo& info) {
 Status DFlashDrafter::accept(const CommitInfo& info) {
   round_tokens_ = info.n_committed - info.first;  // the pending token and the accepted drafts
   ++rounds_since_proposal_;
-  return add(info);
+  GRAFT_TRY(add(info));
+  // Rounds without a proposal: the queue keeps no more than the window will run (trimmed at twice
+  // the window, so the move is rare), so its memory stays the same pages.
+  if (o_.resume_window > 0 && pending_.size() / f_->feature_width >= 2 * std::size_t(o_.resume_window))
+    skip_queued(o_.resume_window);
+  return Status::success();
 }
 
 Status DFlashDrafter::truncate(std::uint32_t count) {

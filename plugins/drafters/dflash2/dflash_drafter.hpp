@@ -54,6 +54,8 @@ class DFlashDrafter final : public Drafter {
   Status add(const CommitInfo& info);
   // Runs the queued context (the last `window` tokens of it when window > 0; the rest skipped).
   Status flush(std::uint32_t window);
+  // Leaves the last `keep` queued tokens; the older ones get no K/V (skipped).
+  void skip_queued(std::uint32_t keep);
   // Context tokens: those with K/V in the pass, then the queued ones.
   std::uint32_t held() const;
   Status truncate_context(std::uint32_t count);

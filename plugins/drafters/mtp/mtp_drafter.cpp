@@ -89,6 +89,11 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   d->g_ = d->x_ + E * R;
   d->logits_dev_ = d->g_ + E;
   d->logits_.resize(d->V_);
+  // The queue's memory up front (it is trimmed at twice the window): no growth in the rounds.
+  if (options.resume_window > 0) {
+    d->pending_tokens_.reserve(2 * options.resume_window + options.max_draft + 1);
+    d->pending_hidden_.reserve(std::size_t(2 * options.resume_window + options.max_draft + 1) * d->E_);
+  }
   d->g_host_.resize(d->E_);
   return std::unique_ptr<Drafter>(std::move(d));
 }
@@ -186,7 +191,19 @@ Status MtpDrafter::begin(const CommitInfo& info) {
   GRAFT_TRY(add_entries(info));
   return flush(0);  // a prompt runs whole
 }
-Status MtpDrafter::accept(const CommitInfo& info) { return add_entries(info); }
+Status MtpDrafter::accept(const CommitInfo& info) {
+  GRAFT_TRY(add_entries(info));
+  // Rounds without a proposal: the queue keeps no more than the window will run (trimmed at twice
+  // the window, so the move is rare), so its memory stays the same pages.
+  const std::uint32_t w = opt_.resume_window;
+  if (w > 0 && pending_tokens_.size() >= 2 * std::size_t(w)) {
+    const auto drop = static_cast<std::uint32_t>(pending_tokens_.size() - w);
+    pending_tokens_.erase(pending_tokens_.begin(), pending_tokens_.begin() + drop);
+    pending_hidden_.erase(pending_hidden_.begin(), pending_hidden_.begin() + std::size_t(drop) * E_);
+    n_entries_ += drop;
+  }
+  return Status::success();
+}
 
 Status MtpDrafter::truncate(std::uint32_t n) {
   if (n == 0) {

@@ -137,8 +137,6 @@ class Drafter {
   virtual Status propose(const DraftRequest& request, DraftTree& out) = 0;
   // After the verify pass: the tokens it committed (the pending token of the round, then the
   // accepted path) with their hidden states; context.back() is the target's own next token.
-  // The first call of a sequence commits the prompt's last token alone (begin() left it out, its
-  // pending token being the first sampled one): no tree, accepted_nodes empty, verified_nodes 0.
   // accepted_nodes index THIS drafter's last tree (its nodes on the path, mapped by the host).
   virtual Status accept(const CommitInfo& info) = 0;
   // Forget everything after the first n committed tokens (0: a new sequence).
