@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config git
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libtomlplusplus-dev libspdlog-dev libfmt-dev
-  libpcre2-dev nlohmann-json3-dev
+  libpcre2-dev nlohmann-json3-dev libcpp-httplib-dev   # graft serve
   libgtest-dev googletest
   clang libclang-rt-14-dev   # libFuzzer target for the GGUF parser
 )

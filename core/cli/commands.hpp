@@ -18,5 +18,6 @@ int cmd_perplexity(const Args& args);  // llama.cpp-comparable perplexity of a t
 int cmd_bench(const Args& args);     // prefill/decode speed against measured read bandwidth
 int cmd_synth(const Args& args);     // write a random-weight model GGUF
 int cmd_quantize(const Args& args);  // rewrite a model GGUF in other weight types
+int cmd_serve(const Args& args);     // the HTTP server (core/server)
 
 }  // namespace graft::cli

@@ -1,0 +1,206 @@
+#include "server/http_server.hpp"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+
+#include "server/api_error.hpp"
+#include "server/server_context.hpp"
+#include "speculative/drafters.hpp"
+
+namespace graft::server {
+
+using nlohmann::json;
+
+void send_error(httplib::Response& res, const ApiError& error) {
+  res.status = error.status;
+  res.set_content(error.openai_body().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+struct HttpServer::Impl {
+  explicit Impl(Pipeline& p, const ServerOptions& o) : ctx(p, o) {}
+  ServerContext ctx;
+  httplib::Server http;
+  std::mutex log_m;
+  std::FILE* log = nullptr;
+  bool own_log = false;
+  ~Impl() {
+    if (own_log && log) std::fclose(log);
+  }
+  void routes();
+  json model_entry() const;
+  void write_log(const httplib::Request& req, const httplib::Response& res);
+};
+
+namespace {
+// Per request (handler and logger run on the same httplib thread): when it started, its route.
+thread_local std::chrono::steady_clock::time_point t_start;
+
+// The route a path counts under in the metrics: the known ones, else "other" (no unbounded labels).
+std::string route_of(const std::string& path) {
+  for (const char* r : {"/health", "/metrics", "/props", "/v1/models", "/v1/completions", "/v1/chat/completions",
+                        "/v1/messages", "/"})
+    if (path == r) return path;
+  return "other";
+}
+
+bool authorized(const httplib::Request& req, const std::string& key) {
+  if (req.get_header_value("Authorization") == "Bearer " + key) return true;
+  return req.get_header_value("x-api-key") == key;  // Anthropic's clients send this one
+}
+}  // namespace
+
+json HttpServer::Impl::model_entry() const {
+  return {{"id", ctx.model_name},
+          {"object", "model"},
+          {"created", ctx.created},
+          {"owned_by", "graft"},
+          {"meta",
+           {{"n_ctx_per_request", ctx.queue->capacity()},
+            {"parallel", ctx.options.parallel},
+            {"n_vocab", ctx.pipeline.tokenizer().n_vocab()},
+            {"architecture", ctx.pipeline.model().params().arch_name}}}};
+}
+
+void HttpServer::Impl::write_log(const httplib::Request& req, const httplib::Response& res) {
+  ctx.metrics.request(route_of(req.path), res.status);
+  if (!log) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+  const json line = {{"time", std::time(nullptr)},   {"remote", req.remote_addr}, {"method", req.method},
+                     {"path", req.path},             {"status", res.status},      {"ms", ms},
+                     {"request_bytes", req.body.size()}};
+  std::lock_guard lock(log_m);
+  std::fputs((line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n").c_str(), log);
+  std::fflush(log);
+}
+
+void HttpServer::Impl::routes() {
+  const ServerOptions& o = ctx.options;
+  http.set_payload_max_length(o.max_body_bytes);
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    t_start = std::chrono::steady_clock::now();
+    if (ctx.options.api_key.empty() || req.path == "/health" || authorized(req, ctx.options.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, ApiError{401, "authentication_error",
+                             "missing or wrong API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'", {}});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) { write_log(req, res); });
+  // httplib's own refusals (413 for a body over the limit, 400 for a malformed request line) and
+  // unknown routes get a JSON body too.
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404)
+      send_error(res, ApiError{404, "not_found_error", fmt::format("no route {} {}", req.method, req.path), {}});
+    else if (res.status == 413)
+      send_error(res, ApiError{413, "invalid_request_error", "the request body is over the server's limit", {}});
+    else
+      send_error(res, ApiError{res.status, "invalid_request_error", fmt::format("HTTP {}", res.status), {}});
+  });
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, ApiError{500, "server_error", "internal error: " + what, {}});
+  });
+
+  http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const json body = {{"object", "list"}, {"data", json::array({model_entry()})}};
+    res.set_content(body.dump(), "application/json");
+  });
+  http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    const Profile& p = ctx.pipeline.profile();
+    json drafters = json::array();
+    if (p.speculative.enabled)
+      for (const PluginChoice& d : p.drafters) drafters.push_back(d.name);
+    const json body = {
+        {"model", model_entry()},
+        {"model_path", p.model.string()},
+        {"profile", p.source.empty() ? "built-in defaults" : p.source.string()},
+        {"n_ctx_per_request", ctx.queue->capacity()},
+        {"parallel", ctx.options.parallel},
+        {"context_split", "one sequence: every request gets the whole KV capacity, one request at a time"},
+        {"kv", p.kv.name},
+        {"backend", p.backend.name},
+        {"drafters", drafters},
+        {"default_max_tokens", p.max_tokens}};
+    res.set_content(body.dump(), "application/json");
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(ctx.metrics.render(ctx.queue->depth(), ctx.queue->running()), "text/plain; version=0.0.4");
+  });
+  http.Post("/v1/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { handle_completions(ctx, req, res); });
+  auto not_yet = [](const char* what) {
+    return [what](const httplib::Request&, httplib::Response& res) {
+      send_error(res, ApiError{501, "not_implemented_error",
+                               fmt::format("{} is not implemented yet (it needs the chat-template interpreter)", what),
+                               {}});
+    };
+  };
+  http.Post("/v1/chat/completions", not_yet("POST /v1/chat/completions"));
+  http.Post("/v1/messages", not_yet("POST /v1/messages"));
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() {
+  if (impl_) impl_->http.stop();
+}
+
+Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, const ServerOptions& options) {
+  if (options.parallel != 1)
+    return not_implemented(fmt::format("--parallel {}: decoding several sequences together is not implemented yet "
+                                       "(only --parallel 1)",
+                                       options.parallel));
+  auto impl = std::make_unique<Impl>(pipeline, options);
+  ServerContext& ctx = impl->ctx;
+  ctx.model_name = pipeline.profile().model.stem().string();
+  ctx.created = std::time(nullptr);
+  auto session = pipeline.new_session();
+  if (!session) return session.status();
+  // Speculation as the profile (or --draft) asks, for the server's sequence.
+  auto drafters = Drafters::load(pipeline);
+  if (!drafters) return std::move(drafters).status();
+  std::unique_ptr<SpeculativeDecoder> decoder;
+  if (*drafters) {
+    auto made = (*drafters)->new_decoder();
+    if (!made) return std::move(made).status();
+    decoder = std::move(*made);
+  }
+  ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(*session), std::move(decoder), ctx.metrics);
+  if (options.request_log == "-") {
+    impl->log = stdout;
+  } else if (!options.request_log.empty()) {
+    impl->log = std::fopen(options.request_log.c_str(), "a");
+    if (!impl->log) return Status(Errc::io_error, options.request_log + ": cannot open the request log for appending");
+    impl->own_log = true;
+  }
+  impl->routes();
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+Expected<int> HttpServer::bind() {
+  const ServerOptions& o = impl_->ctx.options;
+  const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port < 0) return Status(Errc::io_error, fmt::format("cannot listen on {}:{} (in use, or not an address here)", o.host, o.port));
+  return port;
+}
+
+void HttpServer::serve() { impl_->http.listen_after_bind(); }
+
+void HttpServer::stop() { impl_->http.stop(); }
+
+}  // namespace graft::server

@@ -1,0 +1,102 @@
+// graft serve: the HTTP server over one model (docs/serve.md).
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/run_support.hpp"
+#include "server/http_server.hpp"
+
+namespace graft::cli {
+
+int cmd_serve(const Args& args) {
+  po::options_description desc("graft serve [options]");
+  desc.add_options()("help,h", "show this help")(
+      "host", po::value<std::string>()->value_name("ADDR")->default_value("127.0.0.1"),
+      "address to listen on (loopback by default; 0.0.0.0 for every interface)")(
+      "port", po::value<std::int64_t>()->value_name("N")->default_value(8080), "TCP port (0: any free port, printed)")(
+      "api-key", po::value<std::string>()->value_name("KEY"),
+      "require this key on every route but /health ('Authorization: Bearer KEY' or 'x-api-key: KEY')")(
+      "parallel", po::value<std::int64_t>()->value_name("N")->default_value(1),
+      "sequences decoding together (only 1 is implemented yet)")(
+      "request-log", po::value<std::string>()->value_name("FILE"),
+      "append one JSON line per request to FILE ('-': stdout)")(
+      "max-body-mib", po::value<std::int64_t>()->value_name("N")->default_value(16),
+      "largest request body accepted, in MiB (larger ones get 413)");
+  int exit_code = 0;
+  auto parsed = parse_command("serve", args, desc, exit_code);
+  if (!parsed) return exit_code;
+  auto& vm = parsed->vm;
+  server::ServerOptions o;
+  o.host = vm["host"].as<std::string>();
+  const std::int64_t port = vm["port"].as<std::int64_t>();
+  const std::int64_t parallel = vm["parallel"].as<std::int64_t>();
+  const std::int64_t body_mib = vm["max-body-mib"].as<std::int64_t>();
+  if (port < 0 || port > 65535) {
+    std::fprintf(stderr, "graft serve: command line: --port: %lld is out of range: must be in 0..65535\n",
+                 static_cast<long long>(port));
+    return 2;
+  }
+  if (parallel < 1 || parallel > 256) {
+    std::fprintf(stderr, "graft serve: command line: --parallel: %lld is out of range: must be in 1..256\n",
+                 static_cast<long long>(parallel));
+    return 2;
+  }
+  if (body_mib < 1 || body_mib > 4096) {
+    std::fprintf(stderr, "graft serve: command line: --max-body-mib: %lld is out of range: must be in 1..4096\n",
+                 static_cast<long long>(body_mib));
+    return 2;
+  }
+  o.port = static_cast<int>(port);
+  o.parallel = static_cast<std::uint32_t>(parallel);
+  o.max_body_bytes = std::size_t(body_mib) << 20;
+  if (vm.count("api-key")) o.api_key = vm["api-key"].as<std::string>();
+  if (vm.count("request-log")) o.request_log = vm["request-log"].as<std::string>();
+  if (o.parallel != 1) {
+    std::fprintf(stderr, "graft serve: --parallel %u: not implemented yet: decoding several sequences together "
+                 "(only --parallel 1)\n", o.parallel);
+    return 1;
+  }
+
+  // SIGINT/SIGTERM reach one thread that stops the server (every thread made later inherits the mask).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto pipeline = build_pipeline(parsed->profile, 256);
+  if (!pipeline) {
+    std::fprintf(stderr, "graft serve: %s\n", pipeline.status().message().c_str());
+    return 1;
+  }
+  auto server = server::HttpServer::create(**pipeline, o);
+  if (!server) {
+    std::fprintf(stderr, "graft serve: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  auto bound = (*server)->bind();
+  if (!bound) {
+    std::fprintf(stderr, "graft serve: %s\n", bound.status().message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "graft serve: listening on http://%s:%d (model %s, context per request %u tokens)%s\n",
+               o.host.c_str(), *bound, parsed->profile.model.filename().string().c_str(),
+               (*pipeline)->context(), o.api_key.empty() ? "" : ", API key required");
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    (*server)->stop();
+  });
+  (*server)->serve();
+  // serve() also returns when the socket fails; wake the stopper thread so it can be joined.
+  pthread_kill(stopper.native_handle(), SIGTERM);
+  stopper.join();
+  std::fprintf(stderr, "graft serve: stopped\n");
+  return 0;
+}
+
+}  // namespace graft::cli

@@ -1,0 +1,19 @@
+// What `graft serve` takes beyond the profile (docs/serve.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace graft::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback unless asked
+  int port = 8080;                 // 0: any free port (tests)
+  std::string api_key;             // empty: no key; else required on every route but /health
+  std::uint32_t parallel = 1;      // sequences decoding together
+  std::string request_log;         // JSON lines: a file, "-" for stdout, empty for none
+  std::size_t max_body_bytes = std::size_t(16) << 20;  // larger bodies get 413
+};
+
+}  // namespace graft::server

@@ -1,0 +1,316 @@
+// graft serve's HTTP layer on loopback, in-process, over the zoo model: the routes answer with
+// the OpenAI shapes; a completion is exactly what plain generation gives; streaming gives the
+// same text in pieces; the API key, bad requests, bodies over the limit, prompts over the
+// context and clients that go away mid-stream get the right status and message, and the server
+// keeps serving. (The npm-client tests of the issue come with the chat routes.)
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "engine/pipeline.hpp"
+#include "server/http_server.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace fs = std::filesystem;
+using namespace graft;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kTarget = fs::path(GRAFT_SOURCE_DIR) / "models" / "zoo-qwen3-4x256.gguf";
+constexpr std::uint32_t kContext = 256;
+
+std::unique_ptr<Pipeline> zoo_pipeline() {
+  Profile profile = Profile::builtin();
+  profile.model = kTarget;
+  profile.context = kContext;
+  profile.threads = 1;  // ctest runs two tests at once on two cores
+  auto p = Pipeline::build(profile, 256);
+  EXPECT_TRUE(p) << p.status().message();
+  return p ? std::move(*p) : nullptr;
+}
+
+// A server on a free loopback port for one test.
+struct Running {
+  std::unique_ptr<Pipeline> pipeline;
+  std::unique_ptr<server::HttpServer> server;
+  std::thread thread;
+  int port = 0;
+  explicit Running(server::ServerOptions o = {}) {
+    pipeline = zoo_pipeline();
+    if (!pipeline) return;
+    o.port = 0;
+    auto s = server::HttpServer::create(*pipeline, o);
+    EXPECT_TRUE(s) << s.status().message();
+    if (!s) return;
+    server = std::move(*s);
+    auto bound = server->bind();
+    EXPECT_TRUE(bound) << bound.status().message();
+    if (!bound) return;
+    port = *bound;
+    thread = std::thread([this] { server->serve(); });
+  }
+  ~Running() {
+    if (thread.joinable()) {
+      server->stop();
+      thread.join();
+    }
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+};
+
+json post(httplib::Client& c, const std::string& path, const json& body, int want_status) {
+  auto r = c.Post(path.c_str(), body.dump(), "application/json");
+  EXPECT_TRUE(r) << path << ": no response";
+  if (!r) return {};
+  EXPECT_EQ(r->status, want_status) << r->body;
+  return json::parse(r->body, nullptr, false);
+}
+
+// The greedy continuation plain generation gives for `prompt` (BOS added, as the server does).
+std::string plain_greedy(const Pipeline& p, const std::string& prompt, std::int64_t n) {
+  TokenizeOptions opt;
+  opt.add_special = true;
+  opt.parse_special = true;
+  auto ids = p.tokenizer().encode(prompt, opt);
+  EXPECT_TRUE(ids);
+  auto s = p.new_session();
+  EXPECT_TRUE(s);
+  GenerationOptions g;
+  g.max_tokens = n;
+  g.sampling.temperature = 0;
+  GenerationStats stats;
+  EXPECT_TRUE((*s)->generate(*ids, g, [](TokenId, std::string_view) { return true; }, stats).ok());
+  return (*s)->text();
+}
+
+}  // namespace
+
+TEST(Server, HealthModelsPropsAndUnknownRoutes) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(json::parse(h->body)["status"], "ok");
+  auto m = c.Get("/v1/models");
+  ASSERT_TRUE(m);
+  const json models = json::parse(m->body);
+  EXPECT_EQ(models["object"], "list");
+  ASSERT_EQ(models["data"].size(), 1u);
+  EXPECT_EQ(models["data"][0]["id"], "zoo-qwen3-4x256");
+  EXPECT_EQ(models["data"][0]["meta"]["n_ctx_per_request"], kContext);
+  auto props = c.Get("/props");
+  ASSERT_TRUE(props);
+  EXPECT_EQ(json::parse(props->body)["n_ctx_per_request"], kContext);
+  auto none = c.Get("/v1/nothing");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 404);
+  EXPECT_EQ(json::parse(none->body)["error"]["message"], "no route GET /v1/nothing");
+  const json chat = post(c, "/v1/chat/completions", {{"messages", json::array()}}, 501);
+  EXPECT_EQ(chat["error"]["type"], "not_implemented_error");
+}
+
+TEST(Server, CompletionIsPlainGreedyGenerationAndStreamingGivesTheSameText) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  const std::string prompt = "def fibonacci(n):\n";
+  const std::string want = plain_greedy(*srv.pipeline, prompt, 40);
+  const json whole = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}}, 200);
+  EXPECT_EQ(whole["object"], "text_completion");
+  EXPECT_EQ(whole["choices"][0]["text"], want);
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(whole["usage"]["completion_tokens"], 40);
+  EXPECT_EQ(whole["usage"]["total_tokens"].get<int>(),
+            whole["usage"]["prompt_tokens"].get<int>() + 40);
+
+  std::string body;
+  auto r = c.Post("/v1/completions",
+                  json{{"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}, {"stream", true},
+                       {"stream_options", {{"include_usage", true}}}}
+                      .dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  std::string streamed, finish;
+  int usage_chunks = 0;
+  bool done = false;
+  std::istringstream events(r->body);
+  for (std::string line; std::getline(events, line);) {
+    if (line.empty()) continue;
+    ASSERT_EQ(line.rfind("data: ", 0), 0u) << line;
+    ASSERT_FALSE(done) << "an event after [DONE]";
+    const std::string data = line.substr(6);
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    const json e = json::parse(data);
+    if (e.contains("usage")) {
+      ++usage_chunks;
+      EXPECT_EQ(e["usage"]["completion_tokens"], 40);
+      continue;
+    }
+    streamed += e["choices"][0]["text"].get<std::string>();
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(streamed, want);
+  EXPECT_EQ(finish, "length");
+  EXPECT_EQ(usage_chunks, 1);
+}
+
+TEST(Server, ApiKeyIsRequiredOnEveryRouteButHealth) {
+  server::ServerOptions o;
+  o.api_key = "sekrit";
+  Running srv(o);
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  for (const char* path : {"/v1/models", "/metrics", "/props"}) {
+    auto r = c.Get(path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << path;
+    EXPECT_EQ(json::parse(r->body)["error"]["message"],
+              "missing or wrong API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
+  }
+  post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}, 401);
+  auto wrong = c.Get("/v1/models", {{"Authorization", "Bearer nope"}});
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto bearer = c.Get("/v1/models", {{"Authorization", "Bearer sekrit"}});
+  ASSERT_TRUE(bearer);
+  EXPECT_EQ(bearer->status, 200);
+  auto anthropic_style = c.Get("/v1/models", {{"x-api-key", "sekrit"}});
+  ASSERT_TRUE(anthropic_style);
+  EXPECT_EQ(anthropic_style->status, 200);
+}
+
+TEST(Server, BadRequestsGetTheFieldAndTheReason) {
+  server::ServerOptions o;
+  o.max_body_bytes = 1 << 20;
+  Running srv(o);
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  auto raw = c.Post("/v1/completions", "{\"prompt\": \"x\",", "application/json");
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->status, 400);
+  EXPECT_EQ(json::parse(raw->body)["error"]["message"], "the request body is not valid JSON");
+  struct Case {
+    json body;
+    std::string message, param;
+  } cases[] = {
+      {json::array(), "the request body must be a JSON object", ""},
+      {{{"max_tokens", 4}}, "'prompt' is required", "prompt"},
+      {{{"prompt", ""}}, "'prompt' is empty: there is nothing to continue from", "prompt"},
+      {{{"prompt", "x"}, {"max_tokens", "4"}}, "'max_tokens' must be an integer", "max_tokens"},
+      {{{"prompt", "x"}, {"max_tokens", -1}}, "'max_tokens' is -1; it must be in 0..9223372036854775807", "max_tokens"},
+      {{{"prompt", "x"}, {"temperature", 101}}, "'temperature' is 101; it must be in 0..100", "temperature"},
+      {{{"prompt", "x"}, {"stream", "yes"}}, "'stream' must be true or false", "stream"},
+      {{{"prompt", "x"}, {"stop", json::array({1})}}, "'stop' must be a string or an array of strings", "stop"},
+      {{{"prompt", "x"}, {"n", 2}}, "'n' other than 1 is not supported", "n"},
+      {{{"prompt", json::array({"a", "b"})}}, "several prompts in one request are not supported; send one request per prompt",
+       "prompt"},
+      {{{"prompt", json::array({1, 99999})}}, "'prompt' holds token id 99999, outside the vocabulary (0..4095)", "prompt"},
+  };
+  for (const Case& k : cases) {
+    const json e = post(c, "/v1/completions", k.body, 400);
+    EXPECT_EQ(e["error"]["message"], k.message) << k.body;
+    EXPECT_EQ(e["error"]["param"], k.param.empty() ? json(nullptr) : json(k.param)) << k.body;
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  }
+  // Unknown fields are ignored, as OpenAI's clients send optional ones freely.
+  const json ok = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}, {"user", "me"}, {"whatever", 1}}, 200);
+  EXPECT_EQ(ok["usage"]["completion_tokens"], 2);
+  // A prompt that leaves no room: the numbers in the message.
+  std::string long_prompt;
+  for (int i = 0; i < 400; ++i) long_prompt += " x";
+  const json over = post(c, "/v1/completions", {{"prompt", long_prompt}}, 400);
+  EXPECT_NE(over["error"]["message"].get<std::string>().find("but this server's context per request is 256 tokens"),
+            std::string::npos)
+      << over;
+  // A body over the limit: 413, JSON.
+  auto big = c.Post("/v1/completions", std::string(2 << 20, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_EQ(json::parse(big->body)["error"]["message"], "the request body is over the server's limit");
+  // max_tokens of 10^9 ends when the context is full, and says so.
+  const json full = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1000000000}, {"temperature", 0}}, 200);
+  EXPECT_EQ(full["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(full["graft"]["stop_reason"], "context_full");
+  EXPECT_EQ(full["usage"]["total_tokens"], kContext);
+}
+
+TEST(Server, AClientThatGoesAwayMidStreamStopsItsGenerationAndTheServerGoesOn) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  int chunks = 0;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = json{{"prompt", "x"}, {"max_tokens", 200}, {"temperature", 0}, {"stream", true}}.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char*, std::size_t, std::uint64_t, std::uint64_t) { return ++chunks < 3; };
+  auto r = c.send(req);
+  EXPECT_FALSE(r) << "the client stopped reading; the request reports canceled";
+  // The server serves the next request, and the abandoned one stopped well before 200 tokens.
+  const json next = post(c, "/v1/completions", {{"prompt", "y"}, {"max_tokens", 3}}, 200);
+  EXPECT_EQ(next["usage"]["completion_tokens"], 3);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  const std::string metrics = m->body;
+  const auto at = metrics.find("\ngraft_generated_tokens_total ");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  const long generated = std::stol(metrics.substr(at + 30));
+  EXPECT_LT(generated, 200 + 3) << "the abandoned generation ran to its end";
+  EXPECT_NE(metrics.find("graft_requests_total{route=\"/v1/completions\",status=\"200\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("graft_kv_tokens_capacity 256"), std::string::npos);
+}
+
+// Requests from many clients at once queue for the one sequence: every one is answered, each with
+// exactly plain generation's text for its own prompt (no request sees another's KV).
+TEST(Server, ConcurrentClientsAreEachAnsweredWithTheirOwnContinuation) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  constexpr int kClients = 12;
+  std::vector<std::string> want(kClients), got(kClients);
+  for (int i = 0; i < kClients; ++i) want[i] = plain_greedy(*srv.pipeline, "item " + std::to_string(i) + " =", 8);
+  std::vector<std::thread> threads;
+  std::vector<int> status(kClients, 0);
+  for (int i = 0; i < kClients; ++i)
+    threads.emplace_back([&, i] {
+      auto c = srv.client();
+      auto r = c.Post("/v1/completions",
+                      json{{"prompt", "item " + std::to_string(i) + " ="}, {"max_tokens", 8}, {"temperature", 0},
+                           {"stream", i % 2 == 1}}
+                          .dump(),
+                      "application/json");
+      if (!r) return;
+      status[i] = r->status;
+      if (i % 2 == 0) {
+        got[i] = json::parse(r->body)["choices"][0]["text"];
+        return;
+      }
+      std::istringstream events(r->body);
+      for (std::string line; std::getline(events, line);)
+        if (line.rfind("data: {", 0) == 0) got[i] += json::parse(line.substr(6))["choices"][0]["text"].get<std::string>();
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) {
+    EXPECT_EQ(status[i], 200) << "client " << i;
+    EXPECT_EQ(got[i], want[i]) << "client " << i;
+  }
+}
