@@ -174,6 +174,26 @@ Status PlainDecoder::step(Session& session, Sampler& sampler, TokenId pending, s
   return Status::success();
 }
 
+bool emit_token(TokenId id, const Tokenizer& tok, TextStream& text, std::int64_t max_tokens, const TokenFn& on_token,
+                GenerationStats& stats) {
+  ++stats.generated_tokens;
+  if (tok.is_eog(id)) {
+    stats.stop = FinishReason::eog;
+    return false;
+  }
+  const TextStream::Piece piece = text.push(id);
+  const bool go_on = on_token(id, piece.text);
+  if (piece.stopped || !go_on) {
+    stats.stop = FinishReason::stop;
+    return false;
+  }
+  if (max_tokens >= 0 && stats.generated_tokens >= max_tokens) {
+    stats.stop = FinishReason::length;
+    return false;
+  }
+  return true;
+}
+
 Status Session::generate(std::span<const TokenId> prompt, const GenerationOptions& options, const TokenFn& on_token,
                          GenerationStats& stats, TokenDecoder* decoder) {
   PlainDecoder plain;
@@ -193,25 +213,7 @@ Status Session::generate(std::span<const TokenId> prompt, const GenerationOption
 
   const std::int64_t max_tokens = options.max_tokens;
   t0 = std::chrono::steady_clock::now();
-  // Emits one token with every check plain decoding makes; false: generation is over.
-  auto emit = [&](TokenId id) {
-    ++stats.generated_tokens;
-    if (model_->tokenizer().is_eog(id)) {
-      stats.stop = FinishReason::eog;
-      return false;
-    }
-    const TextStream::Piece piece = text_->push(id);
-    const bool go_on = on_token(id, piece.text);
-    if (piece.stopped || !go_on) {
-      stats.stop = FinishReason::stop;
-      return false;
-    }
-    if (max_tokens >= 0 && stats.generated_tokens >= max_tokens) {
-      stats.stop = FinishReason::length;
-      return false;
-    }
-    return true;
-  };
+  auto emit = [&](TokenId id) { return emit_token(id, model_->tokenizer(), *text_, max_tokens, on_token, stats); };
   Status st;
   std::vector<TokenId> out;
   TokenId pending = 0;

@@ -46,6 +46,12 @@ struct GenerationOptions {
 // (TextStream); return false to stop.
 using TokenFn = std::function<bool(TokenId id, std::string_view text)>;
 
+// One generated token through the checks plain decoding makes: end of generation, stop strings,
+// the caller's on_token, max_tokens (< 0: none). Counts it in stats; false: generation is over and
+// stats.stop says why. Session::generate and the server's batched decoding share it.
+bool emit_token(TokenId id, const Tokenizer& tok, TextStream& text, std::int64_t max_tokens, const TokenFn& on_token,
+                GenerationStats& stats);
+
 struct SessionOptions {
   std::uint32_t max_batch = 256;  // rows per forward pass (prompts go in pieces of this size)
   // Where the KV capacity comes from, for the error when a prompt exceeds it.

@@ -1,13 +1,24 @@
 #include "server/generation_queue.hpp"
 
+#include "tokenizer/tokenizer.hpp"
+
 namespace graft::server {
 
 Status shutting_down() { return Status(Errc::unsupported, "the server is shutting down"); }
 
-GenerationQueue::GenerationQueue(Pipeline& pipeline, std::unique_ptr<Session> session,
+namespace {
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+GenerationQueue::GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr<Session>> sessions,
                                  std::unique_ptr<SpeculativeDecoder> decoder, ServerMetrics& metrics)
-    : pipeline_(pipeline), session_(std::move(session)), decoder_(std::move(decoder)), metrics_(metrics) {
-  metrics_.kv(0, session_->capacity());
+    : pipeline_(pipeline), decoder_(std::move(decoder)), metrics_(metrics) {
+  for (auto& s : sessions) {
+    Slot slot;
+    slot.session = std::move(s);
+    slots_.push_back(std::move(slot));
+  }
+  update_kv_metric();
   worker_ = std::thread([this] { run(); });
 }
 
@@ -17,7 +28,6 @@ GenerationQueue::~GenerationQueue() {
     stopping_ = true;
     for (auto& job : waiting_) job->finish(shutting_down(), {}, 0);
     waiting_.clear();
-    if (running_) running_->cancelled = true;
   }
   cv_.notify_all();
   worker_.join();
@@ -40,51 +50,168 @@ std::size_t GenerationQueue::depth() const {
   return waiting_.size();
 }
 
-bool GenerationQueue::running() const {
+std::size_t GenerationQueue::running() const {
   std::lock_guard lock(m_);
-  return running_ != nullptr;
+  return active_;
+}
+
+void GenerationQueue::update_kv_metric() {
+  std::uint32_t used = 0, capacity = 0;
+  for (const Slot& s : slots_) {
+    used += static_cast<std::uint32_t>(s.session->tokens().size());
+    capacity += s.session->capacity();
+  }
+  metrics_.kv(used, capacity);
+}
+
+bool GenerationQueue::admit() {
+  std::unique_lock lock(m_);
+  cv_.wait(lock, [&] { return stopping_ || active_ > 0 || !waiting_.empty(); });
+  if (stopping_) return false;
+  for (Slot& slot : slots_) {
+    if (slot.job || waiting_.empty()) continue;
+    std::shared_ptr<GenerationJob> job = std::move(waiting_.front());
+    waiting_.pop_front();
+    // A job whose client went away before it started finishes at once (nobody reads its result).
+    if (job->cancelled) {
+      job->finish(Status::success(), {}, 0);
+      continue;
+    }
+    slot.job = std::move(job);
+    ++active_;
+  }
+  return true;
 }
 
 void GenerationQueue::run() {
-  for (;;) {
-    std::shared_ptr<GenerationJob> job;
-    {
-      std::unique_lock lock(m_);
-      cv_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
-      if (stopping_) return;
-      job = std::move(waiting_.front());
-      waiting_.pop_front();
-      running_ = job;
+  while (admit()) {
+    if (decoder_) {
+      Slot& slot = slots_.front();
+      if (!slot.job) continue;
+      run_speculative(*slot.job);
+      slot.job.reset();
+      std::lock_guard lock(m_);
+      --active_;
+      continue;
     }
-    // A job whose client went away before it started finishes at once (nobody reads its result).
-    if (job->cancelled) job->finish(Status::success(), {}, 0);
-    else run_one(*job);
-    std::lock_guard lock(m_);
-    running_.reset();
+    step();
+  }
+  // Stopping: the jobs still running end with what they have.
+  for (Slot& slot : slots_)
+    if (slot.job) finish(slot, shutting_down());
+}
+
+void GenerationQueue::finish(Slot& slot, Status st) {
+  GenerationJob& job = *slot.job;
+  if (slot.text) job.push(slot.text->finish(), false);  // the text held back for stop strings
+  if (slot.stats.generated_tokens > 1) slot.stats.decode_seconds = seconds(Clock::now() - slot.decoding);
+  if (st.ok()) metrics_.generation(slot.stats);
+  job.finish(std::move(st), slot.stats, 0);
+  slot.job.reset();
+  slot.sampler.reset();
+  slot.text.reset();
+  update_kv_metric();
+  std::lock_guard lock(m_);
+  --active_;
+}
+
+void GenerationQueue::step() {
+  const Tokenizer& tok = pipeline_.tokenizer();
+  // Start the admitted jobs; drop those whose client went away.
+  for (Slot& slot : slots_) {
+    if (!slot.job) continue;
+    if (slot.job->cancelled) {
+      finish(slot, Status::success());
+      continue;
+    }
+    if (slot.sampler) continue;
+    if (Status st = slot.session->reset(); !st.ok()) {
+      finish(slot, st);
+      continue;
+    }
+    slot.sampler.emplace(slot.job->options.sampling);
+    slot.text.emplace(tok, slot.job->options.stop);
+    slot.stats = GenerationStats{};
+    slot.stats.prompt_tokens = static_cast<std::uint32_t>(slot.job->prompt.size());
+    slot.prompt_at = 0;
+    slot.started = Clock::now();
+  }
+  // The pass: every decoding slot's pending token first, then prompt pieces in what is left of
+  // max_batch rows.
+  const std::uint32_t budget = pipeline_.max_batch();
+  std::vector<SessionStep> steps;
+  std::vector<Slot*> stepped;
+  std::uint32_t rows = 0;
+  for (Slot& slot : slots_)
+    if (slot.job && slot.prompt_at == slot.job->prompt.size()) {
+      steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(&slot.pending, 1)});
+      stepped.push_back(&slot);
+      ++rows;
+    }
+  for (Slot& slot : slots_) {
+    if (!slot.job || slot.prompt_at == slot.job->prompt.size() || rows >= budget) continue;
+    const std::size_t n = std::min<std::size_t>(budget - rows, slot.job->prompt.size() - slot.prompt_at);
+    steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(slot.job->prompt).subspan(slot.prompt_at, n)});
+    stepped.push_back(&slot);
+    rows += static_cast<std::uint32_t>(n);
+  }
+  if (steps.empty()) return;
+  if (Status st = Session::append_together(slots_.front().session->workspace(), steps); !st.ok()) {
+    for (Slot* slot : stepped) finish(*slot, st);
+    return;
+  }
+  metrics_.forward_pass(rows, static_cast<std::uint32_t>(steps.size()));
+  for (std::size_t i = 0; i < stepped.size(); ++i) {
+    Slot& slot = *stepped[i];
+    GenerationJob& job = *slot.job;
+    const bool prefilling = slot.prompt_at < job.prompt.size();
+    if (prefilling) {
+      slot.prompt_at += steps[i].tokens.size();
+      if (slot.prompt_at < job.prompt.size()) continue;  // more prompt pieces to come
+      slot.stats.prefill_seconds = seconds(Clock::now() - slot.started);
+      slot.decoding = Clock::now();
+    }
+    if (job.options.max_tokens == 0) {  // as Session::generate: the prompt only
+      slot.stats.stop = FinishReason::length;
+      finish(slot, Status::success());
+      continue;
+    }
+    // As Session::generate: sample from the last token's logits over the history, emit, and stop
+    // when the emitted token ends it or no slot is left for the next.
+    const TokenId id = slot.sampler->sample(slot.session->logits(), slot.session->tokens());
+    const bool go_on = emit_token(id, tok, *slot.text, job.options.max_tokens,
+                                  [&](TokenId, std::string_view text) {
+                                    job.push(text, true);
+                                    return !job.cancelled.load();
+                                  },
+                                  slot.stats);
+    if (go_on && slot.session->room() == 0) slot.stats.stop = FinishReason::context_full;
+    if (!go_on || slot.session->room() == 0) {
+      finish(slot, Status::success());
+      continue;
+    }
+    slot.pending = id;
   }
 }
 
-void GenerationQueue::run_one(GenerationJob& job) {
-  const SpeculativeStats before = decoder_ ? decoder_->stats() : SpeculativeStats{};
+void GenerationQueue::run_speculative(GenerationJob& job) {
+  Session& session = *slots_.front().session;
+  const SpeculativeStats before = decoder_->stats();
   GenerationStats stats;
-  Status st = session_->generate(
+  Status st = session.generate(
       job.prompt, job.options,
       [&](TokenId, std::string_view text) {
         job.push(text, true);
         return !job.cancelled.load();
       },
       stats, decoder_.get());
-  // The text held back for stop strings comes out at the end.
-  job.push(session_->tail(), false);
-  double tpr = 0;
-  if (decoder_) {
-    const SpeculativeStats& after = decoder_->stats();
-    const std::uint64_t rounds = after.rounds - before.rounds;
-    if (rounds) tpr = double(after.emitted - before.emitted) / double(rounds);
-    metrics_.speculative(after);
-  }
+  job.push(session.tail(), false);  // the text held back for stop strings
+  const SpeculativeStats& after = decoder_->stats();
+  const std::uint64_t rounds = after.rounds - before.rounds;
+  const double tpr = rounds ? double(after.emitted - before.emitted) / double(rounds) : 0;
+  metrics_.speculative(after);
   if (st.ok()) metrics_.generation(stats);
-  metrics_.kv(static_cast<std::uint32_t>(session_->tokens().size()), session_->capacity());
+  update_kv_metric();
   job.finish(std::move(st), stats, tpr);
 }
 

@@ -1,12 +1,19 @@
-// The requests waiting for the model, and the worker thread that runs them one after the other on
-// one sequence (a Session, with the profile's drafters when it speculates). Jobs whose client has
-// gone are dropped before they start and stop at their next token once started.
+// The requests waiting for the model, and the worker thread that runs them on N sequences
+// (--parallel N). Plain decoding runs every active sequence in ONE forward pass per step
+// (Session::append_together: a decoding sequence's pending token and prefilling sequences' prompt
+// pieces, up to max_batch rows); each request keeps its own KV store, sampler and text. With the
+// profile's drafters (one sequence only) each request runs Session::generate with the speculative
+// decoder. Jobs whose client has gone are dropped before they start and stop at their next token
+// once started.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "engine/pipeline.hpp"
 #include "server/generation_job.hpp"
@@ -20,27 +27,47 @@ Status shutting_down();
 
 class GenerationQueue {
  public:
-  GenerationQueue(Pipeline& pipeline, std::unique_ptr<Session> session, std::unique_ptr<SpeculativeDecoder> decoder,
-                  ServerMetrics& metrics);
-  ~GenerationQueue();  // stops: cancels waiting jobs, finishes the running one, joins the worker
+  // sessions: one per parallel sequence (decoder: only with exactly one).
+  GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr<Session>> sessions,
+                  std::unique_ptr<SpeculativeDecoder> decoder, ServerMetrics& metrics);
+  ~GenerationQueue();  // stops: refuses waiting jobs, ends the running ones, joins the worker
 
   void submit(std::shared_ptr<GenerationJob> job);
-  std::size_t depth() const;  // waiting, not counting the running job
-  bool running() const;
-  std::uint32_t capacity() const { return session_->capacity(); }
+  std::size_t depth() const;    // waiting
+  std::size_t running() const;  // decoding or prefilling now
+  std::uint32_t capacity() const { return slots_.front().session->capacity(); }  // tokens per request
+  std::size_t parallel() const { return slots_.size(); }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Slot {
+    std::unique_ptr<Session> session;
+    std::shared_ptr<GenerationJob> job;  // null: free
+    std::optional<Sampler> sampler;
+    std::optional<TextStream> text;
+    GenerationStats stats;
+    std::size_t prompt_at = 0;  // prompt tokens appended so far
+    TokenId pending = 0;        // sampled and emitted, not yet appended
+    Clock::time_point started, decoding;
+  };
+
   void run();
-  void run_one(GenerationJob& job);
+  void run_speculative(GenerationJob& job);
+  // Moves waiting jobs into free slots; false when stopping.
+  bool admit();
+  // One batched forward pass over the active slots, then sampling and emitting.
+  void step();
+  void finish(Slot& slot, Status st);
+  void update_kv_metric();
 
   Pipeline& pipeline_;
-  std::unique_ptr<Session> session_;
+  std::vector<Slot> slots_;
   std::unique_ptr<SpeculativeDecoder> decoder_;
   ServerMetrics& metrics_;
   mutable std::mutex m_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<GenerationJob>> waiting_;
-  std::shared_ptr<GenerationJob> running_;
+  std::size_t active_ = 0;  // slots with a job (under m_)
   bool stopping_ = false;
   std::thread worker_;
 };

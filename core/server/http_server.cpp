@@ -62,7 +62,7 @@ json HttpServer::Impl::model_entry() const {
           {"owned_by", "graft"},
           {"meta",
            {{"n_ctx_per_request", ctx.queue->capacity()},
-            {"parallel", ctx.options.parallel},
+            {"parallel", ctx.queue->parallel()},
             {"n_vocab", ctx.pipeline.tokenizer().n_vocab()},
             {"architecture", ctx.pipeline.model().params().arch_name}}}};
 }
@@ -130,8 +130,11 @@ void HttpServer::Impl::routes() {
         {"model_path", p.model.string()},
         {"profile", p.source.empty() ? "built-in defaults" : p.source.string()},
         {"n_ctx_per_request", ctx.queue->capacity()},
-        {"parallel", ctx.options.parallel},
-        {"context_split", "one sequence: every request gets the whole KV capacity, one request at a time"},
+        {"parallel", ctx.queue->parallel()},
+        {"context_split",
+         fmt::format("{} sequence(s), each with a KV store of the whole context ({} tokens, {} in all); a request "
+                     "gets one",
+                     ctx.queue->parallel(), ctx.queue->capacity(), ctx.queue->parallel() * ctx.queue->capacity())},
         {"kv", p.kv.name},
         {"backend", p.backend.name},
         {"drafters", drafters},
@@ -161,26 +164,31 @@ HttpServer::~HttpServer() {
 }
 
 Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, const ServerOptions& options) {
-  if (options.parallel != 1)
-    return not_implemented(fmt::format("--parallel {}: decoding several sequences together is not implemented yet "
-                                       "(only --parallel 1)",
-                                       options.parallel));
   auto impl = std::make_unique<Impl>(pipeline, options);
   ServerContext& ctx = impl->ctx;
   ctx.model_name = pipeline.profile().model.stem().string();
   ctx.created = std::time(nullptr);
-  auto session = pipeline.new_session();
-  if (!session) return session.status();
+  // One sequence (KV store, sampler, text) per parallel request, each of the whole context.
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, options.parallel); ++i) {
+    auto session = pipeline.new_session();
+    if (!session) return session.status();
+    sessions.push_back(std::move(*session));
+  }
   // Speculation as the profile (or --draft) asks, for the server's sequence.
   auto drafters = Drafters::load(pipeline);
   if (!drafters) return std::move(drafters).status();
   std::unique_ptr<SpeculativeDecoder> decoder;
   if (*drafters) {
+    if (sessions.size() > 1)
+      return not_implemented(fmt::format("--parallel {} with speculative decoding: the drafters run one sequence; use "
+                                         "--parallel 1, or --no-draft for batched plain decoding",
+                                         sessions.size()));
     auto made = (*drafters)->new_decoder();
     if (!made) return std::move(made).status();
     decoder = std::move(*made);
   }
-  ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(*session), std::move(decoder), ctx.metrics);
+  ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoder), ctx.metrics);
   if (options.request_log == "-") {
     impl->log = stdout;
   } else if (!options.request_log.empty()) {

@@ -21,7 +21,7 @@ int cmd_serve(const Args& args) {
       "api-key", po::value<std::string>()->value_name("KEY"),
       "require this key on every route but /health ('Authorization: Bearer KEY' or 'x-api-key: KEY')")(
       "parallel", po::value<std::int64_t>()->value_name("N")->default_value(1),
-      "sequences decoding together (only 1 is implemented yet)")(
+      "sequences decoding together, in one forward pass per step (each with a KV store of the whole context)")(
       "request-log", po::value<std::string>()->value_name("FILE"),
       "append one JSON line per request to FILE ('-': stdout)")(
       "max-body-mib", po::value<std::int64_t>()->value_name("N")->default_value(16),
@@ -55,12 +55,6 @@ int cmd_serve(const Args& args) {
   o.max_body_bytes = std::size_t(body_mib) << 20;
   if (vm.count("api-key")) o.api_key = vm["api-key"].as<std::string>();
   if (vm.count("request-log")) o.request_log = vm["request-log"].as<std::string>();
-  if (o.parallel != 1) {
-    std::fprintf(stderr, "graft serve: --parallel %u: not implemented yet: decoding several sequences together "
-                 "(only --parallel 1)\n", o.parallel);
-    return 1;
-  }
-
   // SIGINT/SIGTERM reach one thread that stops the server (every thread made later inherits the mask).
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -32,6 +32,13 @@ void ServerMetrics::kv(std::uint32_t used, std::uint32_t capacity) {
   kv_capacity_ = capacity;
 }
 
+void ServerMetrics::forward_pass(std::uint32_t rows, std::uint32_t sequences) {
+  std::lock_guard lock(m_);
+  ++passes_;
+  pass_rows_ += rows;
+  pass_sequences_ += sequences;
+}
+
 namespace {
 // Label values escape backslash, double quote and newline.
 std::string label(const std::string& v) {
@@ -51,7 +58,7 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 }
 }  // namespace
 
-std::string ServerMetrics::render(std::size_t queue_depth, bool running) const {
+std::string ServerMetrics::render(std::size_t queue_depth, std::size_t running) const {
   std::lock_guard lock(m_);
   std::string o;
   metric(o, "graft_requests_total", "counter", "HTTP requests answered, by route and status code.");
@@ -73,12 +80,18 @@ std::string ServerMetrics::render(std::size_t queue_depth, bool running) const {
   o += fmt::format("graft_last_decode_tokens_per_second {}\n", last_decode_tps_);
   metric(o, "graft_queue_depth", "gauge", "Requests waiting for the model (not counting the running one).");
   o += fmt::format("graft_queue_depth {}\n", queue_depth);
-  metric(o, "graft_requests_running", "gauge", "Generations running now.");
-  o += fmt::format("graft_requests_running {}\n", running ? 1 : 0);
-  metric(o, "graft_kv_tokens_used", "gauge", "KV slots holding tokens of the sequence (after the last generation).");
+  metric(o, "graft_requests_running", "gauge", "Generations running now (at most --parallel).");
+  o += fmt::format("graft_requests_running {}\n", running);
+  metric(o, "graft_kv_tokens_used", "gauge", "KV slots holding tokens, all sequences.");
   o += fmt::format("graft_kv_tokens_used {}\n", kv_used_);
-  metric(o, "graft_kv_tokens_capacity", "gauge", "KV slots of the sequence: the per-request context capacity.");
+  metric(o, "graft_kv_tokens_capacity", "gauge", "KV slots of all sequences (each request gets one sequence's: n_ctx_per_request).");
   o += fmt::format("graft_kv_tokens_capacity {}\n", kv_capacity_);
+  metric(o, "graft_forward_passes_total", "counter", "Batched forward passes of plain decoding (all sequences in one).");
+  o += fmt::format("graft_forward_passes_total {}\n", passes_);
+  metric(o, "graft_forward_rows_total", "counter", "Token rows in those passes.");
+  o += fmt::format("graft_forward_rows_total {}\n", pass_rows_);
+  metric(o, "graft_forward_sequences_total", "counter", "Sequences in those passes, summed over passes.");
+  o += fmt::format("graft_forward_sequences_total {}\n", pass_sequences_);
   if (have_spec_) {
     metric(o, "graft_speculative_rounds_total", "counter", "Speculative rounds (one verify pass each).");
     o += fmt::format("graft_speculative_rounds_total {}\n", spec_.rounds);

@@ -20,9 +20,10 @@ class ServerMetrics {
   void generation(const GenerationStats& stats);
   void speculative(const SpeculativeStats& stats);  // the decoder's totals after a generation
   void kv(std::uint32_t used, std::uint32_t capacity);
+  void forward_pass(std::uint32_t rows, std::uint32_t sequences);  // one batched pass of plain decoding
 
-  // The whole exposition; queue_depth and running are read by the caller at that moment.
-  std::string render(std::size_t queue_depth, bool running) const;
+  // The whole exposition; queue_depth and running (sequences generating) are read by the caller.
+  std::string render(std::size_t queue_depth, std::size_t running) const;
 
  private:
   mutable std::mutex m_;
@@ -33,6 +34,7 @@ class ServerMetrics {
   SpeculativeStats spec_;
   bool have_spec_ = false;
   std::uint32_t kv_used_ = 0, kv_capacity_ = 0;
+  std::uint64_t passes_ = 0, pass_rows_ = 0, pass_sequences_ = 0;
 };
 
 }  // namespace graft::server

@@ -314,3 +314,96 @@ TEST(Server, ConcurrentClientsAreEachAnsweredWithTheirOwnContinuation) {
     EXPECT_EQ(got[i], want[i]) << "client " << i;
   }
 }
+
+namespace {
+long metric_value(const std::string& metrics, const std::string& name) {
+  const auto at = metrics.find("\n" + name + " ");
+  EXPECT_NE(at, std::string::npos) << name;
+  return at == std::string::npos ? -1 : std::stol(metrics.substr(at + name.size() + 2));
+}
+}  // namespace
+
+// --parallel 4: requests decode together, several sequences in one forward pass, and each still
+// gets exactly plain generation's text for its prompt (its own KV store, sampler and text).
+TEST(Server, ParallelSequencesDecodeInOnePassAndEachEqualsPlainGeneration) {
+  server::ServerOptions o;
+  o.parallel = 4;
+  Running srv(o);
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  auto props = c.Get("/props");
+  ASSERT_TRUE(props);
+  const json p = json::parse(props->body);
+  EXPECT_EQ(p["parallel"], 4);
+  EXPECT_EQ(p["context_split"], "4 sequence(s), each with a KV store of the whole context (256 tokens, 1024 in all); "
+                                "a request gets one");
+  constexpr int kClients = 8;
+  constexpr int kTokens = 24;
+  std::vector<std::string> want(kClients), got(kClients);
+  for (int i = 0; i < kClients; ++i)
+    want[i] = plain_greedy(*srv.pipeline, "class Item" + std::to_string(i) + ":", kTokens);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i)
+    threads.emplace_back([&, i] {
+      auto cl = srv.client();
+      auto r = cl.Post("/v1/completions",
+                       json{{"prompt", "class Item" + std::to_string(i) + ":"}, {"max_tokens", kTokens}, {"temperature", 0}}
+                           .dump(),
+                       "application/json");
+      if (r && r->status == 200) got[i] = json::parse(r->body)["choices"][0]["text"];
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(got[i], want[i]) << "client " << i;
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  const long passes = metric_value(m->body, "graft_forward_passes_total");
+  const long sequences = metric_value(m->body, "graft_forward_sequences_total");
+  EXPECT_EQ(metric_value(m->body, "graft_generated_tokens_total"), kClients * kTokens);
+  // 8 requests x 24 tokens one at a time would take 8 x 24 passes; together, far fewer.
+  EXPECT_GT(double(sequences) / double(passes), 1.5) << passes << " passes, " << sequences << " sequences";
+  EXPECT_EQ(metric_value(m->body, "graft_kv_tokens_capacity"), 4 * 256);
+}
+
+TEST(Server, ParallelWithDraftersIsRefusedAsNotImplemented) {
+  auto pipeline = zoo_pipeline();
+  ASSERT_TRUE(pipeline);
+  Profile profile = pipeline->profile();
+  profile.speculative.enabled = true;
+  profile.drafters = {PluginChoice{"ngram", {}, "", {}}};
+  auto p = Pipeline::build(profile, 256);
+  ASSERT_TRUE(p) << p.status().message();
+  server::ServerOptions o;
+  o.parallel = 2;
+  auto s = server::HttpServer::create(**p, o);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.status().message(),
+            "--parallel 2 with speculative decoding: the drafters run one sequence; use --parallel 1, or --no-draft for "
+            "batched plain decoding: not implemented");
+}
+
+// With the profile's drafters the server speculates per request: the same text as plain greedy
+// generation, the request's tokens per round in its answer, the drafters in /metrics.
+TEST(Server, SpeculativeDecodingUnderTheServerIsLossless) {
+  auto plain = zoo_pipeline();
+  ASSERT_TRUE(plain);
+  Profile profile = plain->profile();
+  profile.speculative.enabled = true;
+  profile.drafters = {PluginChoice{"ngram", {}, "", {}}};
+  auto p = Pipeline::build(profile, 256);
+  ASSERT_TRUE(p) << p.status().message();
+  auto s = server::HttpServer::create(**p, server::ServerOptions{.port = 0});
+  ASSERT_TRUE(s) << s.status().message();
+  auto port = (*s)->bind();
+  ASSERT_TRUE(port);
+  std::thread t([&] { (*s)->serve(); });
+  httplib::Client c("127.0.0.1", *port);
+  const std::string prompt = "    def __init__(self, name):\n        self.name = name\n    def __init__(self";
+  const json r = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 64}, {"temperature", 0}}, 200);
+  EXPECT_EQ(r["choices"][0]["text"], plain_greedy(*plain, prompt, 64));
+  EXPECT_GT(r["graft"]["tokens_per_round"].get<double>(), 1.0) << r;
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("graft_speculative_accepted_total{drafter=\"ngram\"}"), std::string::npos);
+  (*s)->stop();
+  t.join();
+}

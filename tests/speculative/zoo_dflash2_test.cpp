@@ -359,9 +359,11 @@ TEST(DFlash2Drafter, GreedyLosslessAloneAndWithTheOtherDrafters) {
     }
     // Not a speed claim: with every proposal verified, blocks were accepted often enough to
     // exercise multi-token rounds (the zoo pair gives about 3 tokens per round).
-    for (std::size_t k = 0; k < setups.size(); ++k)
-      if (setups[k].every_proposal_verified)
+    for (std::size_t k = 0; k < setups.size(); ++k) {
+      if (setups[k].every_proposal_verified) {
         EXPECT_GT(tokens_per_round[k] / double(n_prompts), 2.0) << setups[k].label << ", kv " << kv;
+      }
+    }
   }
 }
 
