@@ -23,7 +23,8 @@ const char* openai_finish_reason(FinishReason r) {
 json usage(const GenerationJob& job) {
   return {{"prompt_tokens", job.stats.prompt_tokens},
           {"completion_tokens", job.stats.generated_tokens},
-          {"total_tokens", job.stats.prompt_tokens + job.stats.generated_tokens}};
+          {"total_tokens", job.stats.prompt_tokens + job.stats.generated_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", job.cached_tokens}}}};
 }
 
 // Why the generation ended, in graft's words: end_of_sequence, stop_string, max_tokens,
@@ -41,7 +42,8 @@ const char* stop_reason(FinishReason r) {
 // graft's figures for the request, beside OpenAI's fields.
 json graft_fields(const GenerationJob& job) {
   json g = {{"stop_reason", stop_reason(job.stats.stop)},
-            {"prefill_tokens_per_second", job.stats.prefill_tps()},
+            {"prefill_tokens_per_second",  // over the tokens actually run (a cached prefix took no time)
+             job.stats.prefill_seconds > 0 ? (job.stats.prompt_tokens - job.cached_tokens) / job.stats.prefill_seconds : 0.0},
             {"decode_tokens_per_second", job.stats.decode_tps()}};
   if (job.tokens_per_round > 0) g["tokens_per_round"] = job.tokens_per_round;
   return g;

@@ -1,5 +1,7 @@
 #include "server/generation_queue.hpp"
 
+#include <algorithm>
+
 #include "tokenizer/tokenizer.hpp"
 
 namespace graft::server {
@@ -8,6 +10,9 @@ Status shutting_down() { return Status(Errc::unsupported, "the server is shuttin
 
 namespace {
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+std::size_t shared_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
+  return static_cast<std::size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
 }  // namespace
 
 GenerationQueue::GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr<Session>> sessions,
@@ -68,8 +73,7 @@ bool GenerationQueue::admit() {
   std::unique_lock lock(m_);
   cv_.wait(lock, [&] { return stopping_ || active_ > 0 || !waiting_.empty(); });
   if (stopping_) return false;
-  for (Slot& slot : slots_) {
-    if (slot.job || waiting_.empty()) continue;
+  while (!waiting_.empty() && active_ < slots_.size()) {
     std::shared_ptr<GenerationJob> job = std::move(waiting_.front());
     waiting_.pop_front();
     // A job whose client went away before it started finishes at once (nobody reads its result).
@@ -77,7 +81,16 @@ bool GenerationQueue::admit() {
       job->finish(Status::success(), {}, 0);
       continue;
     }
-    slot.job = std::move(job);
+    // The free sequence whose tokens share the longest prefix with the prompt: the agent-loop case
+    // (the same long system prompt, or the whole conversation so far, every turn).
+    Slot* best = nullptr;
+    std::size_t best_shared = 0;
+    for (Slot& slot : slots_) {
+      if (slot.job) continue;
+      const std::size_t shared = shared_prefix(slot.session->tokens(), job->prompt);
+      if (!best || shared > best_shared) best = &slot, best_shared = shared;
+    }
+    best->job = std::move(job);
     ++active_;
   }
   return true;
@@ -105,7 +118,7 @@ void GenerationQueue::finish(Slot& slot, Status st) {
   GenerationJob& job = *slot.job;
   if (slot.text) job.push(slot.text->finish(), false);  // the text held back for stop strings
   if (slot.stats.generated_tokens > 1) slot.stats.decode_seconds = seconds(Clock::now() - slot.decoding);
-  if (st.ok()) metrics_.generation(slot.stats);
+  if (st.ok()) metrics_.generation(slot.stats, job.cached_tokens);
   job.finish(std::move(st), slot.stats, 0);
   slot.job.reset();
   slot.sampler.reset();
@@ -125,15 +138,20 @@ void GenerationQueue::step() {
       continue;
     }
     if (slot.sampler) continue;
-    if (Status st = slot.session->reset(); !st.ok()) {
+    // Keep the KV of the prompt's prefix this sequence already holds (at least the last prompt
+    // token is run again: its logits give the first token).
+    const std::size_t keep =
+        std::min(shared_prefix(slot.session->tokens(), slot.job->prompt), slot.job->prompt.size() - 1);
+    if (Status st = slot.session->truncate(static_cast<std::uint32_t>(keep)); !st.ok()) {
       finish(slot, st);
       continue;
     }
+    slot.job->cached_tokens = static_cast<std::uint32_t>(keep);
     slot.sampler.emplace(slot.job->options.sampling);
     slot.text.emplace(tok, slot.job->options.stop);
     slot.stats = GenerationStats{};
     slot.stats.prompt_tokens = static_cast<std::uint32_t>(slot.job->prompt.size());
-    slot.prompt_at = 0;
+    slot.prompt_at = keep;
     slot.started = Clock::now();
   }
   // The pass: every decoding slot's pending token first, then prompt pieces in what is left of
@@ -210,7 +228,7 @@ void GenerationQueue::run_speculative(GenerationJob& job) {
   const std::uint64_t rounds = after.rounds - before.rounds;
   const double tpr = rounds ? double(after.emitted - before.emitted) / double(rounds) : 0;
   metrics_.speculative(after);
-  if (st.ok()) metrics_.generation(stats);
+  if (st.ok()) metrics_.generation(stats, 0);
   update_kv_metric();
   job.finish(std::move(st), stats, tpr);
 }

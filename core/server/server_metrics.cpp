@@ -9,14 +9,16 @@ void ServerMetrics::request(const std::string& route, int status) {
   ++requests_[{route, status}];
 }
 
-void ServerMetrics::generation(const GenerationStats& s) {
+void ServerMetrics::generation(const GenerationStats& s, std::uint32_t cached_prompt_tokens) {
   std::lock_guard lock(m_);
   ++generations_;
   prompt_tokens_ += s.prompt_tokens;
+  cached_tokens_ += cached_prompt_tokens;
   generated_tokens_ += s.generated_tokens;
   prefill_seconds_ += s.prefill_seconds;
   decode_seconds_ += s.decode_seconds;
-  last_prefill_tps_ = s.prefill_tps();
+  // Over the tokens actually run: a cached prefix took no time.
+  last_prefill_tps_ = s.prefill_seconds > 0 ? (s.prompt_tokens - cached_prompt_tokens) / s.prefill_seconds : 0;
   last_decode_tps_ = s.decode_tps();
 }
 
@@ -66,8 +68,10 @@ std::string ServerMetrics::render(std::size_t queue_depth, std::size_t running) 
     o += fmt::format("graft_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", label(key.first), key.second, n);
   metric(o, "graft_generations_total", "counter", "Generations run to their end (any finish reason).");
   o += fmt::format("graft_generations_total {}\n", generations_);
-  metric(o, "graft_prompt_tokens_total", "counter", "Prompt tokens prefilled.");
+  metric(o, "graft_prompt_tokens_total", "counter", "Prompt tokens of the requests (cached ones included).");
   o += fmt::format("graft_prompt_tokens_total {}\n", prompt_tokens_);
+  metric(o, "graft_prompt_tokens_cached_total", "counter", "Prompt tokens whose KV a previous request left (not prefilled again).");
+  o += fmt::format("graft_prompt_tokens_cached_total {}\n", cached_tokens_);
   metric(o, "graft_generated_tokens_total", "counter", "Tokens generated.");
   o += fmt::format("graft_generated_tokens_total {}\n", generated_tokens_);
   metric(o, "graft_prefill_seconds_total", "counter", "Time in prompt forward passes.");

@@ -17,7 +17,7 @@ namespace graft::server {
 class ServerMetrics {
  public:
   void request(const std::string& route, int status);
-  void generation(const GenerationStats& stats);
+  void generation(const GenerationStats& stats, std::uint32_t cached_prompt_tokens);
   void speculative(const SpeculativeStats& stats);  // the decoder's totals after a generation
   void kv(std::uint32_t used, std::uint32_t capacity);
   void forward_pass(std::uint32_t rows, std::uint32_t sequences);  // one batched pass of plain decoding
@@ -28,7 +28,7 @@ class ServerMetrics {
  private:
   mutable std::mutex m_;
   std::map<std::pair<std::string, int>, std::uint64_t> requests_;
-  std::uint64_t generations_ = 0, prompt_tokens_ = 0, generated_tokens_ = 0;
+  std::uint64_t generations_ = 0, prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
   double prefill_seconds_ = 0, decode_seconds_ = 0;
   double last_prefill_tps_ = 0, last_decode_tps_ = 0;
   SpeculativeStats spec_;

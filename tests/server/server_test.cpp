@@ -391,7 +391,9 @@ TEST(Server, SpeculativeDecodingUnderTheServerIsLossless) {
   profile.drafters = {PluginChoice{"ngram", {}, "", {}}};
   auto p = Pipeline::build(profile, 256);
   ASSERT_TRUE(p) << p.status().message();
-  auto s = server::HttpServer::create(**p, server::ServerOptions{.port = 0});
+  server::ServerOptions o;
+  o.port = 0;
+  auto s = server::HttpServer::create(**p, o);
   ASSERT_TRUE(s) << s.status().message();
   auto port = (*s)->bind();
   ASSERT_TRUE(port);
@@ -406,4 +408,27 @@ TEST(Server, SpeculativeDecodingUnderTheServerIsLossless) {
   EXPECT_NE(m->body.find("graft_speculative_accepted_total{drafter=\"ngram\"}"), std::string::npos);
   (*s)->stop();
   t.join();
+}
+
+// The agent-loop case: a request whose prompt extends what a sequence already holds (the last
+// prompt and its answer) prefills only the new part, and its text is still exactly plain
+// generation's for the whole prompt.
+TEST(Server, APromptThatExtendsTheLastConversationReusesItsKv) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  const std::string first = "import os\nimport sys\n\ndef main():\n";
+  const json a = post(c, "/v1/completions", {{"prompt", first}, {"max_tokens", 16}, {"temperature", 0}}, 200);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  const std::string second = first + a["choices"][0]["text"].get<std::string>() + "\n\ndef helper(x):\n";
+  const json b = post(c, "/v1/completions", {{"prompt", second}, {"max_tokens", 16}, {"temperature", 0}}, 200);
+  EXPECT_EQ(b["choices"][0]["text"], plain_greedy(*srv.pipeline, second, 16));
+  // At least the first prompt's tokens came from the KV the first request left.
+  const int first_tokens = a["usage"]["prompt_tokens"];
+  EXPECT_GE(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), first_tokens);
+  EXPECT_LT(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), b["usage"]["prompt_tokens"].get<int>());
+  // An unrelated prompt keeps nothing but what it shares (the BOS at most), and is still exact.
+  const json other = post(c, "/v1/completions", {{"prompt", "class Foo:\n"}, {"max_tokens", 8}, {"temperature", 0}}, 200);
+  EXPECT_LE(other["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 1);
+  EXPECT_EQ(other["choices"][0]["text"], plain_greedy(*srv.pipeline, "class Foo:\n", 8));
 }
