@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <limits>
 
 namespace graft::server {
@@ -10,38 +9,6 @@ namespace graft::server {
 namespace {
 
 using nlohmann::json;
-
-// Reads an optional number field into `out`, within [lo, hi].
-std::optional<ApiError> number(const json& j, const char* key, double lo, double hi, double& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) return bad_request(fmt::format("'{}' must be a number", key), key);
-  const double v = it->get<double>();
-  if (!(v >= lo && v <= hi)) return bad_request(fmt::format("'{}' is {}; it must be in {}..{}", key, v, lo, hi), key);
-  out = v;
-  return std::nullopt;
-}
-
-std::optional<ApiError> integer(const json& j, const char* key, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number_integer()) return bad_request(fmt::format("'{}' must be an integer", key), key);
-  // Unsigned values past int64 (10^20) are out of range, not wrapped.
-  if (it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
-    return bad_request(fmt::format("'{}' is too large; it must be in {}..{}", key, lo, hi), key);
-  const std::int64_t v = it->get<std::int64_t>();
-  if (v < lo || v > hi) return bad_request(fmt::format("'{}' is {}; it must be in {}..{}", key, v, lo, hi), key);
-  out = v;
-  return std::nullopt;
-}
-
-std::optional<ApiError> boolean(const json& j, const char* key, bool& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_boolean()) return bad_request(fmt::format("'{}' must be true or false", key), key);
-  out = it->get<bool>();
-  return std::nullopt;
-}
 
 std::optional<ApiError> token_ids(const json& a, std::vector<TokenId>& out) {
   for (const json& v : a) {
@@ -76,81 +43,19 @@ std::optional<ApiError> prompt(const json& j, CompletionRequest& r) {
   return std::nullopt;
 }
 
-std::optional<ApiError> stop(const json& j, std::vector<std::string>& out) {
-  auto it = j.find("stop");
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  constexpr std::size_t kMaxStops = 16;
-  if (it->is_string()) {
-    out.push_back(it->get<std::string>());
-  } else if (it->is_array() && it->size() <= kMaxStops) {
-    for (const json& s : *it) {
-      if (!s.is_string()) return bad_request("'stop' must be a string or an array of strings", "stop");
-      out.push_back(s.get<std::string>());
-    }
-  } else {
-    return bad_request(fmt::format("'stop' must be a string or an array of at most {} strings", kMaxStops), "stop");
-  }
-  for (const std::string& s : out)
-    if (s.empty()) return bad_request("'stop' holds an empty string", "stop");
-  return std::nullopt;
-}
-
-// Known OpenAI fields graft does not implement: refused rather than silently ignored.
-std::optional<ApiError> unsupported(const json& j) {
-  auto is_set = [&](const char* key) {
-    auto it = j.find(key);
-    return it != j.end() && !it->is_null();
-  };
-  if (is_set("n") && !(j["n"].is_number_integer() && j["n"].get<std::int64_t>() == 1))
-    return bad_request("'n' other than 1 is not supported", "n");
-  if (is_set("best_of") && !(j["best_of"].is_number_integer() && j["best_of"].get<std::int64_t>() == 1))
-    return bad_request("'best_of' other than 1 is not supported", "best_of");
-  if (is_set("echo") && !(j["echo"].is_boolean() && !j["echo"].get<bool>()))
-    return bad_request("'echo' is not supported", "echo");
-  if (is_set("logprobs")) return bad_request("'logprobs' is not supported", "logprobs");
-  if (is_set("suffix")) return bad_request("'suffix' is not supported", "suffix");
-  if (is_set("logit_bias") && !(j["logit_bias"].is_object() && j["logit_bias"].empty()))
-    return bad_request("'logit_bias' is not supported", "logit_bias");
-  if (is_set("frequency_penalty") && !(j["frequency_penalty"].is_number() && j["frequency_penalty"].get<double>() == 0))
-    return bad_request("'frequency_penalty' is not supported (use presence_penalty or repeat_penalty)",
-                       "frequency_penalty");
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(const std::string& body,
                                                                    const SamplingSettings& defaults) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad_request("the request body is not valid JSON");
-  if (!j.is_object()) return bad_request("the request body must be a JSON object");
+  json j;
+  if (auto e = parse_json_object(body, j)) return *e;
   CompletionRequest r;
-  r.sampling = defaults;
   if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return bad_request("'model' must be a string", "model");
     r.model = it->get<std::string>();
   }
   if (auto e = prompt(j, r)) return *e;
-  if (auto e = unsupported(j)) return *e;
-  std::int64_t max_tokens = -1;
-  // max_tokens past the context is allowed: the request then ends when the context is full.
-  if (auto e = integer(j, "max_tokens", 0, std::numeric_limits<std::int64_t>::max(), max_tokens)) return *e;
-  if (j.contains("max_tokens") && !j["max_tokens"].is_null()) r.max_tokens = max_tokens;
-  SamplingSettings& s = r.sampling;
-  if (auto e = number(j, "temperature", 0, 100, s.temperature)) return *e;
-  if (auto e = number(j, "top_p", 0, 1, s.top_p)) return *e;
-  if (auto e = number(j, "min_p", 0, 1, s.min_p)) return *e;
-  if (auto e = integer(j, "top_k", 0, std::numeric_limits<std::int32_t>::max(), s.top_k)) return *e;
-  if (auto e = number(j, "presence_penalty", -2, 2, s.presence_penalty)) return *e;
-  if (auto e = number(j, "repeat_penalty", 0.01, 10, s.repeat_penalty)) return *e;
-  if (auto e = integer(j, "repeat_last_n", -1, std::numeric_limits<std::int32_t>::max(), s.repeat_last_n)) return *e;
-  if (auto e = integer(j, "seed", -1, std::numeric_limits<std::int64_t>::max(), s.seed)) return *e;
-  if (auto e = stop(j, r.stop)) return *e;
-  if (auto e = boolean(j, "stream", r.stream)) return *e;
-  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) return bad_request("'stream_options' must be an object", "stream_options");
-    if (auto e = boolean(*it, "include_usage", r.include_usage)) return *e;
-  }
+  if (auto e = parse_generation_fields(j, defaults, {"max_tokens"}, r.fields)) return *e;
   return r;
 }
 
