@@ -30,7 +30,8 @@ struct GenerationJob {
   Status status;
   GenerationStats stats;
   double tokens_per_round = 0;  // speculative rounds of this request (0: plain decoding)
-  std::uint32_t cached_tokens = 0;  // prompt tokens whose KV a previous request left (not prefilled again)
+  std::uint32_t cached_tokens = 0;
+  std::vector<std::uint32_t> shifted_at;  // the sequence's length at each context shift  // prompt tokens whose KV a previous request left (not prefilled again)
 
   // Worker side.
   void push(std::string_view piece, bool token) {

@@ -1,6 +1,7 @@
 #include "server/generation_queue.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "tokenizer/tokenizer.hpp"
 
@@ -16,8 +17,13 @@ std::size_t shared_prefix(std::span<const TokenId> a, std::span<const TokenId> b
 }  // namespace
 
 GenerationQueue::GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr<Session>> sessions,
-                                 std::unique_ptr<SpeculativeDecoder> decoder, ServerMetrics& metrics)
-    : pipeline_(pipeline), decoder_(std::move(decoder)), metrics_(metrics) {
+                                 std::unique_ptr<SpeculativeDecoder> decoder, ServerMetrics& metrics,
+                                 double context_shift_at, std::uint32_t context_keep)
+    : pipeline_(pipeline),
+      decoder_(std::move(decoder)),
+      metrics_(metrics),
+      context_shift_at_(context_shift_at),
+      context_keep_(context_keep) {
   for (auto& s : sessions) {
     Slot slot;
     slot.session = std::move(s);
@@ -128,6 +134,27 @@ void GenerationQueue::finish(Slot& slot, Status st) {
   --active_;
 }
 
+std::uint32_t GenerationQueue::shift_threshold() const {
+  if (context_shift_at_ <= 0) return 0;
+  // Of the real capacity; at most capacity - 1, so a shift always comes before a full context.
+  const std::uint32_t capacity = slots_.front().session->capacity();
+  return std::min(capacity - 1, static_cast<std::uint32_t>(std::ceil(context_shift_at_ * capacity)));
+}
+
+void GenerationQueue::shift(Slot& slot) {
+  // Keep the first context_keep tokens and the newer half of the rest; the KV is rebuilt by
+  // prefilling them again (exact KV at their new positions, no RoPE re-rotation needed).
+  const std::span<const TokenId> t = slot.session->tokens();
+  const std::size_t keep = std::min<std::size_t>(context_keep_, t.size());
+  const std::size_t drop = (t.size() - keep) / 2;
+  slot.job->shifted_at.push_back(static_cast<std::uint32_t>(t.size() + 1));  // the pending token included
+  slot.refill.assign(t.begin(), t.begin() + keep);
+  slot.refill.insert(slot.refill.end(), t.begin() + keep + drop, t.end());
+  slot.refill_at = 0;
+  (void)slot.session->reset();
+  metrics_.context_shift();
+}
+
 void GenerationQueue::step() {
   const Tokenizer& tok = pipeline_.tokenizer();
   // Start the admitted jobs; drop those whose client went away.
@@ -152,6 +179,7 @@ void GenerationQueue::step() {
     slot.stats = GenerationStats{};
     slot.stats.prompt_tokens = static_cast<std::uint32_t>(slot.job->prompt.size());
     slot.prompt_at = keep;
+    slot.refill.clear();
     slot.started = Clock::now();
   }
   // The pass: every decoding slot's pending token first, then prompt pieces in what is left of
@@ -160,16 +188,26 @@ void GenerationQueue::step() {
   std::vector<SessionStep> steps;
   std::vector<Slot*> stepped;
   std::uint32_t rows = 0;
-  for (Slot& slot : slots_)
-    if (slot.job && slot.prompt_at == slot.job->prompt.size()) {
-      steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(&slot.pending, 1)});
-      stepped.push_back(&slot);
-      ++rows;
-    }
+  const std::uint32_t threshold = shift_threshold();
   for (Slot& slot : slots_) {
-    if (!slot.job || slot.prompt_at == slot.job->prompt.size() || rows >= budget) continue;
-    const std::size_t n = std::min<std::size_t>(budget - rows, slot.job->prompt.size() - slot.prompt_at);
-    steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(slot.job->prompt).subspan(slot.prompt_at, n)});
+    if (!slot.job || slot.prompt_at < slot.job->prompt.size()) continue;
+    // A decoding sequence about to reach the threshold shifts first (never earlier: the test is
+    // on its real length, the pending token included).
+    if (threshold && slot.refill.empty() && slot.session->tokens().size() + 1 >= threshold) shift(slot);
+    if (!slot.refill.empty()) continue;
+    steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(&slot.pending, 1)});
+    stepped.push_back(&slot);
+    ++rows;
+  }
+  for (Slot& slot : slots_) {
+    if (!slot.job || rows >= budget) continue;
+    // Prompt pieces, or after a shift the kept tokens.
+    const bool refilling = !slot.refill.empty();
+    if (!refilling && slot.prompt_at == slot.job->prompt.size()) continue;
+    const std::vector<TokenId>& src = refilling ? slot.refill : slot.job->prompt;
+    const std::size_t at = refilling ? slot.refill_at : slot.prompt_at;
+    const std::size_t n = std::min<std::size_t>(budget - rows, src.size() - at);
+    steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(src).subspan(at, n)});
     stepped.push_back(&slot);
     rows += static_cast<std::uint32_t>(n);
   }
@@ -182,6 +220,13 @@ void GenerationQueue::step() {
   for (std::size_t i = 0; i < stepped.size(); ++i) {
     Slot& slot = *stepped[i];
     GenerationJob& job = *slot.job;
+    if (!slot.refill.empty()) {
+      // Rebuilding after a shift: the pending token is already sampled; it goes in once all the
+      // kept tokens are back.
+      slot.refill_at += steps[i].tokens.size();
+      if (slot.refill_at == slot.refill.size()) slot.refill.clear();
+      continue;
+    }
     const bool prefilling = slot.prompt_at < job.prompt.size();
     if (prefilling) {
       slot.prompt_at += steps[i].tokens.size();
@@ -203,8 +248,9 @@ void GenerationQueue::step() {
                                     return !job.cancelled.load();
                                   },
                                   slot.stats);
-    if (go_on && slot.session->room() == 0) slot.stats.stop = FinishReason::context_full;
-    if (!go_on || slot.session->room() == 0) {
+    const bool full = slot.session->room() == 0 && !threshold;  // with shifting it shifts instead
+    if (go_on && full) slot.stats.stop = FinishReason::context_full;
+    if (!go_on || full) {
       finish(slot, Status::success());
       continue;
     }

@@ -29,7 +29,8 @@ class GenerationQueue {
  public:
   // sessions: one per parallel sequence (decoder: only with exactly one).
   GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr<Session>> sessions,
-                  std::unique_ptr<SpeculativeDecoder> decoder, ServerMetrics& metrics);
+                  std::unique_ptr<SpeculativeDecoder> decoder, ServerMetrics& metrics, double context_shift_at = 0,
+                  std::uint32_t context_keep = 0);
   ~GenerationQueue();  // stops: refuses waiting jobs, ends the running ones, joins the worker
 
   void submit(std::shared_ptr<GenerationJob> job);
@@ -48,6 +49,8 @@ class GenerationQueue {
     GenerationStats stats;
     std::size_t prompt_at = 0;  // prompt tokens appended so far
     TokenId pending = 0;        // sampled and emitted, not yet appended
+    std::vector<TokenId> refill;  // after a context shift: the kept tokens, prefilled again
+    std::size_t refill_at = 0;
     Clock::time_point started, decoding;
   };
 
@@ -59,11 +62,16 @@ class GenerationQueue {
   void step();
   void finish(Slot& slot, Status st);
   void update_kv_metric();
+  // The length at which a sequence shifts (0: never).
+  std::uint32_t shift_threshold() const;
+  void shift(Slot& slot);
 
   Pipeline& pipeline_;
   std::vector<Slot> slots_;
   std::unique_ptr<SpeculativeDecoder> decoder_;
   ServerMetrics& metrics_;
+  double context_shift_at_ = 0;
+  std::uint32_t context_keep_ = 0;
   mutable std::mutex m_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<GenerationJob>> waiting_;

@@ -46,6 +46,7 @@ json graft_fields(const GenerationJob& job) {
             {"prefill_tokens_per_second", job.stats.prefill_seconds > 0 ? run / job.stats.prefill_seconds : 0.0},
             {"decode_tokens_per_second", job.stats.decode_tps()}};
   if (job.tokens_per_round > 0) g["tokens_per_round"] = job.tokens_per_round;
+  if (!job.shifted_at.empty()) g["context_shifts"] = job.shifted_at;  // the sequence's length at each
   return g;
 }
 

@@ -138,7 +138,9 @@ void HttpServer::Impl::routes() {
         {"kv", p.kv.name},
         {"backend", p.backend.name},
         {"drafters", drafters},
-        {"default_max_tokens", p.max_tokens}};
+        {"default_max_tokens", p.max_tokens},
+        {"context_shift_at", ctx.options.context_shift_at},
+        {"context_keep", ctx.options.context_keep}};
     res.set_content(body.dump(), "application/json");
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -188,7 +190,11 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
     if (!made) return std::move(made).status();
     decoder = std::move(*made);
   }
-  ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoder), ctx.metrics);
+  if (options.context_shift_at > 0 && decoder)
+    return not_implemented("--context-shift-at with speculative decoding (the drafters would need the shifted "
+                           "context); use --no-draft");
+  ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoder), ctx.metrics,
+                                                options.context_shift_at, options.context_keep);
   if (options.request_log == "-") {
     impl->log = stdout;
   } else if (!options.request_log.empty()) {

@@ -25,7 +25,13 @@ int cmd_serve(const Args& args) {
       "request-log", po::value<std::string>()->value_name("FILE"),
       "append one JSON line per request to FILE ('-': stdout)")(
       "max-body-mib", po::value<std::int64_t>()->value_name("N")->default_value(16),
-      "largest request body accepted, in MiB (larger ones get 413)");
+      "largest request body accepted, in MiB (larger ones get 413)")(
+      "context-shift", "when a sequence fills --context-shift-at of its context, drop the oldest half of its tokens "
+      "(after --context-keep) and go on, instead of ending the request (plain decoding only)")(
+      "context-shift-at", po::value<double>()->value_name("F")->default_value(0.85, "0.85"),
+      "the fraction of the real per-request context at which a context shift fires, in (0, 1)")(
+      "context-keep", po::value<std::int64_t>()->value_name("N")->default_value(0),
+      "tokens at the start a context shift keeps (a system prompt)");
   int exit_code = 0;
   auto parsed = parse_command("serve", args, desc, exit_code);
   if (!parsed) return exit_code;
@@ -54,6 +60,19 @@ int cmd_serve(const Args& args) {
   o.parallel = static_cast<std::uint32_t>(parallel);
   o.max_body_bytes = std::size_t(body_mib) << 20;
   if (vm.count("api-key")) o.api_key = vm["api-key"].as<std::string>();
+  const double shift_at = vm["context-shift-at"].as<double>();
+  const std::int64_t keep = vm["context-keep"].as<std::int64_t>();
+  if (!(shift_at > 0 && shift_at < 1)) {
+    std::fprintf(stderr, "graft serve: command line: --context-shift-at: %g is out of range: must be in (0, 1)\n", shift_at);
+    return 2;
+  }
+  if (keep < 0 || keep > 16777216) {
+    std::fprintf(stderr, "graft serve: command line: --context-keep: %lld is out of range: must be in 0..16777216\n",
+                 static_cast<long long>(keep));
+    return 2;
+  }
+  if (vm.count("context-shift")) o.context_shift_at = shift_at;
+  o.context_keep = static_cast<std::uint32_t>(keep);
   if (vm.count("request-log")) o.request_log = vm["request-log"].as<std::string>();
   // SIGINT/SIGTERM reach one thread that stops the server (every thread made later inherits the mask).
   sigset_t stop_signals;

@@ -41,6 +41,11 @@ void ServerMetrics::forward_pass(std::uint32_t rows, std::uint32_t sequences) {
   pass_sequences_ += sequences;
 }
 
+void ServerMetrics::context_shift() {
+  std::lock_guard lock(m_);
+  ++shifts_;
+}
+
 namespace {
 // Label values escape backslash, double quote and newline.
 std::string label(const std::string& v) {
@@ -96,6 +101,8 @@ std::string ServerMetrics::render(std::size_t queue_depth, std::size_t running) 
   o += fmt::format("graft_forward_rows_total {}\n", pass_rows_);
   metric(o, "graft_forward_sequences_total", "counter", "Sequences in those passes, summed over passes.");
   o += fmt::format("graft_forward_sequences_total {}\n", pass_sequences_);
+  metric(o, "graft_context_shifts_total", "counter", "Context shifts (--context-shift-at).");
+  o += fmt::format("graft_context_shifts_total {}\n", shifts_);
   if (have_spec_) {
     metric(o, "graft_speculative_rounds_total", "counter", "Speculative rounds (one verify pass each).");
     o += fmt::format("graft_speculative_rounds_total {}\n", spec_.rounds);

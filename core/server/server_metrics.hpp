@@ -20,7 +20,8 @@ class ServerMetrics {
   void generation(const GenerationStats& stats, std::uint32_t cached_prompt_tokens);
   void speculative(const SpeculativeStats& stats);  // the decoder's totals after a generation
   void kv(std::uint32_t used, std::uint32_t capacity);
-  void forward_pass(std::uint32_t rows, std::uint32_t sequences);  // one batched pass of plain decoding
+  void forward_pass(std::uint32_t rows, std::uint32_t sequences);
+  void context_shift();  // one batched pass of plain decoding
 
   // The whole exposition; queue_depth and running (sequences generating) are read by the caller.
   std::string render(std::size_t queue_depth, std::size_t running) const;
@@ -34,7 +35,7 @@ class ServerMetrics {
   SpeculativeStats spec_;
   bool have_spec_ = false;
   std::uint32_t kv_used_ = 0, kv_capacity_ = 0;
-  std::uint64_t passes_ = 0, pass_rows_ = 0, pass_sequences_ = 0;
+  std::uint64_t passes_ = 0, pass_rows_ = 0, pass_sequences_ = 0, shifts_ = 0;
 };
 
 }  // namespace graft::server

@@ -14,6 +14,11 @@ struct ServerOptions {
   std::uint32_t parallel = 1;      // sequences decoding together
   std::string request_log;         // JSON lines: a file, "-" for stdout, empty for none
   std::size_t max_body_bytes = std::size_t(16) << 20;  // larger bodies get 413
+  // Context shift (plain decoding): when a sequence holds this fraction of its KV capacity, the
+  // oldest half of its tokens after the first `context_keep` go and the rest is prefilled again.
+  // 0: off (a request ends with finish_reason length, stop_reason context_full).
+  double context_shift_at = 0;
+  std::uint32_t context_keep = 0;
 };
 
 }  // namespace graft::server

@@ -432,3 +432,32 @@ TEST(Server, APromptThatExtendsTheLastConversationReusesItsKv) {
   EXPECT_LE(other["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 1);
   EXPECT_EQ(other["choices"][0]["text"], plain_greedy(*srv.pipeline, "class Foo:\n", 8));
 }
+
+// Context shift: with it, a request runs past its context (the oldest half of the tokens go when
+// the sequence reaches 85% of its REAL capacity: 218 of 256 here, never earlier) and its answer is
+// as long as asked; without it, the same request ends when the context is full.
+TEST(Server, ContextShiftFiresAtTheFractionOfTheRealCapacityNeverEarlier) {
+  server::ServerOptions o;
+  o.context_shift_at = 0.85;
+  o.context_keep = 4;
+  Running srv(o);
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  const json r = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 600}, {"temperature", 0}}, 200);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 600);
+  EXPECT_EQ(r["graft"]["stop_reason"], "max_tokens");
+  ASSERT_TRUE(r["graft"].contains("context_shifts")) << r;
+  const auto shifts = r["graft"]["context_shifts"].get<std::vector<int>>();
+  EXPECT_GE(shifts.size(), 2u);
+  for (int at : shifts) EXPECT_EQ(at, 218) << "a shift at another length than ceil(0.85 x 256)";
+  // Before the first shift the text is plain generation's (the same sequence up to there).
+  const std::string plain = plain_greedy(*srv.pipeline, "x", 100);
+  EXPECT_EQ(r["choices"][0]["text"].get<std::string>().substr(0, plain.size()), plain);
+
+  Running off;
+  ASSERT_GT(off.port, 0);
+  auto c2 = off.client();
+  const json full = post(c2, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 600}, {"temperature", 0}}, 200);
+  EXPECT_EQ(full["graft"]["stop_reason"], "context_full");
+  EXPECT_FALSE(full["graft"].contains("context_shifts"));
+}

@@ -1,0 +1,180 @@
+// POST /v1/chat/completions: OpenAI's chat completions. The messages are rendered with the
+// model's own chat template (tokenizer.chat_template, or graft's documented ChatML default when
+// the file has none: docs/serve.md), then generated like a completion, whole or streamed.
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <ctime>
+
+#include "server/generation_route.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace graft::server {
+
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+class ChatShape final : public ResponseShape {
+ public:
+  ChatShape(std::string id, std::string model) : id_(std::move(id)), model_(std::move(model)) {}
+  json whole(const GenerationJob& job) const override {
+    json body = head("chat.completion");
+    body["choices"] = json::array({{{"index", 0},
+                                    {"message", {{"role", "assistant"}, {"content", job.text}}},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", openai_finish_reason(job.stats.stop)}}});
+    body["usage"] = usage(job);
+    body["graft"] = graft_fields(job);
+    return body;
+  }
+  std::vector<json> opening() const override { return {chunk({{"role", "assistant"}, {"content", ""}}, nullptr)}; }
+  json piece(const std::string& text) const override { return chunk({{"content", text}}, nullptr); }
+  json last(const GenerationJob& job) const override {
+    json e = chunk(json::object(), openai_finish_reason(job.stats.stop));
+    e["graft"] = graft_fields(job);
+    return e;
+  }
+  json usage_event(const GenerationJob& job) const override {
+    json e = head("chat.completion.chunk");
+    e["choices"] = json::array();
+    e["usage"] = usage(job);
+    return e;
+  }
+
+ private:
+  json head(const char* object) const {
+    return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
+  }
+  json chunk(const json& delta, const json& finish_reason) const {
+    json e = head("chat.completion.chunk");
+    e["choices"] =
+        json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
+    return e;
+  }
+  std::string id_, model_;
+  std::time_t created_ = std::time(nullptr);
+};
+
+// A message's content as the template sees it: a string (text parts joined; null -> "").
+std::optional<ApiError> content_text(const json& content, std::size_t i, std::string& out) {
+  const std::string field = fmt::format("messages[{}].content", i);
+  if (content.is_null()) return std::nullopt;
+  if (content.is_string()) {
+    out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array()) return bad_request("'" + field + "' must be a string, null or an array of parts", field);
+  for (const json& part : content) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      return bad_request("'" + field + "' parts must be objects with a 'type'", field);
+    if (part["type"] != "text")
+      return bad_request(fmt::format("'{}' has a part of type '{}': only text parts are supported",
+                                     field, part["type"].get<std::string>()),
+                         field);
+    if (!part.contains("text") || !part["text"].is_string())
+      return bad_request("'" + field + "' text parts need a string 'text'", field);
+    out += part["text"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// The messages, checked, in the shape templates expect (ordered keys: tojson output depends on them).
+std::optional<ApiError> messages(const json& j, ojson& out) {
+  auto it = j.find("messages");
+  if (it == j.end() || !it->is_array() || it->empty())
+    return bad_request("'messages' must be a non-empty array of messages", "messages");
+  out = ojson::array();
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string at = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return bad_request("'" + at + "' must be an object", at);
+    if (!m.contains("role") || !m["role"].is_string())
+      return bad_request("'" + at + ".role' must be a string", at + ".role");
+    const std::string role = m["role"];
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
+      return bad_request(fmt::format("'{}.role' is '{}'; it must be system, developer, user, assistant or tool", at, role),
+                         at + ".role");
+    ojson msg = ojson::object();
+    msg["role"] = role;
+    std::string text;
+    if (auto e = content_text(m.contains("content") ? m["content"] : json(), i, text)) return e;
+    msg["content"] = text;
+    for (const char* key : {"name", "tool_call_id", "reasoning_content"})
+      if (m.contains(key) && !m[key].is_null()) {
+        if (!m[key].is_string()) return bad_request(fmt::format("'{}.{}' must be a string", at, key), at + "." + key);
+        msg[key] = m[key].get<std::string>();
+      }
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      if (!m["tool_calls"].is_array()) return bad_request("'" + at + ".tool_calls' must be an array", at + ".tool_calls");
+      ojson calls = ojson::array();
+      for (const json& c : m["tool_calls"]) {
+        ojson call = ojson::parse(c.dump());
+        // Templates read function.arguments as an object (HF convention) while OpenAI sends a
+        // JSON string: parsed when it is one.
+        if (call.contains("function") && call["function"].contains("arguments") &&
+            call["function"]["arguments"].is_string()) {
+          ojson args = ojson::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+          if (!args.is_discarded()) call["function"]["arguments"] = args;
+        }
+        calls.push_back(call);
+      }
+      msg["tool_calls"] = calls;
+    }
+    out.push_back(msg);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json j;
+  if (auto e = parse_json_object(req.body, j)) return send_error(res, *e);
+  ojson context = ojson::object();
+  ojson msgs;
+  if (auto e = messages(j, msgs)) return send_error(res, *e);
+  context["messages"] = msgs;
+  if (j.contains("tools") && !j["tools"].is_null()) {
+    if (!j["tools"].is_array()) return send_error(res, bad_request("'tools' must be an array", "tools"));
+    context["tools"] = ojson::parse(j["tools"].dump());
+  }
+  GenerationFields fields;
+  if (auto e = parse_generation_fields(j, ctx.pipeline.profile().sampling, {"max_completion_tokens", "max_tokens"}, fields))
+    return send_error(res, *e);
+  std::string model = ctx.model_name;
+  if (j.contains("model") && !j["model"].is_null()) {
+    if (!j["model"].is_string()) return send_error(res, bad_request("'model' must be a string", "model"));
+    model = j["model"].get<std::string>();
+  }
+  const Tokenizer& tok = ctx.pipeline.tokenizer();
+  context["add_generation_prompt"] = true;
+  context["bos_token"] = tok.bos() >= 0 ? tok.token_text(tok.bos()) : "";
+  context["eos_token"] = tok.eos() >= 0 ? tok.token_text(tok.eos()) : "";
+  // Template switches the request passes through (enable_thinking, ...): after graft's keys, so a
+  // request can set them, but never the messages or tools.
+  if (j.contains("chat_template_kwargs") && !j["chat_template_kwargs"].is_null()) {
+    if (!j["chat_template_kwargs"].is_object())
+      return send_error(res, bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs"));
+    for (const auto& [key, value] : j["chat_template_kwargs"].items())
+      if (key != "messages" && key != "tools") context[key] = ojson::parse(value.dump());
+  }
+  if (!ctx.chat_template)
+    return send_error(res, ApiError{500, "server_error", "the model's chat template does not parse: " + ctx.chat_template_error, {}});
+  const chat::RenderResult rendered = ctx.chat_template->render(context);
+  if (!rendered.ok())
+    return send_error(res, bad_request("the chat template could not render these messages: " + rendered.error(), "messages"));
+  TokenizeOptions opt;
+  opt.add_special = false;  // as transformers' apply_chat_template: the template writes any BOS itself
+  opt.parse_special = true;
+  auto ids = tok.encode(rendered.text(), opt);
+  if (!ids) return send_error(res, bad_request("the rendered messages: " + ids.status().message(), "messages"));
+  auto job = std::make_shared<GenerationJob>();
+  job->prompt = std::move(*ids);
+  if (job->prompt.empty()) return send_error(res, bad_request("the rendered messages are empty", "messages"));
+  if (auto e = check_prompt_fits(ctx, job->prompt.size())) return send_error(res, *e);
+  run_generation(ctx, res, job, fields, std::make_shared<ChatShape>(ctx.new_id("chatcmpl-"), model));
+}
+
+}  // namespace graft::server
