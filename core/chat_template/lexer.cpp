@@ -194,9 +194,14 @@ class Lexer {
         case '\n': break;  // line continuation
         case 'x': case 'u': case 'U': {
           std::size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          if (i_ + n > src_.size()) fail_at(p, "bad escape in string literal");
-          unsigned cp = static_cast<unsigned>(std::stoul(std::string(src_.substr(i_, n)), nullptr, 16));
-          i_ += n;
+          unsigned cp = 0;
+          for (std::size_t k = 0; k < n; ++k, ++i_) {
+            if (i_ >= src_.size() || !std::isxdigit(static_cast<unsigned char>(src_[i_])))
+              fail_at(p, "bad \\" + std::string(1, e) + " escape in string literal");
+            char h = src_[i_];
+            cp = cp * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+          }
+          if (cp > 0x10FFFF) fail_at(p, "bad escape in string literal");
           append_utf8(out, cp);
           break;
         }

@@ -1,6 +1,8 @@
 #include "parser.h"
 
 #include <charconv>
+#include <cstdlib>
+#include <system_error>
 #include <initializer_list>
 
 #include "builtins.h"
@@ -385,10 +387,11 @@ class Parser {
       auto n = node(Expr::Kind::Literal, t.pos);
       if (t.type == Tok::Int) {
         std::int64_t v = 0;
-        std::from_chars(t.value.data(), t.value.data() + t.value.size(), v);
+        if (std::from_chars(t.value.data(), t.value.data() + t.value.size(), v).ec != std::errc())
+          fail_at(t.pos, "integer literal out of range");
         n->literal = Value(v);
       } else {
-        n->literal = Value(std::stod(t.value));
+        n->literal = Value(std::strtod(t.value.c_str(), nullptr));  // overflow gives inf, as Python
       }
       return n;
     }

@@ -87,3 +87,31 @@ TEST(StoredTemplates, AllTemplatesHaveExpectedOutputs) {
 
 }  // namespace
 }  // namespace graft::chat
+
+namespace graft::chat {
+namespace {
+
+// Cut-off templates must come back as one-line errors (or render), never crash or throw.
+TEST(StoredTemplates, TruncatedTemplatesFailCleanly) {
+  auto spec = nlohmann::ordered_json::parse(read_file(kData / "conversations.json"));
+  nlohmann::ordered_json context = spec["cases"]["tools"];
+  for (const auto& entry : fs::directory_iterator(kData)) {
+    if (entry.path().extension() != ".jinja") continue;
+    std::string source = read_file(entry.path());
+    for (std::size_t len = 0; len < source.size(); len += 5) {
+      auto parsed = ChatTemplate::parse(source.substr(0, len));
+      if (auto* err = std::get_if<std::string>(&parsed)) {
+        EXPECT_TRUE(err->starts_with("chat template line ")) << *err;
+        EXPECT_EQ(err->find('\n'), std::string::npos) << *err;
+        continue;
+      }
+      RenderResult r = std::get<ChatTemplate>(parsed).render(context);
+      if (!r.ok()) {
+        EXPECT_TRUE(r.error().starts_with("chat template line ")) << r.error();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace graft::chat
