@@ -1,5 +1,8 @@
 // Every stored real template x conversation renders byte-identical to the reference
 // (@huggingface/jinja) output in tests/data/chat_templates/expected, or fails where it failed.
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +16,16 @@ namespace {
 
 namespace fs = std::filesystem;
 const fs::path kData = fs::path(GRAFT_SOURCE_DIR) / "tests/data/chat_templates";
+// The instant tools/chat_templates/render_expected.mjs pins for strftime_now(), in UTC.
+const auto kFixedNow = std::chrono::system_clock::from_time_t(1721995200);  // 2024-07-26 12:00:00
+
+RenderOptions fixed_clock() {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  RenderOptions opts;
+  opts.now = [] { return kFixedNow; };
+  return opts;
+}
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -51,7 +64,7 @@ TEST_P(StoredTemplates, MatchesReference) {
 
   auto parsed = ChatTemplate::parse(read_file(kData / (c.tpl + ".jinja")));
   ASSERT_TRUE(std::holds_alternative<ChatTemplate>(parsed)) << std::get<std::string>(parsed);
-  RenderResult r = std::get<ChatTemplate>(parsed).render(context);
+  RenderResult r = std::get<ChatTemplate>(parsed).render(context, fixed_clock());
 
   fs::path expected = kData / "expected" / (c.tpl + "__" + c.name + ".txt");
   fs::path expected_error = kData / "expected" / (c.tpl + "__" + c.name + ".error.txt");

@@ -3,6 +3,20 @@
 // Run: cd tools/chat_templates && npm install && node render_expected.mjs
 // A case the reference rejects is stored as <template>__<case>.error.txt holding its message.
 import { Template } from "@huggingface/jinja";
+
+// strftime_now() must be deterministic: local time is UTC and "now" is the instant the C++ test
+// injects (templates_test.cpp, kFixedNow).
+process.env.TZ = "UTC";
+const FIXED_NOW = Date.UTC(2024, 6, 26, 12, 0, 0);
+const RealDate = Date;
+globalThis.Date = class extends RealDate {
+  constructor(...args) {
+    super(...(args.length ? args : [FIXED_NOW]));
+  }
+  static now() {
+    return FIXED_NOW;
+  }
+};
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
