@@ -3,7 +3,9 @@
 #include "builtins.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <map>
 
 #include "error.h"
@@ -235,6 +237,7 @@ const std::map<std::string, FilterFn>& filters() {
          return d ? *d : Value(0.0);
        }},
       {"abs", [](const Value& v, const CallArgs&) {
+         if (v.is_int() && v.as_int() == INT64_MIN) fail("integer overflow");
          if (v.is_int()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
          if (v.is_float()) return Value(std::fabs(v.as_double()));
          fail("abs: expected a number, got a " + v.type_name());

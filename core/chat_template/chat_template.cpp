@@ -17,7 +17,10 @@ struct ChatTemplate::Impl {
 namespace {
 
 std::string format_error(const TemplateError& e) {
-  return fmt::format("chat template line {}, column {}: {}", e.pos.line, e.pos.column, e.message);
+  // Always one line, even for a raise_exception text with newlines in it.
+  std::string msg;
+  for (char c : e.message) msg += c == '\n' ? std::string("\\n") : c == '\r' ? std::string() : std::string(1, c);
+  return fmt::format("chat template line {}, column {}: {}", e.pos.line, e.pos.column, msg);
 }
 
 Value make_fn(std::string name, std::function<Value(const CallArgs&)> fn) {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -112,7 +114,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if ((a.is_string() && b.is_int()) || (a.is_int() && b.is_string())) {
       const std::string& s = a.is_string() ? a.as_string() : b.as_string();
       std::string out;
-      for (std::int64_t k = 0, n = a.is_int() ? a.as_int() : b.as_int(); k < n; ++k) out += s;
+      std::int64_t n = a.is_int() ? a.as_int() : b.as_int();
+      if (n > 0 && s.size() * static_cast<std::uint64_t>(n) > (64u << 20)) fail("string repetition too large");
+      for (std::int64_t k = 0; k < n; ++k) out += s;
       return Value(std::move(out));
     }
   }
@@ -121,15 +125,28 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   auto as_num = [](const Value& v) { return v.is_bool() ? Value(static_cast<std::int64_t>(v.as_bool())) : v; };
   Value x = as_num(a), y = as_num(b);
   bool ints = x.is_int() && y.is_int();
-  if (op == "+") return ints ? Value(x.as_int() + y.as_int()) : Value(x.as_double() + y.as_double());
-  if (op == "-") return ints ? Value(x.as_int() - y.as_int()) : Value(x.as_double() - y.as_double());
-  if (op == "*") return ints ? Value(x.as_int() * y.as_int()) : Value(x.as_double() * y.as_double());
+  // Python ints are unbounded; ours are 64-bit and overflow is an error rather than wrapping.
+  std::int64_t r = 0;
+  if (op == "+" && ints) return __builtin_add_overflow(x.as_int(), y.as_int(), &r) ? fail("integer overflow"), Value() : Value(r);
+  if (op == "-" && ints) return __builtin_sub_overflow(x.as_int(), y.as_int(), &r) ? fail("integer overflow"), Value() : Value(r);
+  if (op == "*" && ints) return __builtin_mul_overflow(x.as_int(), y.as_int(), &r) ? fail("integer overflow"), Value() : Value(r);
+  if (op == "+") return Value(x.as_double() + y.as_double());
+  if (op == "-") return Value(x.as_double() - y.as_double());
+  if (op == "*") return Value(x.as_double() * y.as_double());
   if (op == "**") {
-    if (ints && y.as_int() >= 0) return Value(static_cast<std::int64_t>(std::llround(std::pow(x.as_double(), y.as_double()))));
+    if (ints && y.as_int() >= 0) {
+      std::int64_t base = x.as_int(), acc = 1;
+      if (base == 0 || base == 1) return Value(y.as_int() == 0 ? std::int64_t{1} : base);
+      if (base == -1) return Value(y.as_int() % 2 ? std::int64_t{-1} : std::int64_t{1});
+      for (std::int64_t k = 0; k < y.as_int(); ++k)  // |base| >= 2 overflows within 63 steps
+        if (__builtin_mul_overflow(acc, base, &acc)) fail("integer overflow");
+      return Value(acc);
+    }
     return Value(std::pow(x.as_double(), y.as_double()));
   }
   if (y.as_double() == 0) fail("division by zero");
   if (op == "/") return Value(x.as_double() / y.as_double());
+  if (ints && x.as_int() == INT64_MIN && y.as_int() == -1) fail("integer overflow");
   if (op == "//") return ints ? Value(py_floordiv(x.as_int(), y.as_int())) : Value(std::floor(x.as_double() / y.as_double()));
   if (op == "%") {
     if (ints) return Value(x.as_int() - py_floordiv(x.as_int(), y.as_int()) * y.as_int());
@@ -392,6 +409,7 @@ Value Evaluator::eval_inner(const Expr& e) {
       if (v.is_undefined()) fail_undefined(v, "");
       if (!v.is_number()) fail("bad operand type for unary " + e.name + ": " + v.type_name());
       if (e.name == "+") return v;
+      if (v.is_int() && v.as_int() == INT64_MIN) fail("integer overflow");
       return v.is_int() ? Value(-v.as_int()) : Value(-v.as_double());
     }
     case Expr::Kind::Binary: {

@@ -115,7 +115,18 @@ class Parser {
     }
   }
 
+  // Nesting depth bound, so a hostile template cannot overflow the C++ stack (in the parser or,
+  // later, in the evaluator, whose recursion follows the tree).
+  struct DepthGuard {
+    explicit DepthGuard(Parser& p) : p_(p) {
+      if (++p_.depth_ > 250) fail_at(p_.cur().pos, "template nested too deeply");
+    }
+    ~DepthGuard() { --p_.depth_; }
+    Parser& p_;
+  };
+
   std::unique_ptr<Stmt> parse_statement(const Token& kw) {
+    DepthGuard guard(*this);
     const std::string& k = kw.value;
     auto s = make_stmt(Stmt::Kind::Text, kw.pos);
     if (k == "if") {
@@ -247,6 +258,7 @@ class Parser {
   }
 
   ExprPtr parse_expr() {
+    DepthGuard guard(*this);
     ExprPtr e = parse_or_expr();
     while (is_name("if")) {
       SourcePos pos = cur().pos;
@@ -279,6 +291,7 @@ class Parser {
   }
 
   ExprPtr parse_not_expr() {
+    DepthGuard guard(*this);
     if (is_name("not")) {
       auto n = node(Expr::Kind::Unary, toks_[i_++].pos);
       n->name = "not";
@@ -346,6 +359,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    DepthGuard guard(*this);
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
       e = node(Expr::Kind::Unary, cur().pos);
@@ -548,6 +562,7 @@ class Parser {
 
   std::vector<Token> toks_;
   std::size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -50,3 +50,21 @@ TEST(ChatTemplateErrors, RenderNeverThrowsOnBadContext) {
 
 }  // namespace
 }  // namespace graft::chat
+
+namespace graft::chat {
+namespace {
+
+TEST(ChatTemplateErrors, LimitsInsteadOfCrashes) {
+  EXPECT_EQ(testing::render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").substr(0, 60),
+            "ERROR: chat template line 1, column 87: template nested too ");
+  EXPECT_TRUE(testing::render("{{ " + std::string(100000, '-') + "1 }}").starts_with("ERROR: chat template line 1,"));
+  EXPECT_EQ(testing::render("{{ 9223372036854775807 + 1 }}"), "ERROR: chat template line 1, column 24: integer overflow");
+  EXPECT_EQ(testing::render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 2 ** 0.5 }}"), "4611686018427387904 -9223372036854775808 1.4142135623730951");
+  EXPECT_EQ(testing::render("{{ 2 ** 64 }}"), "ERROR: chat template line 1, column 6: integer overflow");
+  EXPECT_EQ(testing::render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").substr(0, 40),
+            "ERROR: chat template line 1, column 20: ");
+  EXPECT_EQ(testing::render("{{ raise_exception('two\\nlines') }}"), "ERROR: chat template line 1, column 4: two\\nlines");
+}
+
+}  // namespace
+}  // namespace graft::chat
