@@ -16,8 +16,6 @@
 
 namespace graft::chat {
 
-struct Stmt;
-
 // Text on success, or the error line.
 class RenderResult {
  public:
