@@ -1,0 +1,70 @@
+// Errors come back as exactly one line naming the place: "chat template line L, column C: ...".
+#include "render_helpers.h"
+
+namespace graft::chat {
+namespace {
+
+using testing::render;
+
+TEST(ChatTemplateErrors, UnclosedBlock) {
+  EXPECT_EQ(render("ok\n  {% if x %}never closed"), "ERROR: chat template line 2, column 6: unclosed 'if' block: missing {% endif %}");
+  EXPECT_EQ(render("{% for m in ms %}x"), "ERROR: chat template line 1, column 4: unclosed 'for' block: missing {% endfor %}");
+  EXPECT_EQ(render("a {{ x "), "ERROR: chat template line 1, column 3: unclosed expression: missing '}}'");
+}
+
+TEST(ChatTemplateErrors, UnknownFilterAndTest) {
+  EXPECT_EQ(render("line\n{{ x | frobnicate }}"), "ERROR: chat template line 2, column 8: unknown filter 'frobnicate'");
+  EXPECT_EQ(render("{{ x is frob }}"), "ERROR: chat template line 1, column 9: unknown test 'frob'");
+  EXPECT_EQ(render("{% frob %}"), "ERROR: chat template line 1, column 4: unknown statement 'frob'");
+}
+
+TEST(ChatTemplateErrors, SyntaxError) {
+  EXPECT_EQ(render("{{ 1 + }}"), "ERROR: chat template line 1, column 8: expected an expression, got '}}'");
+  EXPECT_EQ(render("{{ 'abc }}"), "ERROR: chat template line 1, column 4: unterminated string literal");
+}
+
+TEST(ChatTemplateErrors, RaiseException) {
+  EXPECT_EQ(render("a\n{% if true %}{{ raise_exception('Roles must alternate') }}{% endif %}"),
+            "ERROR: chat template line 2, column 17: Roles must alternate");
+}
+
+TEST(ChatTemplateErrors, UndefinedCallableAndIteration) {
+  EXPECT_EQ(render("{{ nope('x') }}"), "ERROR: chat template line 1, column 4: 'nope' is undefined and cannot be called");
+  EXPECT_EQ(render("{{ m.fn() }}", {{"m", nlohmann::ordered_json::object()}}),
+            "ERROR: chat template line 1, column 4: 'm.fn' is undefined and cannot be called");
+  EXPECT_EQ(render("\n {% for x in items %}{% endfor %}"),
+            "ERROR: chat template line 2, column 14: 'items' is undefined and cannot be iterated");
+}
+
+TEST(ChatTemplateErrors, TypeErrors) {
+  EXPECT_EQ(render("{{ 'a' + 1 }}"), "ERROR: chat template line 1, column 8: unsupported operand types for +: string and int");
+  EXPECT_EQ(render("{{ x + 'a' }}"), "ERROR: chat template line 1, column 6: 'x' is undefined");
+}
+
+TEST(ChatTemplateErrors, RenderNeverThrowsOnBadContext) {
+  auto parsed = ChatTemplate::parse("{{ messages }}");
+  RenderResult r = std::get<ChatTemplate>(parsed).render(nlohmann::ordered_json::array());
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), "chat template: the context must be a JSON object");
+}
+
+}  // namespace
+}  // namespace graft::chat
+
+namespace graft::chat {
+namespace {
+
+TEST(ChatTemplateErrors, LimitsInsteadOfCrashes) {
+  EXPECT_EQ(testing::render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").substr(0, 60),
+            "ERROR: chat template line 1, column 87: template nested too ");
+  EXPECT_TRUE(testing::render("{{ " + std::string(100000, '-') + "1 }}").starts_with("ERROR: chat template line 1,"));
+  EXPECT_EQ(testing::render("{{ 9223372036854775807 + 1 }}"), "ERROR: chat template line 1, column 24: integer overflow");
+  EXPECT_EQ(testing::render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 2 ** 0.5 }}"), "4611686018427387904 -9223372036854775808 1.4142135623730951");
+  EXPECT_EQ(testing::render("{{ 2 ** 64 }}"), "ERROR: chat template line 1, column 6: integer overflow");
+  EXPECT_EQ(testing::render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").substr(0, 40),
+            "ERROR: chat template line 1, column 20: ");
+  EXPECT_EQ(testing::render("{{ raise_exception('two\\nlines') }}"), "ERROR: chat template line 1, column 4: two\\nlines");
+}
+
+}  // namespace
+}  // namespace graft::chat
