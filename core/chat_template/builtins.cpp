@@ -1,6 +1,6 @@
 // Filters, tests and methods. Each is a small lambda in a name -> function table, so the parser
 // can reject unknown names up front.
-#include "builtins.h"
+#include "builtins.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <map>
 
-#include "error.h"
-#include "evaluator.h"
+#include "error.hpp"
+#include "evaluator.hpp"
 
 namespace graft::chat {
 namespace {

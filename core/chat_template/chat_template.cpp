@@ -1,12 +1,12 @@
-#include "chat_template.h"
+#include "chat_template.hpp"
 
 #include <ctime>
 
 #include <fmt/format.h>
 
-#include "ast.h"
-#include "evaluator.h"
-#include "parser.h"
+#include "ast.hpp"
+#include "evaluator.hpp"
+#include "parser.hpp"
 
 namespace graft::chat {
 

@@ -1,4 +1,4 @@
-#include "evaluator.h"
+#include "evaluator.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 #include <memory>
 #include <optional>
 
-#include "builtins.h"
+#include "builtins.hpp"
 
 namespace graft::chat {
 namespace {

@@ -3,8 +3,8 @@
 #include <cctype>
 #include <memory>
 
-#include "builtins.h"
-#include "error.h"
+#include "builtins.hpp"
+#include "error.hpp"
 
 namespace graft::chat {
 namespace {

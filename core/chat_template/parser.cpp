@@ -1,12 +1,12 @@
-#include "parser.h"
+#include "parser.hpp"
 
 #include <charconv>
 #include <cstdlib>
 #include <system_error>
 #include <initializer_list>
 
-#include "builtins.h"
-#include "lexer.h"
+#include "builtins.hpp"
+#include "lexer.hpp"
 
 namespace graft::chat {
 namespace {

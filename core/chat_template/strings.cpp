@@ -1,7 +1,7 @@
 // Python str methods, byte-wise on UTF-8 (case mapping is ASCII-only, see docs/chat_templates.md).
 #include <cctype>
 
-#include "builtins.h"
+#include "builtins.hpp"
 
 namespace graft::chat {
 

@@ -1,4 +1,4 @@
-#include "value.h"
+#include "value.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "error.h"
+#include "error.hpp"
 
 namespace graft::chat {
 

@@ -11,6 +11,14 @@
 
 namespace graft::server {
 
+// ChatML, as Qwen and many others write it; content is always a string here (chat_route
+// normalises text parts and null).
+const char* const kDefaultChatTemplate =
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
 namespace {
 
 using nlohmann::json;
@@ -81,7 +89,7 @@ std::optional<ApiError> content_text(const json& content, std::size_t i, std::st
 }
 
 // The messages, checked, in the shape templates expect (ordered keys: tojson output depends on them).
-std::optional<ApiError> messages(const json& j, ojson& out) {
+std::optional<ApiError> messages(const json& j, const ojson& body, ojson& out) {
   auto it = j.find("messages");
   if (it == j.end() || !it->is_array() || it->empty())
     return bad_request("'messages' must be a non-empty array of messages", "messages");
@@ -109,13 +117,13 @@ std::optional<ApiError> messages(const json& j, ojson& out) {
     if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
       if (!m["tool_calls"].is_array()) return bad_request("'" + at + ".tool_calls' must be an array", at + ".tool_calls");
       ojson calls = ojson::array();
-      for (const json& c : m["tool_calls"]) {
-        ojson call = ojson::parse(c.dump());
+      for (const ojson& c : body["messages"][i]["tool_calls"]) {
+        ojson call = c;
         // Templates read function.arguments as an object (HF convention) while OpenAI sends a
         // JSON string: parsed when it is one.
         if (call.contains("function") && call["function"].contains("arguments") &&
             call["function"]["arguments"].is_string()) {
-          ojson args = ojson::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+          const ojson args = ojson::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
           if (!args.is_discarded()) call["function"]["arguments"] = args;
         }
         calls.push_back(call);
@@ -132,13 +140,16 @@ std::optional<ApiError> messages(const json& j, ojson& out) {
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json j;
   if (auto e = parse_json_object(req.body, j)) return send_error(res, *e);
+  // Again in the request's key order: tool schemas and arguments reach the template as sent
+  // (tojson output depends on the order).
+  const ojson body = ojson::parse(req.body, nullptr, false);
   ojson context = ojson::object();
   ojson msgs;
-  if (auto e = messages(j, msgs)) return send_error(res, *e);
+  if (auto e = messages(j, body, msgs)) return send_error(res, *e);
   context["messages"] = msgs;
   if (j.contains("tools") && !j["tools"].is_null()) {
     if (!j["tools"].is_array()) return send_error(res, bad_request("'tools' must be an array", "tools"));
-    context["tools"] = ojson::parse(j["tools"].dump());
+    context["tools"] = body["tools"];
   }
   GenerationFields fields;
   if (auto e = parse_generation_fields(j, ctx.pipeline.profile().sampling, {"max_completion_tokens", "max_tokens"}, fields))
@@ -150,15 +161,16 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   }
   const Tokenizer& tok = ctx.pipeline.tokenizer();
   context["add_generation_prompt"] = true;
-  context["bos_token"] = tok.bos() >= 0 ? tok.token_text(tok.bos()) : "";
-  context["eos_token"] = tok.eos() >= 0 ? tok.token_text(tok.eos()) : "";
+  // Left out when the vocabulary has none (templates test `bos_token is defined`).
+  if (tok.bos() >= 0) context["bos_token"] = tok.token_text(tok.bos());
+  if (tok.eos() >= 0) context["eos_token"] = tok.token_text(tok.eos());
   // Template switches the request passes through (enable_thinking, ...): after graft's keys, so a
   // request can set them, but never the messages or tools.
   if (j.contains("chat_template_kwargs") && !j["chat_template_kwargs"].is_null()) {
     if (!j["chat_template_kwargs"].is_object())
       return send_error(res, bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs"));
     for (const auto& [key, value] : j["chat_template_kwargs"].items())
-      if (key != "messages" && key != "tools") context[key] = ojson::parse(value.dump());
+      if (key != "messages" && key != "tools") context[key] = body["chat_template_kwargs"][key];
   }
   if (!ctx.chat_template)
     return send_error(res, ApiError{500, "server_error", "the model's chat template does not parse: " + ctx.chat_template_error, {}});

@@ -140,6 +140,7 @@ void HttpServer::Impl::routes() {
         {"drafters", drafters},
         {"default_max_tokens", p.max_tokens},
         {"context_shift_at", ctx.options.context_shift_at},
+        {"chat_template", ctx.chat_template_origin},
         {"context_keep", ctx.options.context_keep}};
     res.set_content(body.dump(), "application/json");
   });
@@ -151,11 +152,12 @@ void HttpServer::Impl::routes() {
   auto not_yet = [](const char* what) {
     return [what](const httplib::Request&, httplib::Response& res) {
       send_error(res, ApiError{501, "not_implemented_error",
-                               fmt::format("{} is not implemented yet (it needs the chat-template interpreter)", what),
+                               fmt::format("{} is not implemented yet", what),
                                {}});
     };
   };
-  http.Post("/v1/chat/completions", not_yet("POST /v1/chat/completions"));
+  http.Post("/v1/chat/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(ctx, req, res); });
   http.Post("/v1/messages", not_yet("POST /v1/messages"));
 }
 
@@ -195,6 +197,18 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
                            "context); use --no-draft");
   ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoder), ctx.metrics,
                                                 options.context_shift_at, options.context_keep);
+  // The chat template: the model's own, else the documented default (said at start-up and in /props).
+  if (auto text = pipeline.file().get_string("tokenizer.chat_template")) {
+    ctx.chat_template_origin = "the model file (tokenizer.chat_template)";
+    auto parsed = chat::ChatTemplate::parse(*text);
+    if (auto* t = std::get_if<chat::ChatTemplate>(&parsed)) ctx.chat_template = std::make_shared<const chat::ChatTemplate>(*t);
+    else ctx.chat_template_error = std::get<std::string>(parsed);
+  } else {
+    ctx.chat_template_origin = "graft's default (ChatML): the model file has no tokenizer.chat_template";
+    auto parsed = chat::ChatTemplate::parse(kDefaultChatTemplate);
+    ctx.chat_template = std::make_shared<const chat::ChatTemplate>(std::get<chat::ChatTemplate>(parsed));
+  }
+  if (!ctx.chat_template) spdlog::warn("the model's chat template does not parse ({}): the chat routes answer 500", ctx.chat_template_error);
   if (options.request_log == "-") {
     impl->log = stdout;
   } else if (!options.request_log.empty()) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "chat_template/chat_template.hpp"
 #include "engine/pipeline.hpp"
 #include "server/generation_queue.hpp"
 #include "server/server_metrics.hpp"
@@ -27,6 +28,11 @@ struct ServerContext {
   ServerMetrics metrics;
   std::unique_ptr<GenerationQueue> queue;
   std::atomic<std::uint64_t> next_id{1};
+  // The chat routes' template: the model file's tokenizer.chat_template, or graft's ChatML default
+  // when it has none (chat_template_origin says which); null with the parse error when it does
+  // not parse (the chat routes then answer 500 with it).
+  std::shared_ptr<const chat::ChatTemplate> chat_template;
+  std::string chat_template_origin, chat_template_error;
 
   std::string new_id(const char* prefix) { return prefix + std::to_string(next_id++); }
 };
@@ -36,5 +42,9 @@ void send_error(httplib::Response& res, const struct ApiError& error);
 
 // POST /v1/completions (completions_route.cpp).
 void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/chat/completions (chat_route.cpp).
+void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// The template a model file without tokenizer.chat_template gets (ChatML; docs/serve.md).
+extern const char* const kDefaultChatTemplate;
 
 }  // namespace graft::server

@@ -1,5 +1,5 @@
 // Errors come back as exactly one line naming the place: "chat template line L, column C: ...".
-#include "render_helpers.h"
+#include "render_helpers.hpp"
 
 namespace graft::chat {
 namespace {

@@ -1,5 +1,5 @@
 // The language pieces, each against a hand-written expected string.
-#include "render_helpers.h"
+#include "render_helpers.hpp"
 
 namespace graft::chat {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "chat_template/chat_template.h"
+#include "chat_template/chat_template.hpp"
 
 namespace graft::chat {
 namespace {

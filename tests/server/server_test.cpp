@@ -10,7 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include <unistd.h>
+
 #include "engine/pipeline.hpp"
+#include "gguf/gguf_file.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "server/http_server.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -115,8 +119,9 @@ TEST(Server, HealthModelsPropsAndUnknownRoutes) {
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 404);
   EXPECT_EQ(json::parse(none->body)["error"]["message"], "no route GET /v1/nothing");
-  const json chat = post(c, "/v1/chat/completions", {{"messages", json::array()}}, 501);
-  EXPECT_EQ(chat["error"]["type"], "not_implemented_error");
+  const json anthropic = post(c, "/v1/messages", {{"messages", json::array()}}, 501);
+  EXPECT_EQ(anthropic["error"]["type"], "not_implemented_error");
+  EXPECT_EQ(anthropic["error"]["message"], "POST /v1/messages is not implemented yet");
 }
 
 TEST(Server, CompletionIsPlainGreedyGenerationAndStreamingGivesTheSameText) {
@@ -460,4 +465,143 @@ TEST(Server, ContextShiftFiresAtTheFractionOfTheRealCapacityNeverEarlier) {
   const json full = post(c2, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 600}, {"temperature", 0}}, 200);
   EXPECT_EQ(full["graft"]["stop_reason"], "context_full");
   EXPECT_FALSE(full["graft"].contains("context_shifts"));
+}
+
+namespace {
+// Plain greedy generation from an already rendered chat prompt (no BOS added, special tokens parsed).
+std::string plain_greedy_rendered(const Pipeline& p, const std::string& rendered, std::int64_t n) {
+  TokenizeOptions opt;
+  opt.add_special = false;
+  opt.parse_special = true;
+  auto ids = p.tokenizer().encode(rendered, opt);
+  EXPECT_TRUE(ids);
+  auto s = p.new_session();
+  EXPECT_TRUE(s);
+  GenerationOptions g;
+  g.max_tokens = n;
+  g.sampling.temperature = 0;
+  GenerationStats stats;
+  EXPECT_TRUE((*s)->generate(*ids, g, [](TokenId, std::string_view) { return true; }, stats).ok());
+  return (*s)->text();
+}
+}  // namespace
+
+// The zoo file has no tokenizer.chat_template: the chat route renders with graft's ChatML
+// default (said in /props), and the answer is plain generation from exactly that text, whole and
+// streamed in chat.completion.chunk deltas.
+TEST(ServerChat, MessagesRenderWithTheDefaultTemplateAndAnswerAsPlainGeneration) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  auto props = c.Get("/props");
+  ASSERT_TRUE(props);
+  EXPECT_EQ(json::parse(props->body)["chat_template"],
+            "graft's default (ChatML): the model file has no tokenizer.chat_template");
+  const json messages = json::array({{{"role", "system"}, {"content", "You write Python."}},
+                                     {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "def "}},
+                                                                                 {{"type", "text"}, {"text", "add"}}})}}});
+  const std::string rendered =
+      "<|im_start|>system\nYou write Python.<|im_end|>\n<|im_start|>user\ndef add<|im_end|>\n<|im_start|>assistant\n";
+  const std::string want = plain_greedy_rendered(*srv.pipeline, rendered, 20);
+  const json whole =
+      post(c, "/v1/chat/completions", {{"messages", messages}, {"max_completion_tokens", 20}, {"temperature", 0}}, 200);
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], want);
+  auto r = c.Post("/v1/chat/completions",
+                  json{{"messages", messages}, {"max_tokens", 20}, {"temperature", 0}, {"stream", true}}.dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  std::string streamed;
+  std::vector<json> events;
+  std::istringstream in(r->body);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("data: {", 0) == 0) events.push_back(json::parse(line.substr(6)));
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front()["choices"][0]["delta"]["role"], "assistant");
+  for (const json& e : events) {
+    EXPECT_EQ(e["object"], "chat.completion.chunk");
+    if (e["choices"][0]["delta"].contains("content")) streamed += e["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, want);
+  EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "length");
+}
+
+TEST(ServerChat, BadMessagesGetTheFieldAndTheReason) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  struct Case {
+    json body;
+    std::string message, param;
+  } cases[] = {
+      {{{"messages", json::array()}}, "'messages' must be a non-empty array of messages", "messages"},
+      {{{"messages", json::array({{{"role", "wizard"}, {"content", "x"}}})}},
+       "'messages[0].role' is 'wizard'; it must be system, developer, user, assistant or tool", "messages[0].role"},
+      {{{"messages", json::array({{{"role", "user"}, {"content", 5}}})}},
+       "'messages[0].content' must be a string, null or an array of parts", "messages[0].content"},
+      {{{"messages",
+         json::array({{{"role", "user"}, {"content", json::array({{{"type", "image_url"}, {"image_url", "x"}}})}}})}},
+       "'messages[0].content' has a part of type 'image_url': only text parts are supported", "messages[0].content"},
+      {{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"tools", "none"}}, "'tools' must be an array",
+       "tools"},
+  };
+  for (const Case& k : cases) {
+    const json e = post(c, "/v1/chat/completions", k.body, 400);
+    EXPECT_EQ(e["error"]["message"], k.message) << k.body;
+    EXPECT_EQ(e["error"]["param"], k.param) << k.body;
+  }
+}
+
+// A file with its own template: the route renders that one (and a template that does not parse
+// makes the chat route answer 500 with the parse error, never a silent fallback).
+TEST(ServerChat, TheModelFilesOwnTemplateIsUsed) {
+  auto with_template = [](const fs::path& out, const std::string& tmpl) {
+    auto src = gguf::File::open(kTarget);
+    EXPECT_TRUE(src) << src.status().message();
+    gguf::Writer w;
+    for (const auto& kv : (*src)->metadata()) w.add(kv.key, kv.value);
+    w.add_string("tokenizer.chat_template", tmpl);
+    for (const auto& t : (*src)->tensors())
+      EXPECT_TRUE(w.add_tensor(t.name, std::span(t.ne.data(), t.n_dims), t.type, std::span(t.data, t.bytes)).ok());
+    EXPECT_TRUE(w.write(out).ok());
+  };
+  const fs::path dir = fs::temp_directory_path() / ("graft-server-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path good = dir / "own-template.gguf", bad = dir / "bad-template.gguf";
+  with_template(good, "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+                      "{% if add_generation_prompt %}[assistant]{% endif %}");
+  with_template(bad, "{% for m in messages %}");
+  for (const auto& [path, ok] : {std::pair{good, true}, std::pair{bad, false}}) {
+    Profile profile = Profile::builtin();
+    profile.model = path;
+    profile.context = kContext;
+    profile.threads = 1;
+    auto p = Pipeline::build(profile, 256);
+    ASSERT_TRUE(p) << p.status().message();
+    server::ServerOptions o;
+    o.port = 0;
+    auto s = server::HttpServer::create(**p, o);
+    ASSERT_TRUE(s) << s.status().message();
+    auto port = (*s)->bind();
+    ASSERT_TRUE(port);
+    std::thread t([&] { (*s)->serve(); });
+    httplib::Client c("127.0.0.1", *port);
+    const json body = {{"messages", json::array({{{"role", "user"}, {"content", "def f(x):"}}})},
+                       {"max_tokens", 12},
+                       {"temperature", 0}};
+    if (ok) {
+      const json r = post(c, "/v1/chat/completions", body, 200);
+      EXPECT_EQ(r["choices"][0]["message"]["content"], plain_greedy_rendered(**p, "[user]def f(x):[assistant]", 12));
+      EXPECT_EQ(json::parse(c.Get("/props")->body)["chat_template"], "the model file (tokenizer.chat_template)");
+    } else {
+      const json r = post(c, "/v1/chat/completions", body, 500);
+      EXPECT_NE(r["error"]["message"].get<std::string>().find("the model's chat template does not parse: chat template line 1"),
+                std::string::npos)
+          << r;
+    }
+    (*s)->stop();
+    t.join();
+  }
+  fs::remove_all(dir);
 }

@@ -3,7 +3,7 @@
 // templates use. Errors are thrown as TemplateError without a position; the evaluator adds it.
 #include <string>
 
-#include "value.h"
+#include "value.hpp"
 
 namespace graft::chat {
 

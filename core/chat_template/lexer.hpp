@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "error.h"
+#include "error.hpp"
 
 namespace graft::chat {
 

@@ -2,7 +2,7 @@
 // Recursive-descent parser from tokens to the AST, with jinja2's operator precedence.
 #include <string_view>
 
-#include "ast.h"
+#include "ast.hpp"
 
 namespace graft::chat {
 

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "error.h"
-#include "value.h"
+#include "error.hpp"
+#include "value.hpp"
 
 namespace graft::chat {
 

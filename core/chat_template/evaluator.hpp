@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ast.h"
+#include "ast.hpp"
 
 namespace graft::chat {
 
