@@ -78,10 +78,11 @@ json post(httplib::Client& c, const std::string& path, const json& body, int wan
   return json::parse(r->body, nullptr, false);
 }
 
-// The greedy continuation plain generation gives for `prompt` (BOS added, as the server does).
-std::string plain_greedy(const Pipeline& p, const std::string& prompt, std::int64_t n) {
+// The greedy continuation plain generation gives for `prompt`: with the vocabulary's BOS as
+// /v1/completions tokenizes, or (add_bos false) as the chat route tokenizes a rendered template.
+std::string plain_greedy(const Pipeline& p, const std::string& prompt, std::int64_t n, bool add_bos = true) {
   TokenizeOptions opt;
-  opt.add_special = true;
+  opt.add_special = add_bos;
   opt.parse_special = true;
   auto ids = p.tokenizer().encode(prompt, opt);
   EXPECT_TRUE(ids);
@@ -468,21 +469,8 @@ TEST(Server, ContextShiftFiresAtTheFractionOfTheRealCapacityNeverEarlier) {
 }
 
 namespace {
-// Plain greedy generation from an already rendered chat prompt (no BOS added, special tokens parsed).
 std::string plain_greedy_rendered(const Pipeline& p, const std::string& rendered, std::int64_t n) {
-  TokenizeOptions opt;
-  opt.add_special = false;
-  opt.parse_special = true;
-  auto ids = p.tokenizer().encode(rendered, opt);
-  EXPECT_TRUE(ids);
-  auto s = p.new_session();
-  EXPECT_TRUE(s);
-  GenerationOptions g;
-  g.max_tokens = n;
-  g.sampling.temperature = 0;
-  GenerationStats stats;
-  EXPECT_TRUE((*s)->generate(*ids, g, [](TokenId, std::string_view) { return true; }, stats).ok());
-  return (*s)->text();
+  return plain_greedy(p, rendered, n, /*add_bos=*/false);
 }
 }  // namespace
 
