@@ -15,6 +15,8 @@ ap.add_argument("--prompt-file", required=True)
 ap.add_argument("--n", type=int, default=128)
 ap.add_argument("--clients", type=int, default=1)
 ap.add_argument("--reps", type=int, default=1)
+ap.add_argument("--no-stream", action="store_true",
+                help="whole answers: the client sleeps in recv while the server decodes (no time to first token)")
 a = ap.parse_args()
 prompt = open(a.prompt_file).read().rstrip("\n")
 
@@ -22,6 +24,15 @@ results, lock = [], threading.Lock()
 
 
 def one():
+    if a.no_stream:
+        body = json.dumps({"prompt": prompt, "max_tokens": a.n, "temperature": 0}).encode()
+        req = urllib.request.Request(a.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(req) as r:
+            e = json.load(r)
+        with lock:
+            results.append({"ttft_s": None, "total_s": time.perf_counter() - t0, "graft": e["graft"], "usage": e["usage"]})
+        return
     body = json.dumps({"prompt": prompt, "max_tokens": a.n, "temperature": 0, "stream": True,
                        "stream_options": {"include_usage": True}}).encode()
     req = urllib.request.Request(a.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
@@ -59,7 +70,7 @@ tokens = sum(r["usage"]["completion_tokens"] for r in results)
 print(json.dumps({
     "clients": a.clients, "requests": len(results), "n": a.n, "wall_s": wall,
     "aggregate_tokens_per_second": tokens / wall,
-    "ttft_median_s": statistics.median(r["ttft_s"] for r in results),
+    "ttft_median_s": None if a.no_stream else statistics.median(r["ttft_s"] for r in results),
     "server_decode_tps_median": statistics.median(r["graft"]["decode_tokens_per_second"] for r in results),
     "server_prefill_tps_median": statistics.median(r["graft"]["prefill_tokens_per_second"] for r in results),
 }))

@@ -45,10 +45,13 @@ echo "bench/serve: $(basename "$model"), prompt $(basename "$prompt"), n=$n, thr
 # 1. graft run and the server, alternating, one request at a time.
 start_server 1
 for r in $(seq "$reps"); do
-  "$graft" run -m "$model" -c 512 -f "$prompt" -n "$n" --temp 0 -t "$threads" --no-draft --json 2>/dev/null |
-    python3 -c 'import json,sys; s=json.load(sys.stdin)["stats"]; print("run    decode_tps %.1f prefill_s %.4f" % (s["decode_tokens_per_second"], s["prefill_seconds"]))'
+  # To a file first: a reader started beside it (python in a pipe) takes a core from its threads.
+  "$graft" run -m "$model" -c 512 -f "$prompt" -n "$n" --temp 0 -t "$threads" --no-draft --json 2>/dev/null >"$tmp/run.json"
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stats"]; print("run    decode_tps %.1f prefill_s %.4f" % (s["decode_tokens_per_second"], s["prefill_seconds"]))' "$tmp/run.json"
+  python3 "$here/client.py" --url "$url" --prompt-file "$prompt" --n "$n" --clients 1 --no-stream |
+    python3 -c 'import json,sys; s=json.load(sys.stdin); print("serve  whole    decode_tps %.1f" % s["server_decode_tps_median"])'
   python3 "$here/client.py" --url "$url" --prompt-file "$prompt" --n "$n" --clients 1 |
-    python3 -c 'import json,sys; s=json.load(sys.stdin); print("serve  decode_tps %.1f ttft_s %.4f" % (s["server_decode_tps_median"], s["ttft_median_s"]))'
+    python3 -c 'import json,sys; s=json.load(sys.stdin); print("serve  streamed decode_tps %.1f ttft_s %.4f" % (s["server_decode_tps_median"], s["ttft_median_s"]))'
 done
 stop_server
 # 2. Aggregate tok/s: C clients on --parallel C, each sending `reps` requests.

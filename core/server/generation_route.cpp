@@ -67,6 +67,7 @@ void run_generation(ServerContext& ctx, httplib::Response& res, std::shared_ptr<
   job->options.max_tokens = f.max_tokens ? *f.max_tokens : ctx.pipeline.profile().max_tokens;
   job->options.sampling = f.sampling;
   job->options.stop = f.stop;
+  job->streaming = f.stream;
   ctx.queue->submit(job);
   if (!f.stream) {
     job->wait();
