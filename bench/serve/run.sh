@@ -54,10 +54,13 @@ for r in $(seq "$reps"); do
     python3 -c 'import json,sys; s=json.load(sys.stdin); print("serve  streamed decode_tps %.1f ttft_s %.4f" % (s["server_decode_tps_median"], s["ttft_median_s"]))'
 done
 stop_server
-# 2. Aggregate tok/s: C clients on --parallel C, each sending `reps` requests.
+# 2. Aggregate tok/s: C clients on --parallel C, each sending `reps` requests, whole answers (the
+# clients sleep in recv) and then streamed (the clients parse every event on the same cores).
 for p in 1 2 4 8; do
   start_server "$p"
+  python3 "$here/client.py" --url "$url" --prompt-file "$prompt" --n "$n" --clients "$p" --reps "$reps" --no-stream |
+    python3 -c 'import json,sys; s=json.load(sys.stdin); print("parallel %d whole    aggregate_tps %.1f per_request_decode_tps %.1f" % (s["clients"], s["aggregate_tokens_per_second"], s["server_decode_tps_median"]))'
   python3 "$here/client.py" --url "$url" --prompt-file "$prompt" --n "$n" --clients "$p" --reps "$reps" |
-    python3 -c 'import json,sys; s=json.load(sys.stdin); print("parallel %d aggregate_tps %.1f ttft_median_s %.4f per_request_decode_tps %.1f" % (s["clients"], s["aggregate_tokens_per_second"], s["ttft_median_s"], s["server_decode_tps_median"]))'
+    python3 -c 'import json,sys; s=json.load(sys.stdin); print("parallel %d streamed aggregate_tps %.1f ttft_median_s %.4f per_request_decode_tps %.1f" % (s["clients"], s["aggregate_tokens_per_second"], s["ttft_median_s"], s["server_decode_tps_median"]))'
   stop_server
 done
