@@ -193,7 +193,7 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
     decoder = std::move(*made);
   }
   if (options.context_shift_at > 0 && decoder)
-    return not_implemented("--context-shift-at with speculative decoding (the drafters would need the shifted "
+    return not_implemented("--context-shift with speculative decoding (the drafters would need the shifted "
                            "context); use --no-draft");
   ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoder), ctx.metrics,
                                                 options.context_shift_at, options.context_keep);
@@ -205,6 +205,8 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
     else ctx.chat_template_error = std::get<std::string>(parsed);
   } else {
     ctx.chat_template_origin = "graft's default (ChatML): the model file has no tokenizer.chat_template";
+    spdlog::warn("{}: no tokenizer.chat_template in the file; the chat route uses graft's default (ChatML)",
+                 pipeline.profile().model.filename().string());
     auto parsed = chat::ChatTemplate::parse(kDefaultChatTemplate);
     ctx.chat_template = std::make_shared<const chat::ChatTemplate>(std::get<chat::ChatTemplate>(parsed));
   }
