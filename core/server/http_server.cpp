@@ -4,6 +4,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -29,6 +31,7 @@ struct HttpServer::Impl {
   std::mutex log_m;
   std::FILE* log = nullptr;
   bool own_log = false;
+  int listen_fd = -1;  // the listening socket, to raise cpp-httplib's backlog of 5
   ~Impl() {
     if (own_log && log) std::fclose(log);
   }
@@ -82,6 +85,10 @@ void HttpServer::Impl::write_log(const httplib::Request& req, const httplib::Res
 void HttpServer::Impl::routes() {
   const ServerOptions& o = ctx.options;
   http.set_payload_max_length(o.max_body_bytes);
+  http.set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = static_cast<int>(sock);
+  });
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_start = std::chrono::steady_clock::now();
     if (ctx.options.api_key.empty() || req.path == "/health" || authorized(req, ctx.options.api_key))
@@ -226,6 +233,9 @@ Expected<int> HttpServer::bind() {
   const ServerOptions& o = impl_->ctx.options;
   const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) return Status(Errc::io_error, fmt::format("cannot listen on {}:{} (in use, or not an address here)", o.host, o.port));
+  // cpp-httplib 0.11 (Debian's build) listens with a backlog of 5: a burst of clients then waits
+  // a second for TCP's SYN retry, or fails. Listening again on the bound socket raises it.
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
   return port;
 }
 

@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -592,4 +593,72 @@ TEST(ServerChat, TheModelFilesOwnTemplateIsUsed) {
     t.join();
   }
   fs::remove_all(dir);
+}
+
+namespace {
+int thread_count() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+}  // namespace
+
+// 50 clients at once, a third streaming and hanging up after two events, a third sending
+// malformed bodies, a third ordinary: every request that is read gets an answer with the right
+// status, the server ends idle (nothing running, nothing queued) with as many threads as before,
+// and it answers again afterwards.
+TEST(ServerRobustness, FiftyClientsWithHangUpsAndBadBodiesLeaveTheServerIdle) {
+  server::ServerOptions o;
+  o.parallel = 2;
+  Running srv(o);
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  ASSERT_TRUE(c.Get("/health"));
+  const int idle_threads = thread_count();
+  constexpr int kClients = 50;
+  std::vector<int> outcome(kClients, -1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i)
+    threads.emplace_back([&, i] {
+      httplib::Client cl("127.0.0.1", srv.port);
+      cl.set_read_timeout(60, 0);
+      if (i % 3 == 0) {
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body = json{{"prompt", "x" + std::to_string(i)}, {"max_tokens", 200}, {"stream", true}}.dump();
+        req.set_header("Content-Type", "application/json");
+        int events = 0;
+        req.content_receiver = [&](const char*, std::size_t, std::uint64_t, std::uint64_t) { return ++events < 2; };
+        outcome[i] = cl.send(req) ? 1 : 0;  // hung up: no response object
+      } else if (i % 3 == 1) {
+        auto r = cl.Post("/v1/completions", i % 2 ? "{\"prompt\": [1, 2" : "{\"prompt\": {}}", "application/json");
+        outcome[i] = r ? r->status : 0;
+      } else {
+        auto r = cl.Post("/v1/completions", json{{"prompt", "y" + std::to_string(i)}, {"max_tokens", 5}}.dump(),
+                         "application/json");
+        outcome[i] = r ? r->status : 0;
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) {
+    if (i % 3 == 0) EXPECT_EQ(outcome[i], 0) << "client " << i << " hung up, its request reports it";
+    else if (i % 3 == 1) EXPECT_EQ(outcome[i], 400) << "client " << i;
+    else EXPECT_EQ(outcome[i], 200) << "client " << i;
+  }
+  // Abandoned streams stop at their next token; give the worker a moment to drain.
+  std::string metrics;
+  for (int tries = 0; tries < 100; ++tries) {
+    metrics = c.Get("/metrics")->body;
+    if (metrics.find("\ngraft_requests_running 0\n") != std::string::npos &&
+        metrics.find("\ngraft_queue_depth 0\n") != std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(metrics.find("\ngraft_requests_running 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\ngraft_queue_depth 0\n"), std::string::npos) << metrics;
+  EXPECT_EQ(thread_count(), idle_threads) << "threads left behind";
+  const json after = post(c, "/v1/completions", {{"prompt", "z"}, {"max_tokens", 3}}, 200);
+  EXPECT_EQ(after["usage"]["completion_tokens"], 3);
 }
