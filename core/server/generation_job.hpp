@@ -47,6 +47,11 @@ struct GenerationJob {
     text.append(piece);
     if (streaming) pieces.emplace_back(piece);
   }
+  // The TokenFn of the job's generation: the token's text in, false once the client has gone.
+  bool token(std::string_view text) {
+    push(text, true);
+    return !cancelled.load();
+  }
   void finish(Status st, const GenerationStats& s, double tpr) {
     std::lock_guard lock(m);
     status = std::move(st);

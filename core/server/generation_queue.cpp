@@ -243,11 +243,7 @@ void GenerationQueue::step() {
     // when the emitted token ends it or no slot is left for the next.
     const TokenId id = slot.sampler->sample(slot.session->logits(), slot.session->tokens());
     const bool go_on = emit_token(id, tok, *slot.text, job.options.max_tokens,
-                                  [&](TokenId, std::string_view text) {
-                                    job.push(text, true);
-                                    return !job.cancelled.load();
-                                  },
-                                  slot.stats);
+                                  [&](TokenId, std::string_view text) { return job.token(text); }, slot.stats);
     const bool full = slot.session->room() == 0 && !threshold;  // with shifting it shifts instead
     if (go_on && full) slot.stats.stop = FinishReason::context_full;
     if (!go_on || full) {
@@ -263,12 +259,8 @@ void GenerationQueue::run_speculative(GenerationJob& job) {
   const SpeculativeStats before = decoder_->stats();
   GenerationStats stats;
   Status st = session.generate(
-      job.prompt, job.options,
-      [&](TokenId, std::string_view text) {
-        job.push(text, true);
-        return !job.cancelled.load();
-      },
-      stats, decoder_.get());
+      job.prompt, job.options, [&](TokenId, std::string_view text) { return job.token(text); }, stats,
+      decoder_.get());
   job.push(session.tail(), false);  // the text held back for stop strings
   const SpeculativeStats& after = decoder_->stats();
   const std::uint64_t rounds = after.rounds - before.rounds;

@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -28,24 +29,31 @@ namespace {
 const fs::path kTarget = fs::path(GRAFT_SOURCE_DIR) / "models" / "zoo-qwen3-4x256.gguf";
 constexpr std::uint32_t kContext = 256;
 
-std::unique_ptr<Pipeline> zoo_pipeline() {
+// The zoo target (or `model`), with `edit` applied to the profile (drafters, ...).
+std::unique_ptr<Pipeline> zoo_pipeline(const std::function<void(Profile&)>& edit = {}, const fs::path& model = kTarget) {
   Profile profile = Profile::builtin();
-  profile.model = kTarget;
+  profile.model = model;
   profile.context = kContext;
   profile.threads = 1;  // ctest runs two tests at once on two cores
+  if (edit) edit(profile);
   auto p = Pipeline::build(profile, 256);
   EXPECT_TRUE(p) << p.status().message();
   return p ? std::move(*p) : nullptr;
 }
 
-// A server on a free loopback port for one test.
+void with_ngram(Profile& profile) {
+  profile.speculative.enabled = true;
+  profile.drafters = {PluginChoice{"ngram", {}, "", {}}};
+}
+
+// A server on a free loopback port for one test, over `p` (default: the zoo pipeline).
 struct Running {
   std::unique_ptr<Pipeline> pipeline;
   std::unique_ptr<server::HttpServer> server;
   std::thread thread;
   int port = 0;
-  explicit Running(server::ServerOptions o = {}) {
-    pipeline = zoo_pipeline();
+  explicit Running(server::ServerOptions o = {}, std::unique_ptr<Pipeline> p = nullptr) {
+    pipeline = p ? std::move(p) : zoo_pipeline();
     if (!pipeline) return;
     o.port = 0;
     auto s = server::HttpServer::create(*pipeline, o);
@@ -372,16 +380,11 @@ TEST(Server, ParallelSequencesDecodeInOnePassAndEachEqualsPlainGeneration) {
 }
 
 TEST(Server, ParallelWithDraftersIsRefusedAsNotImplemented) {
-  auto pipeline = zoo_pipeline();
-  ASSERT_TRUE(pipeline);
-  Profile profile = pipeline->profile();
-  profile.speculative.enabled = true;
-  profile.drafters = {PluginChoice{"ngram", {}, "", {}}};
-  auto p = Pipeline::build(profile, 256);
-  ASSERT_TRUE(p) << p.status().message();
+  auto p = zoo_pipeline(with_ngram);
+  ASSERT_TRUE(p);
   server::ServerOptions o;
   o.parallel = 2;
-  auto s = server::HttpServer::create(**p, o);
+  auto s = server::HttpServer::create(*p, o);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.status().message(),
             "--parallel 2 with speculative decoding: the drafters run one sequence; use --parallel 1, or --no-draft for "
@@ -391,30 +394,17 @@ TEST(Server, ParallelWithDraftersIsRefusedAsNotImplemented) {
 // With the profile's drafters the server speculates per request: the same text as plain greedy
 // generation, the request's tokens per round in its answer, the drafters in /metrics.
 TEST(Server, SpeculativeDecodingUnderTheServerIsLossless) {
-  auto plain = zoo_pipeline();
-  ASSERT_TRUE(plain);
-  Profile profile = plain->profile();
-  profile.speculative.enabled = true;
-  profile.drafters = {PluginChoice{"ngram", {}, "", {}}};
-  auto p = Pipeline::build(profile, 256);
-  ASSERT_TRUE(p) << p.status().message();
-  server::ServerOptions o;
-  o.port = 0;
-  auto s = server::HttpServer::create(**p, o);
-  ASSERT_TRUE(s) << s.status().message();
-  auto port = (*s)->bind();
-  ASSERT_TRUE(port);
-  std::thread t([&] { (*s)->serve(); });
-  httplib::Client c("127.0.0.1", *port);
+  Running srv({}, zoo_pipeline(with_ngram));
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
   const std::string prompt = "    def __init__(self, name):\n        self.name = name\n    def __init__(self";
   const json r = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 64}, {"temperature", 0}}, 200);
-  EXPECT_EQ(r["choices"][0]["text"], plain_greedy(*plain, prompt, 64));
+  // plain_greedy runs Session::generate without the drafters: plain decoding.
+  EXPECT_EQ(r["choices"][0]["text"], plain_greedy(*srv.pipeline, prompt, 64));
   EXPECT_GT(r["graft"]["tokens_per_round"].get<double>(), 1.0) << r;
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("graft_speculative_accepted_total{drafter=\"ngram\"}"), std::string::npos);
-  (*s)->stop();
-  t.join();
 }
 
 // The agent-loop case: a request whose prompt extends what a sequence already holds (the last
@@ -562,26 +552,15 @@ TEST(ServerChat, TheModelFilesOwnTemplateIsUsed) {
                       "{% if add_generation_prompt %}[assistant]{% endif %}");
   with_template(bad, "{% for m in messages %}");
   for (const auto& [path, ok] : {std::pair{good, true}, std::pair{bad, false}}) {
-    Profile profile = Profile::builtin();
-    profile.model = path;
-    profile.context = kContext;
-    profile.threads = 1;
-    auto p = Pipeline::build(profile, 256);
-    ASSERT_TRUE(p) << p.status().message();
-    server::ServerOptions o;
-    o.port = 0;
-    auto s = server::HttpServer::create(**p, o);
-    ASSERT_TRUE(s) << s.status().message();
-    auto port = (*s)->bind();
-    ASSERT_TRUE(port);
-    std::thread t([&] { (*s)->serve(); });
-    httplib::Client c("127.0.0.1", *port);
+    Running srv({}, zoo_pipeline({}, path));
+    ASSERT_GT(srv.port, 0);
+    auto c = srv.client();
     const json body = {{"messages", json::array({{{"role", "user"}, {"content", "def f(x):"}}})},
                        {"max_tokens", 12},
                        {"temperature", 0}};
     if (ok) {
       const json r = post(c, "/v1/chat/completions", body, 200);
-      EXPECT_EQ(r["choices"][0]["message"]["content"], plain_greedy_rendered(**p, "[user]def f(x):[assistant]", 12));
+      EXPECT_EQ(r["choices"][0]["message"]["content"], plain_greedy_rendered(*srv.pipeline, "[user]def f(x):[assistant]", 12));
       EXPECT_EQ(json::parse(c.Get("/props")->body)["chat_template"], "the model file (tokenizer.chat_template)");
     } else {
       const json r = post(c, "/v1/chat/completions", body, 500);
@@ -589,8 +568,6 @@ TEST(ServerChat, TheModelFilesOwnTemplateIsUsed) {
                 std::string::npos)
           << r;
     }
-    (*s)->stop();
-    t.join();
   }
   fs::remove_all(dir);
 }

@@ -31,6 +31,21 @@ class GreedyLossless : public ::testing::TestWithParam<Case> {};
 
 const std::vector<std::vector<std::string>> kConfigs = {{"ngram"}, {"mtp"}, {"ngram", "mtp"}};
 
+// The target over `ids` in a fresh session: every row's final hidden state after output_norm (what
+// the MTP head reads) and the last row's logits. False when the pass fails.
+bool normed_pass(const Pipeline& p, const std::vector<TokenId>& ids, ForwardOutput& out) {
+  auto s = p.new_session();
+  if (!s) return false;
+  const SequenceRows seq{&(*s)->kv(), static_cast<std::uint32_t>(ids.size()), 0, nullptr};
+  const std::uint32_t last = static_cast<std::uint32_t>(ids.size() - 1);
+  ForwardBatch batch;
+  batch.tokens = ids;
+  batch.sequences = std::span(&seq, 1);
+  batch.logit_rows = std::span(&last, 1);
+  batch.hidden_normed_output = true;
+  return (*s)->forward(batch, out).ok();
+}
+
 }  // namespace
 
 TEST_P(GreedyLossless, EveryDrafterConfigurationEqualsPlainGreedyOnEveryPrompt) {
@@ -172,17 +187,8 @@ TEST(MtpDrafter, ProposalsEqualThePyTorchFixtures) {
     ASSERT_TRUE(made) << made.status().message();
     auto mtp = std::move(*made);
     // The target over the context: its normed final hidden states, and its own next token.
-    auto s = p->new_session();
-    ASSERT_TRUE(s);
-    const SequenceRows seq{&(*s)->kv(), static_cast<std::uint32_t>(ids.size()), 0, nullptr};
-    const std::uint32_t last = static_cast<std::uint32_t>(ids.size() - 1);
-    ForwardBatch batch;
-    batch.tokens = ids;
-    batch.sequences = std::span(&seq, 1);
-    batch.logit_rows = std::span(&last, 1);
-    batch.hidden_normed_output = true;
     ForwardOutput out;
-    ASSERT_TRUE((*s)->forward(batch, out).ok());
+    ASSERT_TRUE(normed_pass(*p, ids, out));
     const auto argmax = static_cast<TokenId>(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
     ASSERT_EQ(argmax, next) << "graft's target picks the fixture's next token";
     std::vector<TokenId> context = ids;
@@ -250,17 +256,8 @@ TEST(MtpDrafter, QueuedEntriesEqualOneBeginAndAShortResumeWindowSkipsTheOldest) 
   const std::vector<TokenId> ids = tokenize(*p, corpus().front().second);
   ASSERT_GE(ids.size(), 60u);
   // The target over the context: its normed final hidden states, and its own next token.
-  auto s = p->new_session();
-  ASSERT_TRUE(s);
-  const SequenceRows seq{&(*s)->kv(), static_cast<std::uint32_t>(ids.size()), 0, nullptr};
-  const std::uint32_t last = static_cast<std::uint32_t>(ids.size() - 1);
-  ForwardBatch batch;
-  batch.tokens = ids;
-  batch.sequences = std::span(&seq, 1);
-  batch.logit_rows = std::span(&last, 1);
-  batch.hidden_normed_output = true;
   ForwardOutput out;
-  ASSERT_TRUE((*s)->forward(batch, out).ok());
+  ASSERT_TRUE(normed_pass(*p, ids, out));
   const auto E = static_cast<std::uint32_t>(out.hidden.size() / ids.size());
   std::vector<TokenId> context = ids;
   context.push_back(static_cast<TokenId>(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin()));
