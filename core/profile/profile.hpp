@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,9 @@ struct SamplingSettings {
   std::int64_t repeat_last_n = 64;
   double presence_penalty = 0.0;
   std::int64_t seed = -1;  // -1: random
+  // Added to a token's logit before anything else (OpenAI's logit_bias; a server request field,
+  // not a profile key): (token id, bias), ids outside the vocabulary ignored.
+  std::vector<std::pair<std::int32_t, float>> logit_bias;
 };
 
 struct SpeculativeSettings {

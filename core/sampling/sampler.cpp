@@ -156,9 +156,11 @@ void top_k_of(std::span<const float> logits, std::size_t k, std::vector<Candidat
 
 bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> history, std::vector<Candidate>& c,
                         std::vector<float>& p, std::vector<float>& work) const {
-  // 1. Penalties, on a copy of the logits. NaN can never win; +inf would make every softmax
+  // 1. Logit biases and penalties, on a copy of the logits. NaN can never win; +inf would make every softmax
   //    term NaN.
   work.assign(logits.begin(), logits.end());
+  for (const auto& [id, bias] : settings_.logit_bias)
+    if (id >= 0 && static_cast<std::size_t>(id) < work.size()) work[static_cast<std::size_t>(id)] += bias;
   apply_penalties(work, history, settings_);
   for (float& x : work) {
     if (std::isnan(x)) x = kNegInf;

@@ -1,5 +1,5 @@
 // An error a request gets back: the HTTP status and the body each API expects
-// (OpenAI: {"error": {"message", "type", "param", "code"}}).
+// (OpenAI: {"error": {"message", "type", "param", "code"}}; Anthropic: {"type": "error", "error": {...}}).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,6 +19,11 @@ struct ApiError {
               {"type", type},
               {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
               {"code", nullptr}}}};
+  }
+  // Anthropic's: {"type": "error", "error": {"type", "message"}}.
+  nlohmann::json anthropic_body() const {
+    const std::string t = type == "server_error" ? "api_error" : type;
+    return {{"type", "error"}, {"error", {{"type", t}, {"message", message}}}};
   }
 };
 

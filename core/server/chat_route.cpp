@@ -12,12 +12,15 @@
 namespace graft::server {
 
 // ChatML, as Qwen and many others write it; content is always a string here (chat_route
-// normalises text parts and null).
+// normalises text parts and null). Thinking switched off writes an empty thinking block, as
+// Qwen3's template does.
 const char* const kDefaultChatTemplate =
     "{%- for message in messages %}"
     "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
     "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}"
+    "{%- endif %}";
 
 namespace {
 
@@ -27,28 +30,45 @@ using ojson = nlohmann::ordered_json;
 class ChatShape final : public ResponseShape {
  public:
   ChatShape(std::string id, std::string model) : id_(std::move(id)), model_(std::move(model)) {}
-  json whole(const GenerationJob& job) const override {
+  json whole(const GenerationJob& job) override {
+    json message = {{"role", "assistant"}};
+    // OpenAI's content is null when the answer is only tool calls.
+    message["content"] = job.content.empty() && !job.tool_calls.empty() ? json(nullptr) : json(job.content);
+    if (!job.reasoning.empty()) message["reasoning_content"] = job.reasoning;
+    if (!job.tool_calls.empty()) {
+      message["tool_calls"] = json::array();
+      for (const AnswerEvent& c : job.tool_calls) message["tool_calls"].push_back(tool_call(c, false));
+    }
     json body = head("chat.completion");
-    body["choices"] = json::array({{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", job.text}}},
-                                    {"logprobs", nullptr},
-                                    {"finish_reason", openai_finish_reason(job.stats.stop)}}});
+    body["choices"] = json::array(
+        {{{"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", openai_finish_reason(job)}}});
     body["usage"] = usage(job);
     body["graft"] = graft_fields(job);
     return body;
   }
-  std::vector<json> opening() const override { return {chunk({{"role", "assistant"}, {"content", ""}}, nullptr)}; }
-  json piece(const std::string& text) const override { return chunk({{"content", text}}, nullptr); }
-  json last(const GenerationJob& job) const override {
-    json e = chunk(json::object(), openai_finish_reason(job.stats.stop));
-    e["graft"] = graft_fields(job);
-    return e;
+  void opening(std::vector<std::string>& out) override {
+    out.push_back(sse(chunk({{"role", "assistant"}, {"content", ""}}, nullptr)));
   }
-  json usage_event(const GenerationJob& job) const override {
-    json e = head("chat.completion.chunk");
-    e["choices"] = json::array();
-    e["usage"] = usage(job);
-    return e;
+  void event(const AnswerEvent& e, std::vector<std::string>& out) override {
+    switch (e.kind) {
+      case AnswerEvent::Kind::reasoning: out.push_back(sse(chunk({{"reasoning_content", e.text}}, nullptr))); break;
+      case AnswerEvent::Kind::content: out.push_back(sse(chunk({{"content", e.text}}, nullptr))); break;
+      case AnswerEvent::Kind::tool_call:
+        out.push_back(sse(chunk({{"tool_calls", json::array({tool_call(e, true)})}}, nullptr)));
+        break;
+    }
+  }
+  void closing(const GenerationJob& job, bool include_usage, std::vector<std::string>& out) override {
+    json e = chunk(json::object(), openai_finish_reason(job));
+    e["graft"] = graft_fields(job);
+    out.push_back(sse(e));
+    if (include_usage) {
+      json u = head("chat.completion.chunk");
+      u["choices"] = json::array();
+      u["usage"] = usage(job);
+      out.push_back(sse(u));
+    }
+    out.push_back("data: [DONE]\n\n");
   }
 
  private:
@@ -61,8 +81,18 @@ class ChatShape final : public ResponseShape {
         json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
     return e;
   }
+  // The n-th call of the answer (a stream's delta carries its index).
+  json tool_call(const AnswerEvent& c, bool streaming) {
+    const std::size_t n = streaming ? streamed_calls_++ : whole_calls_++;
+    json call = {{"id", fmt::format("call_{}_{}", id_, n)},
+                 {"type", "function"},
+                 {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
+    if (streaming) call["index"] = n;
+    return call;
+  }
   std::string id_, model_;
   std::time_t created_ = std::time(nullptr);
+  std::size_t streamed_calls_ = 0, whole_calls_ = 0;
 };
 
 // A message's content as the template sees it: a string (text parts joined; null -> "").
@@ -147,46 +177,63 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   ojson msgs;
   if (auto e = messages(j, body, msgs)) return send_error(res, *e);
   context["messages"] = msgs;
-  if (j.contains("tools") && !j["tools"].is_null()) {
+  const bool tools = j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty());
+  if (tools) {
     if (!j["tools"].is_array()) return send_error(res, bad_request("'tools' must be an array", "tools"));
     context["tools"] = body["tools"];
   }
   GenerationFields fields;
   if (auto e = parse_generation_fields(j, ctx.pipeline.profile().sampling, {"max_completion_tokens", "max_tokens"}, fields))
     return send_error(res, *e);
+  std::int64_t budget = -1;
+  if (auto it = j.find("thinking_budget_tokens"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < -1)
+      return send_error(res, bad_request("'thinking_budget_tokens' must be an integer >= -1 (-1: no limit)",
+                                         "thinking_budget_tokens"));
+    budget = it->get<std::int64_t>();
+  }
   std::string model = ctx.model_name;
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) return send_error(res, bad_request("'model' must be a string", "model"));
     model = j["model"].get<std::string>();
   }
-  const Tokenizer& tok = ctx.pipeline.tokenizer();
-  context["add_generation_prompt"] = true;
-  // Left out when the vocabulary has none (templates test `bos_token is defined`).
-  if (tok.bos() >= 0) context["bos_token"] = tok.token_text(tok.bos());
-  if (tok.eos() >= 0) context["eos_token"] = tok.token_text(tok.eos());
   // Template switches the request passes through (enable_thinking, ...): after graft's keys, so a
   // request can set them, but never the messages or tools.
+  bool thinking = true;
   if (j.contains("chat_template_kwargs") && !j["chat_template_kwargs"].is_null()) {
     if (!j["chat_template_kwargs"].is_object())
       return send_error(res, bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs"));
     for (const auto& [key, value] : j["chat_template_kwargs"].items())
       if (key != "messages" && key != "tools") context[key] = body["chat_template_kwargs"][key];
+    const json& kw = j["chat_template_kwargs"];
+    if (kw.contains("enable_thinking") && kw["enable_thinking"].is_boolean()) thinking = kw["enable_thinking"].get<bool>();
   }
+  auto job = std::make_shared<GenerationJob>();
+  if (auto e = chat_prompt(ctx, context, job->prompt)) return send_error(res, *e);
+  if (auto e = chat_thinking(ctx, budget, thinking, *job)) return send_error(res, *e);
+  job->parser.emplace(job->thinking && opens_thinking(job->prompt, *job->thinking), tools);
+  run_generation(ctx, res, job, fields, std::make_shared<ChatShape>(ctx.new_id("chatcmpl-"), model));
+}
+
+std::optional<ApiError> chat_prompt(ServerContext& ctx, nlohmann::ordered_json& context, std::vector<TokenId>& out) {
+  const Tokenizer& tok = ctx.pipeline.tokenizer();
+  if (!context.contains("add_generation_prompt")) context["add_generation_prompt"] = true;
+  // Left out when the vocabulary has none (templates test `bos_token is defined`).
+  if (tok.bos() >= 0 && !context.contains("bos_token")) context["bos_token"] = tok.token_text(tok.bos());
+  if (tok.eos() >= 0 && !context.contains("eos_token")) context["eos_token"] = tok.token_text(tok.eos());
   if (!ctx.chat_template)
-    return send_error(res, ApiError{500, "server_error", "the model's chat template does not parse: " + ctx.chat_template_error, {}});
+    return ApiError{500, "server_error", "the model's chat template does not parse: " + ctx.chat_template_error, {}};
   const chat::RenderResult rendered = ctx.chat_template->render(context);
-  if (!rendered.ok())
-    return send_error(res, bad_request("the chat template could not render these messages: " + rendered.error(), "messages"));
+  if (!rendered.ok()) return bad_request("the chat template could not render these messages: " + rendered.error(), "messages");
   TokenizeOptions opt;
   opt.add_special = false;  // as transformers' apply_chat_template: the template writes any BOS itself
   opt.parse_special = true;
   auto ids = tok.encode(rendered.text(), opt);
-  if (!ids) return send_error(res, bad_request("the rendered messages: " + ids.status().message(), "messages"));
-  auto job = std::make_shared<GenerationJob>();
-  job->prompt = std::move(*ids);
-  if (job->prompt.empty()) return send_error(res, bad_request("the rendered messages are empty", "messages"));
-  if (auto e = check_prompt_fits(ctx, job->prompt.size())) return send_error(res, *e);
-  run_generation(ctx, res, job, fields, std::make_shared<ChatShape>(ctx.new_id("chatcmpl-"), model));
+  if (!ids) return bad_request("the rendered messages: " + ids.status().message(), "messages");
+  if (ids->empty()) return bad_request("the rendered messages are empty", "messages");
+  if (auto e = check_prompt_fits(ctx, ids->size())) return e;
+  out = std::move(*ids);
+  return std::nullopt;
 }
 
 }  // namespace graft::server

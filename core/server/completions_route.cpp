@@ -17,23 +17,24 @@ using nlohmann::json;
 class CompletionShape final : public ResponseShape {
  public:
   CompletionShape(std::string id, std::string model) : id_(std::move(id)), model_(std::move(model)) {}
-  json whole(const GenerationJob& job) const override {
-    json body = chunk(job.text, openai_finish_reason(job.stats.stop));
+  json whole(const GenerationJob& job) override {
+    json body = chunk(job.text, openai_finish_reason(job));
     body["usage"] = usage(job);
     body["graft"] = graft_fields(job);
     return body;
   }
-  json piece(const std::string& text) const override { return chunk(text, nullptr); }
-  json last(const GenerationJob& job) const override {
-    json e = chunk("", openai_finish_reason(job.stats.stop));
+  void event(const AnswerEvent& e, std::vector<std::string>& out) override { out.push_back(sse(chunk(e.text, nullptr))); }
+  void closing(const GenerationJob& job, bool include_usage, std::vector<std::string>& out) override {
+    json e = chunk("", openai_finish_reason(job));
     e["graft"] = graft_fields(job);
-    return e;
-  }
-  json usage_event(const GenerationJob& job) const override {
-    json e = chunk("", nullptr);
-    e["choices"] = json::array();
-    e["usage"] = usage(job);
-    return e;
+    out.push_back(sse(e));
+    if (include_usage) {
+      json u = chunk("", nullptr);
+      u["choices"] = json::array();
+      u["usage"] = usage(job);
+      out.push_back(sse(u));
+    }
+    out.push_back("data: [DONE]\n\n");
   }
 
  private:

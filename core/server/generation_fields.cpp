@@ -76,8 +76,6 @@ std::optional<ApiError> unsupported(const json& j) {
     return bad_request("'echo' is not supported", "echo");
   if (is_set("logprobs")) return bad_request("'logprobs' is not supported", "logprobs");
   if (is_set("suffix")) return bad_request("'suffix' is not supported", "suffix");
-  if (is_set("logit_bias") && !(j["logit_bias"].is_object() && j["logit_bias"].empty()))
-    return bad_request("'logit_bias' is not supported", "logit_bias");
   if (is_set("frequency_penalty") && !(j["frequency_penalty"].is_number() && j["frequency_penalty"].get<double>() == 0))
     return bad_request("'frequency_penalty' is not supported (use presence_penalty or repeat_penalty)",
                        "frequency_penalty");
@@ -85,6 +83,28 @@ std::optional<ApiError> unsupported(const json& j) {
 }
 
 }  // namespace
+
+std::optional<ApiError> parse_logit_bias(const json& j, SamplingSettings& s) {
+  auto it = j.find("logit_bias");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return bad_request("'logit_bias' must be an object of token id -> bias", "logit_bias");
+  for (const auto& [key, value] : it->items()) {
+    // OpenAI's keys are token ids written as strings.
+    std::size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != key.size() || id < 0 || id > std::numeric_limits<std::int32_t>::max())
+      return bad_request(fmt::format("'logit_bias' key '{}' is not a token id", key), "logit_bias");
+    if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100))
+      return bad_request(fmt::format("'logit_bias' value for token {} must be a number in -100..100", key), "logit_bias");
+    s.logit_bias.emplace_back(static_cast<std::int32_t>(id), value.get<float>());
+  }
+  return std::nullopt;
+}
 
 std::optional<ApiError> parse_json_object(const std::string& body, json& out) {
   out = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -115,6 +135,7 @@ std::optional<ApiError> parse_generation_fields(const json& j, const SamplingSet
   if (auto e = number(j, "repeat_penalty", 0.01, 10, s.repeat_penalty)) return e;
   if (auto e = integer(j, "repeat_last_n", -1, std::numeric_limits<std::int32_t>::max(), s.repeat_last_n)) return e;
   if (auto e = integer(j, "seed", -1, std::numeric_limits<std::int64_t>::max(), s.seed)) return e;
+  if (auto e = parse_logit_bias(j, s)) return e;
   if (auto e = stop(j, r.stop)) return e;
   if (auto e = boolean(j, "stream", r.stream)) return e;
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {

@@ -27,6 +27,10 @@ std::optional<ApiError> parse_generation_fields(const nlohmann::json& j, const S
                                                 std::initializer_list<const char*> max_tokens_keys,
                                                 GenerationFields& out);
 
+// logit_bias ({"token id": bias in -100..100}) into s.logit_bias (ids checked against the
+// vocabulary by the route).
+std::optional<ApiError> parse_logit_bias(const nlohmann::json& j, SamplingSettings& s);
+
 // The body as a JSON object, or the error saying why not.
 std::optional<ApiError> parse_json_object(const std::string& body, nlohmann::json& out);
 

@@ -1,6 +1,7 @@
 // One request's generation, shared by the HTTP thread that waits on it and the worker that runs
-// it: the worker appends text pieces as tokens come and marks it finished; the HTTP side takes
-// the pieces (streaming) or waits for the end, and sets `cancelled` when its client has gone.
+// it: the worker appends text pieces as tokens come (split into reasoning, answer text and tool
+// calls for the chat routes) and marks it finished; the HTTP side takes the events (streaming) or
+// waits for the end, and sets `cancelled` when its client has gone.
 #pragma once
 
 #include <atomic>
@@ -8,10 +9,13 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/session.hpp"
+#include "server/answer_parser.hpp"
+#include "server/thinking_control.hpp"
 
 namespace graft::server {
 
@@ -19,6 +23,10 @@ struct GenerationJob {
   // Set by the HTTP side before submitting.
   std::vector<TokenId> prompt;
   GenerationOptions options;
+  // Chat routes: thinking under control (budget, forced close; null: none) and the text split into
+  // reasoning, content and tool calls (null: all of it is content).
+  std::optional<ThinkingSettings> thinking;
+  std::optional<AnswerParser> parser;
   std::atomic<bool> cancelled{false};
   // Whether a reader takes pieces as they come (a stream). Nobody is woken per token (on 2 cores a
   // wake per token took a quarter of the decode speed): a stream's reader looks every
@@ -29,15 +37,19 @@ struct GenerationJob {
   // Written by the worker under `m`.
   std::mutex m;
   std::condition_variable cv;
-  std::deque<std::string> pieces;  // text not yet taken by a stream
-  std::string text;                // all text so far
+  std::deque<AnswerEvent> events;  // not yet taken by a stream
+  std::string text;                // all text so far, as generated
+  std::string content, reasoning;  // the text apart (without a parser: content == text)
+  std::vector<AnswerEvent> tool_calls;
+  std::uint32_t reasoning_tokens = 0;
+  ThinkingControl::Closed thinking_closed = ThinkingControl::Closed::no;
   std::uint32_t generated = 0;
   bool finished = false;
   Status status;
   GenerationStats stats;
   double tokens_per_round = 0;  // speculative rounds of this request (0: plain decoding)
-  std::uint32_t cached_tokens = 0;
-  std::vector<std::uint32_t> shifted_at;  // the sequence's length at each context shift  // prompt tokens whose KV a previous request left (not prefilled again)
+  std::uint32_t cached_tokens = 0;        // prompt tokens whose KV a previous request left (not prefilled again)
+  std::vector<std::uint32_t> shifted_at;  // the sequence's length at each context shift
 
   // Worker side.
   void push(std::string_view piece, bool token) {
@@ -45,7 +57,9 @@ struct GenerationJob {
     if (token) ++generated;
     if (piece.empty()) return;
     text.append(piece);
-    if (streaming) pieces.emplace_back(piece);
+    if (!parser) return add(AnswerEvent{AnswerEvent::Kind::content, std::string(piece), {}, {}});
+    parser->push(piece, scratch_);
+    take_scratch();
   }
   // The TokenFn of the job's generation: the token's text in, false once the client has gone.
   bool token(std::string_view text) {
@@ -54,6 +68,10 @@ struct GenerationJob {
   }
   void finish(Status st, const GenerationStats& s, double tpr) {
     std::lock_guard lock(m);
+    if (parser) {
+      parser->finish(scratch_);
+      take_scratch();
+    }
     status = std::move(st);
     stats = s;
     tokens_per_round = tpr;
@@ -63,17 +81,32 @@ struct GenerationJob {
   // HTTP side: waits until there are pieces (looking every kStreamPoll) or the job is over; moves
   // the pieces into `out`.
   // Returns false when the job is over and nothing is left.
-  bool take(std::deque<std::string>& out) {
+  bool take(std::deque<AnswerEvent>& out) {
     std::unique_lock lock(m);
-    while (pieces.empty() && !finished) cv.wait_for(lock, kStreamPoll);
-    out.swap(pieces);
-    pieces.clear();
+    while (events.empty() && !finished) cv.wait_for(lock, kStreamPoll);
+    out.swap(events);
+    events.clear();
     return !out.empty() || !finished;
   }
   void wait() {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return finished; });
   }
+
+ private:
+  void add(AnswerEvent e) {
+    switch (e.kind) {
+      case AnswerEvent::Kind::content: content += e.text; break;
+      case AnswerEvent::Kind::reasoning: reasoning += e.text; break;
+      case AnswerEvent::Kind::tool_call: tool_calls.push_back(e); break;
+    }
+    if (streaming) events.push_back(std::move(e));
+  }
+  void take_scratch() {
+    for (AnswerEvent& e : scratch_) add(std::move(e));
+    scratch_.clear();
+  }
+  std::vector<AnswerEvent> scratch_;
 };
 
 }  // namespace graft::server

@@ -123,12 +123,18 @@ void GenerationQueue::run() {
 void GenerationQueue::finish(Slot& slot, Status st) {
   GenerationJob& job = *slot.job;
   if (slot.text) job.push(slot.text->finish(), false);  // the text held back for stop strings
+  if (slot.thinking) {
+    std::lock_guard lock(job.m);
+    job.reasoning_tokens = slot.thinking->reasoning_tokens();
+    job.thinking_closed = slot.thinking->forced();
+  }
   if (slot.stats.generated_tokens > 1) slot.stats.decode_seconds = seconds(Clock::now() - slot.decoding);
   if (st.ok()) metrics_.generation(slot.stats, job.cached_tokens);
   job.finish(std::move(st), slot.stats, 0);
   slot.job.reset();
   slot.sampler.reset();
   slot.text.reset();
+  slot.thinking.reset();
   update_kv_metric();
   std::lock_guard lock(m_);
   --active_;
@@ -176,6 +182,7 @@ void GenerationQueue::step() {
     slot.job->cached_tokens = static_cast<std::uint32_t>(keep);
     slot.sampler.emplace(slot.job->options.sampling);
     slot.text.emplace(tok, slot.job->options.stop);
+    if (slot.job->thinking) slot.thinking.emplace(*slot.job->thinking, opens_thinking(slot.job->prompt, *slot.job->thinking));
     slot.stats = GenerationStats{};
     slot.stats.prompt_tokens = static_cast<std::uint32_t>(slot.job->prompt.size());
     slot.prompt_at = keep;
@@ -241,7 +248,8 @@ void GenerationQueue::step() {
     }
     // As Session::generate: sample from the last token's logits over the history, emit, and stop
     // when the emitted token ends it or no slot is left for the next.
-    const TokenId id = slot.sampler->sample(slot.session->logits(), slot.session->tokens());
+    TokenId id = slot.sampler->sample(slot.session->logits(), slot.session->tokens());
+    if (slot.thinking) id = slot.thinking->next(id, tok.is_eog(id));  // a forced end of thinking replaces it
     const bool go_on = emit_token(id, tok, *slot.text, job.options.max_tokens,
                                   [&](TokenId, std::string_view text) { return job.token(text); }, slot.stats);
     const bool full = slot.session->room() == 0 && !threshold;  // with shifting it shifts instead
@@ -256,19 +264,76 @@ void GenerationQueue::step() {
 
 void GenerationQueue::run_speculative(GenerationJob& job) {
   Session& session = *slots_.front().session;
+  const Tokenizer& tok = pipeline_.tokenizer();
   const SpeculativeStats before = decoder_->stats();
-  GenerationStats stats;
-  Status st = session.generate(
-      job.prompt, job.options, [&](TokenId, std::string_view text) { return job.token(text); }, stats,
-      decoder_.get());
-  job.push(session.tail(), false);  // the text held back for stop strings
+  std::optional<ThinkingControl> thinking;
+  if (job.thinking) thinking.emplace(*job.thinking, opens_thinking(job.prompt, *job.thinking));
+  // A forced end of thinking cannot be handed to the decoder in the middle of its step: the
+  // generation stops before it, and starts again over the sequence so far plus the close (one
+  // more prefill for each forced close).
+  std::vector<TokenId> sequence = job.prompt;
+  GenerationOptions options = job.options;
+  GenerationStats total;
+  total.prompt_tokens = static_cast<std::uint32_t>(job.prompt.size());
+  Status st;
+  for (bool first = true;; first = false) {
+    std::vector<TokenId> forced;
+    GenerationStats stats;
+    if (thinking && thinking->spent()) {
+      forced = thinking->close_now(ThinkingControl::Closed::budget);
+    } else {
+      bool budget_stop = false;
+      st = session.generate(
+          sequence, options,
+          [&](TokenId id, std::string_view text) {
+            sequence.push_back(id);
+            if (thinking) thinking->next(id, false);  // ends of sequence never come here
+            if (!job.token(text)) return false;
+            budget_stop = thinking && thinking->spent();
+            return !budget_stop;
+          },
+          stats, decoder_.get());
+      job.push(session.tail(), false);  // the text held back for stop strings
+      if (first) total.prefill_seconds = stats.prefill_seconds;
+      total.decode_seconds += stats.decode_seconds;
+      total.generated_tokens += stats.generated_tokens;
+      total.stop = stats.stop;
+      if (!st.ok()) break;
+      if (budget_stop) {
+        forced = thinking->close_now(ThinkingControl::Closed::budget);
+      } else if (stats.stop == FinishReason::eog && thinking && thinking->in_thinking() && thinking->answer_after_eos()) {
+        --total.generated_tokens;  // the end of sequence is replaced by the close
+        forced = thinking->close_now(ThinkingControl::Closed::end_of_sequence);
+      }
+    }
+    if (forced.empty()) break;
+    for (TokenId id : forced) job.push(tok.decode({id}), true);
+    total.generated_tokens += static_cast<std::uint32_t>(forced.size());
+    sequence.insert(sequence.end(), forced.begin(), forced.end());
+    if (options.max_tokens >= 0) {
+      options.max_tokens = std::max<std::int64_t>(0, job.options.max_tokens - total.generated_tokens);
+      if (options.max_tokens == 0) {
+        total.stop = FinishReason::length;
+        break;
+      }
+    }
+    if (sequence.size() + 1 >= session.capacity()) {
+      total.stop = FinishReason::context_full;
+      break;
+    }
+  }
+  if (thinking) {
+    std::lock_guard lock(job.m);
+    job.reasoning_tokens = thinking->reasoning_tokens();
+    job.thinking_closed = thinking->forced();
+  }
   const SpeculativeStats& after = decoder_->stats();
   const std::uint64_t rounds = after.rounds - before.rounds;
   const double tpr = rounds ? double(after.emitted - before.emitted) / double(rounds) : 0;
   metrics_.speculative(after);
-  if (st.ok()) metrics_.generation(stats, 0);
+  if (st.ok()) metrics_.generation(total, 0);
   update_kv_metric();
-  job.finish(std::move(st), stats, tpr);
+  job.finish(std::move(st), total, tpr);
 }
 
 }  // namespace graft::server

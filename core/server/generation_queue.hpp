@@ -18,6 +18,7 @@
 #include "engine/pipeline.hpp"
 #include "server/generation_job.hpp"
 #include "server/server_metrics.hpp"
+#include "server/thinking_control.hpp"
 #include "speculative/speculative_decoder.hpp"
 
 namespace graft::server {
@@ -46,6 +47,7 @@ class GenerationQueue {
     std::shared_ptr<GenerationJob> job;  // null: free
     std::optional<Sampler> sampler;
     std::optional<TextStream> text;
+    std::optional<ThinkingControl> thinking;
     GenerationStats stats;
     std::size_t prompt_at = 0;  // prompt tokens appended so far
     TokenId pending = 0;        // sampled and emitted, not yet appended

@@ -20,8 +20,6 @@ const char* stop_reason(FinishReason r) {
   return "unknown";
 }
 
-std::string sse(const json& j) { return "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"; }
-
 ApiError generation_error(const Status& st) {
   if (st.code() == Errc::unsupported) return ApiError{503, "server_error", st.message(), {}};
   return ApiError{500, "server_error", st.message(), {}};
@@ -29,15 +27,28 @@ ApiError generation_error(const Status& st) {
 
 }  // namespace
 
-const char* openai_finish_reason(FinishReason r) {
-  return r == FinishReason::eog || r == FinishReason::stop ? "stop" : "length";
+std::string sse(const json& j, const char* name) {
+  std::string out = name ? fmt::format("event: {}\n", name) : std::string();
+  return out + "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+void ResponseShape::error(const ApiError& e, std::vector<std::string>& out) {
+  out.push_back(sse(e.openai_body()));
+  out.push_back("data: [DONE]\n\n");
+}
+
+const char* openai_finish_reason(const GenerationJob& job) {
+  const FinishReason r = job.stats.stop;
+  if (r != FinishReason::eog && r != FinishReason::stop) return "length";
+  return job.tool_calls.empty() ? "stop" : "tool_calls";
 }
 
 json usage(const GenerationJob& job) {
   return {{"prompt_tokens", job.stats.prompt_tokens},
           {"completion_tokens", job.stats.generated_tokens},
           {"total_tokens", job.stats.prompt_tokens + job.stats.generated_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", job.cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", job.cached_tokens}}},
+          {"completion_tokens_details", {{"reasoning_tokens", job.reasoning_tokens}}}};
 }
 
 json graft_fields(const GenerationJob& job) {
@@ -47,6 +58,11 @@ json graft_fields(const GenerationJob& job) {
             {"decode_tokens_per_second", job.stats.decode_tps()}};
   if (job.tokens_per_round > 0) g["tokens_per_round"] = job.tokens_per_round;
   if (!job.shifted_at.empty()) g["context_shifts"] = job.shifted_at;  // the sequence's length at each
+  if (job.thinking) {
+    g["reasoning_tokens"] = job.reasoning_tokens;
+    // "budget" or "end_of_sequence": graft closed the thinking and the model answered after it.
+    if (job.thinking_closed != ThinkingControl::Closed::no) g["thinking_forced_closed"] = closed_name(job.thinking_closed);
+  }
   return g;
 }
 
@@ -62,8 +78,35 @@ std::optional<ApiError> check_prompt_fits(const ServerContext& ctx, std::size_t 
                      "prompt");
 }
 
+std::optional<ApiError> check_logit_bias(const ServerContext& ctx, const SamplingSettings& s) {
+  const std::size_t n_vocab = ctx.pipeline.tokenizer().n_vocab();
+  for (const auto& [id, bias] : s.logit_bias)
+    if (id < 0 || static_cast<std::size_t>(id) >= n_vocab)
+      return bad_request(fmt::format("'logit_bias' names token {}, outside the vocabulary (0..{})", id, n_vocab - 1),
+                         "logit_bias");
+  return std::nullopt;
+}
+
+std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t budget, bool enabled, GenerationJob& job) {
+  ThinkingSettings t = thinking_tokens(ctx.pipeline.tokenizer());
+  if (t.open < 0) {
+    if (budget >= 0)
+      return bad_request("this model's vocabulary has no <think> and </think> tokens: a thinking budget cannot apply",
+                         "thinking_budget_tokens");
+    return std::nullopt;
+  }
+  t.budget = budget >= 0 ? budget : ctx.options.reasoning_budget;
+  // Thinking off: the template was told (enable_thinking=false); a model that opens a thinking
+  // block anyway has it closed at once.
+  if (!enabled) t.budget = 0;
+  t.answer_after_eos = ctx.options.answer_after_eos_in_thinking;
+  job.thinking = std::move(t);
+  return std::nullopt;
+}
+
 void run_generation(ServerContext& ctx, httplib::Response& res, std::shared_ptr<GenerationJob> job,
-                    const GenerationFields& f, std::shared_ptr<const ResponseShape> shape) {
+                    const GenerationFields& f, std::shared_ptr<ResponseShape> shape) {
+  if (auto e = check_logit_bias(ctx, f.sampling)) return send_error(res, *e);
   job->options.max_tokens = f.max_tokens ? *f.max_tokens : ctx.pipeline.profile().max_tokens;
   job->options.sampling = f.sampling;
   job->options.stop = f.stop;
@@ -80,24 +123,28 @@ void run_generation(ServerContext& ctx, httplib::Response& res, std::shared_ptr<
   res.set_chunked_content_provider(
       "text/event-stream",
       [job, shape, include_usage](std::size_t, httplib::DataSink& sink) {
-        auto write = [&](const std::string& s) {
-          if (sink.write(s.data(), s.size())) return true;
-          job->cancelled = true;  // the client went away: the worker stops at its next token
-          return false;
+        std::vector<std::string> out;
+        auto flush = [&] {
+          for (const std::string& s : out)
+            if (!sink.write(s.data(), s.size())) {
+              job->cancelled = true;  // the client went away: the worker stops at its next token
+              return false;
+            }
+          out.clear();
+          return true;
         };
-        for (const json& e : shape->opening())
-          if (!write(sse(e))) return false;
-        std::deque<std::string> pieces;
-        while (job->take(pieces))
-          for (const std::string& p : pieces)
-            if (!write(sse(shape->piece(p)))) return false;
-        if (!job->status.ok()) {
-          if (!write(sse(generation_error(job->status).openai_body()))) return false;
-        } else {
-          if (!write(sse(shape->last(*job)))) return false;
-          if (include_usage && !write(sse(shape->usage_event(*job)))) return false;
+        shape->opening(out);
+        if (!flush()) return false;
+        std::deque<AnswerEvent> events;
+        while (job->take(events)) {
+          for (const AnswerEvent& e : events) shape->event(e, out);
+          if (!flush()) return false;
         }
-        if (!write("data: [DONE]\n\n")) return false;
+        if (!job->status.ok())
+          shape->error(generation_error(job->status), out);
+        else
+          shape->closing(*job, include_usage, out);
+        if (!flush()) return false;
         sink.done();
         return true;
       },

@@ -19,9 +19,16 @@ namespace graft::server {
 
 using nlohmann::json;
 
+namespace {
+// Per request (handler and logger run on the same httplib thread): whether it is Anthropic's API,
+// whose errors have their own shape.
+thread_local bool t_anthropic = false;
+}  // namespace
+
 void send_error(httplib::Response& res, const ApiError& error) {
   res.status = error.status;
-  res.set_content(error.openai_body().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  const json body = t_anthropic ? error.anthropic_body() : error.openai_body();
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 struct HttpServer::Impl {
@@ -47,7 +54,7 @@ thread_local std::chrono::steady_clock::time_point t_start;
 // The route a path counts under in the metrics: the known ones, else "other" (no unbounded labels).
 std::string route_of(const std::string& path) {
   for (const char* r : {"/health", "/metrics", "/props", "/v1/models", "/v1/completions", "/v1/chat/completions",
-                        "/v1/messages", "/"})
+                        "/v1/messages", "/v1/messages/count_tokens", "/"})
     if (path == r) return path;
   return "other";
 }
@@ -91,6 +98,7 @@ void HttpServer::Impl::routes() {
   });
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_start = std::chrono::steady_clock::now();
+    t_anthropic = req.path.rfind("/v1/messages", 0) == 0;
     if (ctx.options.api_key.empty() || req.path == "/health" || authorized(req, ctx.options.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError{401, "authentication_error",
@@ -148,6 +156,8 @@ void HttpServer::Impl::routes() {
         {"default_max_tokens", p.max_tokens},
         {"context_shift_at", ctx.options.context_shift_at},
         {"chat_template", ctx.chat_template_origin},
+        {"reasoning_budget", ctx.options.reasoning_budget},
+        {"thinking_eos", ctx.options.answer_after_eos_in_thinking ? "answer" : "stop"},
         {"context_keep", ctx.options.context_keep}};
     res.set_content(body.dump(), "application/json");
   });
@@ -156,16 +166,11 @@ void HttpServer::Impl::routes() {
   });
   http.Post("/v1/completions",
             [this](const httplib::Request& req, httplib::Response& res) { handle_completions(ctx, req, res); });
-  auto not_yet = [](const char* what) {
-    return [what](const httplib::Request&, httplib::Response& res) {
-      send_error(res, ApiError{501, "not_implemented_error",
-                               fmt::format("{} is not implemented yet", what),
-                               {}});
-    };
-  };
   http.Post("/v1/chat/completions",
             [this](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(ctx, req, res); });
-  http.Post("/v1/messages", not_yet("POST /v1/messages"));
+  http.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) { handle_messages(ctx, req, res); });
+  http.Post("/v1/messages/count_tokens",
+            [this](const httplib::Request& req, httplib::Response& res) { handle_count_tokens(ctx, req, res); });
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

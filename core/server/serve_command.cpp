@@ -31,7 +31,13 @@ int cmd_serve(const Args& args) {
       "context-shift-at", po::value<double>()->value_name("F")->default_value(0.85, "0.85"),
       "the fraction of the real per-request context at which a context shift fires, in (0, 1)")(
       "context-keep", po::value<std::int64_t>()->value_name("N")->default_value(0),
-      "tokens at the start a context shift keeps (a system prompt)");
+      "tokens at the start a context shift keeps (a system prompt)")(
+      "reasoning-budget", po::value<std::int64_t>()->value_name("N")->default_value(-1),
+      "reasoning tokens a chat request may spend inside <think> before graft closes the block and the answer "
+      "follows (-1: no limit; a request's thinking_budget_tokens / thinking.budget_tokens wins)")(
+      "thinking-eos", po::value<std::string>()->value_name("MODE")->default_value("answer"),
+      "when the model ends its sequence inside <think>: 'answer' closes the thinking and generates the answer, "
+      "'stop' ends the request there");
   int exit_code = 0;
   auto parsed = parse_command("serve", args, desc, exit_code);
   if (!parsed) return exit_code;
@@ -73,6 +79,18 @@ int cmd_serve(const Args& args) {
   }
   if (vm.count("context-shift")) o.context_shift_at = shift_at;
   o.context_keep = static_cast<std::uint32_t>(keep);
+  o.reasoning_budget = vm["reasoning-budget"].as<std::int64_t>();
+  if (o.reasoning_budget < -1) {
+    std::fprintf(stderr, "graft serve: command line: --reasoning-budget: %lld is out of range: must be >= -1\n",
+                 static_cast<long long>(o.reasoning_budget));
+    return 2;
+  }
+  const std::string eos_mode = vm["thinking-eos"].as<std::string>();
+  if (eos_mode != "answer" && eos_mode != "stop") {
+    std::fprintf(stderr, "graft serve: command line: --thinking-eos: '%s' must be answer or stop\n", eos_mode.c_str());
+    return 2;
+  }
+  o.answer_after_eos_in_thinking = eos_mode == "answer";
   if (vm.count("request-log")) o.request_log = vm["request-log"].as<std::string>();
   // SIGINT/SIGTERM reach one thread that stops the server (every thread made later inherits the mask).
   sigset_t stop_signals;

@@ -4,10 +4,14 @@
 #include <atomic>
 #include <ctime>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "chat_template/chat_template.hpp"
 #include "engine/pipeline.hpp"
+#include "server/api_error.hpp"
 #include "server/generation_queue.hpp"
 #include "server/server_metrics.hpp"
 #include "server/server_options.hpp"
@@ -37,13 +41,20 @@ struct ServerContext {
   std::string new_id(const char* prefix) { return prefix + std::to_string(next_id++); }
 };
 
-// Sends `error` as the OpenAI-style JSON body with its status.
-void send_error(httplib::Response& res, const struct ApiError& error);
+// Sends `error` with its status, as the JSON body of the request's API (Anthropic's for
+// /v1/messages, else OpenAI's).
+void send_error(httplib::Response& res, const ApiError& error);
 
 // POST /v1/completions (completions_route.cpp).
 void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // POST /v1/chat/completions (chat_route.cpp).
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/messages and /v1/messages/count_tokens: Anthropic's Messages API (messages_route.cpp).
+void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_count_tokens(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// The chat template's `context` (messages, tools, switches) rendered with the model's template and
+// tokenized into `out`, checked against the context (chat_route.cpp).
+std::optional<ApiError> chat_prompt(ServerContext& ctx, nlohmann::ordered_json& context, std::vector<TokenId>& out);
 // The template a model file without tokenizer.chat_template gets (ChatML; docs/serve.md).
 extern const char* const kDefaultChatTemplate;
 

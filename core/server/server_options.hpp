@@ -19,6 +19,11 @@ struct ServerOptions {
   // 0: off (a request ends with finish_reason length, stop_reason context_full).
   double context_shift_at = 0;
   std::uint32_t context_keep = 0;
+  // Thinking (chat routes): reasoning tokens a request may spend before graft closes its thinking
+  // block (-1: no limit; a request's own budget wins), and whether an end of sequence inside
+  // thinking is replaced by the close so that the answer follows.
+  std::int64_t reasoning_budget = -1;
+  bool answer_after_eos_in_thinking = true;
 };
 
 }  // namespace graft::server

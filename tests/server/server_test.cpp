@@ -129,9 +129,11 @@ TEST(Server, HealthModelsPropsAndUnknownRoutes) {
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 404);
   EXPECT_EQ(json::parse(none->body)["error"]["message"], "no route GET /v1/nothing");
-  const json anthropic = post(c, "/v1/messages", {{"messages", json::array()}}, 501);
-  EXPECT_EQ(anthropic["error"]["type"], "not_implemented_error");
-  EXPECT_EQ(anthropic["error"]["message"], "POST /v1/messages is not implemented yet");
+  // Anthropic's route answers errors in Anthropic's shape.
+  const json anthropic = post(c, "/v1/messages", {{"messages", json::array()}}, 400);
+  EXPECT_EQ(anthropic["type"], "error");
+  EXPECT_EQ(anthropic["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(anthropic["error"]["message"], "'max_tokens' is required: an integer >= 1");
 }
 
 TEST(Server, CompletionIsPlainGreedyGenerationAndStreamingGivesTheSameText) {

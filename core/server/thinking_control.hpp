@@ -1,0 +1,62 @@
+// Thinking as the request wants it, token by token: counts the reasoning tokens a sequence emits
+// inside <think> ... </think>, and when the budget is spent, or the model ends its sequence while
+// still thinking ("stops inside its thinking and never answers"), replaces the sampled token with
+// a forced close ("</think>\n\n") so the answer follows. The text side (reasoning_content apart
+// from content) is AnswerParser's.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "tokenizer/tokenizer.hpp"
+
+namespace graft::server {
+
+struct ThinkingSettings {
+  TokenId open = -1, close = -1;  // the vocabulary's <think> and </think> (-1: none; no control)
+  std::vector<TokenId> close_text;  // what a forced close emits, starting with `close`
+  std::int64_t budget = -1;         // reasoning tokens allowed; -1: no limit
+  bool answer_after_eos = true;     // an end of sequence inside thinking forces the close
+};
+
+// The vocabulary's <think> / </think> and "</think>\n\n" as tokens; open == -1 when it has none.
+ThinkingSettings thinking_tokens(const Tokenizer& tok);
+
+// Whether `prompt` leaves a thinking block open (its last <think> after its last </think>): the
+// templates that start the answer with "<think>\n" for the model.
+bool opens_thinking(std::span<const TokenId> prompt, const ThinkingSettings& s);
+
+class ThinkingControl {
+ public:
+  ThinkingControl(ThinkingSettings s, bool in_thinking) : s_(std::move(s)), in_thinking_(in_thinking) {}
+
+  enum class Closed { no, budget, end_of_sequence };
+  // The token to emit for the `sampled` one (`eog`: it ends the sequence): itself, or the next
+  // token of a forced close.
+  TokenId next(TokenId sampled, bool eog);
+  // The rest of a forced close next() started, taken at once (observed as emitted): for a decoder
+  // that cannot be handed tokens one at a time.
+  std::vector<TokenId> take_forced();
+  // For a decoder stopped between tokens: whether the budget is spent inside thinking, and the
+  // close forced now (observed as emitted).
+  bool spent() const { return in_thinking_ && s_.budget >= 0 && reasoning_ >= static_cast<std::uint64_t>(s_.budget); }
+  bool answer_after_eos() const { return s_.open >= 0 && s_.answer_after_eos; }
+  std::vector<TokenId> close_now(Closed why);
+  bool in_thinking() const { return in_thinking_; }
+  std::uint32_t reasoning_tokens() const { return reasoning_; }
+  Closed forced() const { return forced_; }  // why the last forced close came, if one did
+
+ private:
+  void observe(TokenId id);
+  ThinkingSettings s_;
+  bool in_thinking_ = false;
+  std::uint32_t reasoning_ = 0;
+  std::deque<TokenId> pending_;  // the rest of a forced close
+  Closed forced_ = Closed::no;
+};
+
+const char* closed_name(ThinkingControl::Closed c);
+
+}  // namespace graft::server
