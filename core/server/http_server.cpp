@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "server/api_error.hpp"
+#include "server/chat_page.hpp"
 #include "server/server_context.hpp"
 #include "speculative/drafters.hpp"
 
@@ -91,7 +92,8 @@ void HttpServer::Impl::routes() {
   });
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_start = std::chrono::steady_clock::now();
-    if (ctx.options.api_key.empty() || req.path == "/health" || authorized(req, ctx.options.api_key))
+    if (ctx.options.api_key.empty() || req.path == "/health" || is_chat_page_request(req) ||
+        authorized(req, ctx.options.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError{401, "authentication_error",
                              "missing or wrong API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'", {}});
@@ -166,6 +168,7 @@ void HttpServer::Impl::routes() {
   http.Post("/v1/chat/completions",
             [this](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(ctx, req, res); });
   http.Post("/v1/messages", not_yet("POST /v1/messages"));
+  register_chat_page(http);  // GET / and its files (chat_page.hpp), without the API key
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
