@@ -71,7 +71,7 @@ let browser;
 process.on('exit', () => server && !server.exited && server.proc.kill('SIGKILL'));  // even on a crash
 
 before(async () => {
-  server = await startServer(['--api-key', API_KEY]);
+  server = await startServer(['--api-key', API_KEY, '-c', '4096']);  // room for an answer long enough to stop
   browser = await puppeteer.launch({
     executablePath: chromium,
     headless: true,
@@ -83,6 +83,14 @@ after(async () => {
   if (browser) await browser.close();
   await stopServer(server);
 });
+
+// Types into a field under Settings (opened if folded), replacing what it held; Tab fires 'change'.
+async function setSetting(page, selector, value) {
+  await page.$eval('#settings', (d) => { d.open = true; });
+  await page.$eval(selector, (e) => { e.value = ''; });
+  await page.type(selector, value);
+  await page.keyboard.press('Tab');
+}
 
 const text = (page, selector) => page.$eval(selector, (e) => e.textContent);
 const visible = (page, selector) => page.$eval(selector, (e) => !e.hidden && e.offsetParent !== null);
@@ -155,18 +163,16 @@ async function chat(page) {
   assert.match(await text(page, '#error'), /401/);
 
   // With the key typed in Settings, the header fills from GET /props.
-  await page.click('#settings summary');
-  await page.type('#api-key', API_KEY);
-  await page.keyboard.press('Tab');  // 'change': saved, /props fetched again
+  await setSetting(page, '#api-key', API_KEY);  // 'change': saved, /props fetched again
   await page.waitForFunction(() => document.getElementById('props').dataset.loaded === 'true', { timeout: 10_000 });
   assert.equal(await text(page, '[data-testid=prop-model]'), 'zoo-qwen3-4x256');
   assert.equal(await text(page, '[data-testid=prop-profile]'), 'built-in defaults');
-  assert.match(await text(page, '[data-testid=prop-context]'), /^\d+ tokens per request/);
+  assert.equal(await text(page, '[data-testid=prop-context]'), '4096 tokens per request');
   assert.equal(await visible(page, '#error'), false);
   assert.equal(await page.evaluate(() => localStorage.getItem('graft.chat.api-key')), API_KEY);
 
   // A request the server refuses: its error message in the page, the question back in the box.
-  await page.type('#max-tokens', '-1');
+  await setSetting(page, '#max-tokens', '-1');
   await page.type('#input', 'hello');
   await page.click('#send');
   await page.waitForFunction(() => !document.getElementById('error').hidden, { timeout: 20_000 });
@@ -174,9 +180,10 @@ async function chat(page) {
   assert.equal(await page.$eval('#input', (e) => e.value), 'hello');
   assert.equal((await page.$$('[data-testid=msg-user]')).length, 0);
 
-  // A real answer, streamed from the zoo model.
-  await page.$eval('#max-tokens', (e) => { e.value = ''; });
-  await page.type('#max-tokens', '48');
+  // A real answer, streamed from the zoo model: greedy (temperature 0), so that every run gets the
+  // same answers (the one to be stopped below must not end on its own first).
+  await setSetting(page, '#temperature', '0');
+  await setSetting(page, '#max-tokens', '48');
   await page.$eval('#input', (e) => { e.value = ''; });
   await page.type('#input', 'Tell me about graft.');
   await page.keyboard.press('Enter');
@@ -201,11 +208,12 @@ async function chat(page) {
   assert.deepEqual(first.body.stream_options, { include_usage: true });
   assert.deepEqual(first.body.chat_template_kwargs, { enable_thinking: true });
   assert.equal(first.body.max_tokens, 48);
+  assert.equal(first.body.temperature, 0);
   assert.deepEqual(first.body.messages, [{ role: 'user', content: 'Tell me about graft.' }]);
 
   // A second turn (answered by the canned stream): the whole conversation goes, the thinking shows
   // folded above the answer, and graft's figures include tokens_per_round.
-  await page.type('#thinking-budget', '64');
+  await setSetting(page, '#thinking-budget', '64');
   cannedNext = true;
   await page.type('#input', 'Where does this page come from?');
   await page.click('#send');
@@ -227,11 +235,34 @@ async function chat(page) {
   await page.click(`${last} [data-testid=thinking] summary`);
   assert.equal(await page.$eval(`${last} [data-testid=thinking]`, (e) => e.open), true);
 
-  await page.click('#settings summary');  // folded again for the picture
+  await page.$eval('#settings', (d) => { d.open = false; });  // folded for the picture
   mkdirSync(artifacts, { recursive: true });
   const shot = join(artifacts, 'chat_page.png');
   await page.screenshot({ path: shot });
   console.log(`screenshot: ${shot}`);
+
+  // Stop: a long answer aborted after its first words; the partial answer stays in the
+  // conversation, and the server (which cancels the job when the stream goes) answers the next one.
+  await setSetting(page, '#max-tokens', '4000');
+  await page.type('#input', 'Go on at length.');
+  await page.click('#send');
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid=msg-assistant]:last-of-type [data-testid=answer]').textContent.length > 20,
+    { timeout: 20_000 },
+  );
+  assert.equal(await visible(page, '#stop'), true, 'the answer to be stopped ended on its own');
+  await page.click('#stop');
+  await page.waitForFunction(() => document.getElementById('composer').dataset.busy === 'false', { timeout: 10_000 });
+  assert.equal(await text(page, `${last} [data-testid=stat-stopped]`), 'stopped');
+  assert.equal(await page.$$eval(`${last} [data-testid=stat-decode]`, (e) => e.length), 0);
+  assert.equal(await visible(page, '#error'), false);
+  await setSetting(page, '#max-tokens', '8');
+  await page.type('#input', 'And briefly?');
+  await page.click('#send');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=stat-decode]').length === 3, { timeout: 30_000 });
+  const afterStop = chatBodies.at(-1).body.messages;
+  assert.equal(afterStop.length, 7);
+  assert.ok(afterStop[5].content.length > 20, 'the stopped answer is part of the conversation');
 
   assert.deepEqual(foreign, [], `requests to other origins: ${foreign.join(', ')}`);
   assert.ok(requests.some((r) => r.startsWith('GET ') && r.endsWith('/chat.js')), requests.join('\n'));

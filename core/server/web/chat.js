@@ -146,15 +146,20 @@ function addAssistantMessage() {
   const summary = element('summary', null, 'Thinking…');  // 'Thinking' once the answer is done
   const thinkingText = element('div', 'thinking-text');
   thinkingText.dataset.testid = 'thinking-text';
+  // Text grows by appendData on one text node each: no re-parse of all that came before.
+  const thinkingNode = document.createTextNode('');
+  thinkingText.append(thinkingNode);
   thinking.append(summary, thinkingText);
   const answer = element('div', 'answer');
   answer.dataset.testid = 'answer';
+  const answerNode = document.createTextNode('');
+  answer.append(answerNode);
   bubble.append(thinking, answer);
   const stats = element('div', 'stats');
   stats.dataset.testid = 'stats';
   msg.append(element('div', 'role', 'graft'), bubble, stats);
   follow(() => ui.conversation.append(msg));
-  return { msg, thinking, summary, thinkingText, answer, stats };
+  return { msg, thinking, summary, thinkingNode, answerNode, stats };
 }
 
 // One figure under an answer: <span data-testid="stat-NAME" data-value="...">text</span>.
@@ -287,22 +292,36 @@ async function send(text) {
   let firstTokenAt = 0;
   let failed = false;
 
-  const append = ([thinking, answer]) =>
+  // Chunks can come faster than a page can lay text out: they are parsed as they come, and the
+  // text and live figure go to the page once per frame.
+  const unshown = { thinking: '', answer: '' };
+  let lastTokenAt = 0;
+  let frame = 0;
+  const render = () => {
+    frame = 0;
     follow(() => {
-      if (thinking) {
+      if (unshown.thinking) {
         view.thinking.hidden = false;
-        view.thinkingText.textContent += thinking;
+        view.thinkingNode.appendData(unshown.thinking);
       }
-      if (answer) {
-        answerText += answer;
-        view.answer.textContent += answer;
+      if (unshown.answer) view.answerNode.appendData(unshown.answer);
+      unshown.thinking = unshown.answer = '';
+      if (tokens > 0) {
+        const seconds = (lastTokenAt - firstTokenAt) / 1000;
+        const rate = tokens > 1 && seconds > 0 ? (tokens - 1) / seconds : 0;
+        stat(view, 'live', `${tokens} tokens · ${fixed(rate)} tok/s`, rate, 'live');
       }
     });
-
-  const liveRate = () => {
-    const seconds = (performance.now() - firstTokenAt) / 1000;
-    const rate = tokens > 1 && seconds > 0 ? (tokens - 1) / seconds : 0;
-    stat(view, 'live', `${tokens} tokens · ${fixed(rate)} tok/s`, rate, 'live');
+  };
+  const renderNow = () => {
+    if (frame) cancelAnimationFrame(frame);
+    render();
+  };
+  const append = ([thinking, answer]) => {
+    unshown.thinking += thinking;
+    unshown.answer += answer;
+    answerText += answer;
+    if (!frame) frame = requestAnimationFrame(render);
   };
 
   controller = new AbortController();
@@ -326,14 +345,15 @@ async function send(text) {
         const reasoning = delta.reasoning_content || '';
         const content = delta.content || '';
         if (reasoning || content) {
-          if (tokens === 0) firstTokenAt = performance.now();
+          lastTokenAt = performance.now();
+          if (tokens === 0) firstTokenAt = lastTokenAt;
           tokens += 1;
           if (reasoning) append([reasoning, '']);
           if (content) append(splitter.push(content));
-          liveRate();
         }
         if (choice.finish_reason) {
           append(splitter.flush());
+          renderNow();
           showFinal(view, choice.finish_reason, event.graft || {});
         }
       }
@@ -351,6 +371,7 @@ async function send(text) {
     controller = null;
     setBusy(false);
     append(splitter.flush());
+    renderNow();
     const live = view.stats.querySelector('[data-testid="stat-live"]');
     if (firstTokenAt === 0) live?.remove();  // no token came
     else live?.classList.remove('live');     // as seen here; graft's own figures follow it
