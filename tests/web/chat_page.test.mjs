@@ -235,6 +235,19 @@ async function chat(page) {
   await page.click(`${last} [data-testid=thinking] summary`);
   assert.equal(await page.$eval(`${last} [data-testid=thinking]`, (e) => e.open), true);
 
+  // Thinking inline in the answer (<think>...</think>, tags split across chunks) is split out too.
+  const split = await page.evaluate(() => {
+    const run = (pieces) => {
+      const s = new ThinkSplitter();
+      const out = ['', ''];
+      for (const p of [...pieces.map((x) => s.push(x)), s.flush()]) { out[0] += p[0]; out[1] += p[1]; }
+      return out;
+    };
+    return [run(['<th', 'ink>', 'Hmm, ', 'fine.</th', 'ink>\n\n', 'The answer.']), run(['\n', 'No <think> here.']),
+            run(['<think>', 'cut off'])];
+  });
+  assert.deepEqual(split, [['Hmm, fine.', 'The answer.'], ['', '\nNo <think> here.'], ['cut off', '']]);
+
   await page.$eval('#settings', (d) => { d.open = false; });  // folded for the picture
   mkdirSync(artifacts, { recursive: true });
   const shot = join(artifacts, 'chat_page.png');
