@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "server/api_error.hpp"
+#include "server/chat_page.hpp"
 #include "server/server_context.hpp"
 #include "speculative/drafters.hpp"
 
@@ -99,7 +100,8 @@ void HttpServer::Impl::routes() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_start = std::chrono::steady_clock::now();
     t_anthropic = req.path.rfind("/v1/messages", 0) == 0;
-    if (ctx.options.api_key.empty() || req.path == "/health" || authorized(req, ctx.options.api_key))
+    if (ctx.options.api_key.empty() || req.path == "/health" || is_chat_page_request(req) ||
+        authorized(req, ctx.options.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError{401, "authentication_error",
                              "missing or wrong API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'", {}});
@@ -171,6 +173,7 @@ void HttpServer::Impl::routes() {
   http.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) { handle_messages(ctx, req, res); });
   http.Post("/v1/messages/count_tokens",
             [this](const httplib::Request& req, httplib::Response& res) { handle_count_tokens(ctx, req, res); });
+  register_chat_page(http);  // GET / and its files (chat_page.hpp), without the API key
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
