@@ -46,7 +46,8 @@ export async function startServer({ model, apiKey, args = [], startTimeoutMs = 6
   let output = '';
   let exited = null;
   const exitPromise = new Promise((resolve) => {
-    child.on('exit', (code, signal) => {
+    // close, not exit: it comes after stdout and stderr are read to their end.
+    child.on('close', (code, signal) => {
       exited = { code, signal };
       running.delete(child);
       resolve(exited);
