@@ -6,9 +6,11 @@
 import assert from 'node:assert/strict';
 import { scriptedInfo } from './server.mjs';
 
-export const REASONING = ' Let me think. The user asks about weather. I should answer. Done.';
+// The reasoning tokens' text; the APIs return it without the whitespace that frames the block.
+export const REASONING_TEXT = ' Let me think. The user asks about weather. I should answer. Done.';
+export const REASONING = REASONING_TEXT.trim();
 export const REASONING_TOKENS = 4;
-export const REASONING_BUDGET_2 = ' Let me think. The user asks about weather.';
+export const REASONING_BUDGET_2 = 'Let me think. The user asks about weather.';
 export const ANSWER = 'It is sunny in Paris.';
 export const TOOL_ARGUMENTS = { city: 'Paris' };
 export const QUESTION = 'What is the weather in Paris?';
@@ -16,7 +18,7 @@ export const QUESTION = 'What is the weather in Paris?';
 // scripted.json read once; its texts must be the ones above (the fixture and these tests agree).
 export function loadScripted() {
   const info = scriptedInfo();
-  assert.equal(info.texts?.reasoning, REASONING, 'scripted.json texts.reasoning');
+  assert.equal(info.texts?.reasoning, REASONING_TEXT, 'scripted.json texts.reasoning');
   assert.equal(info.texts?.answer, ANSWER, 'scripted.json texts.answer');
   const toolCallId = info.tokens?.['<tool_call>'];
   assert.equal(typeof toolCallId, 'number', 'scripted.json tokens["<tool_call>"]');
