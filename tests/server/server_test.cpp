@@ -17,6 +17,7 @@
 #include "engine/pipeline.hpp"
 #include "gguf/gguf_file.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "scripted_model.hpp"
 #include "server/http_server.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -640,4 +641,93 @@ TEST(ServerRobustness, FiftyClientsWithHangUpsAndBadBodiesLeaveTheServerIdle) {
   EXPECT_EQ(thread_count(), idle_threads) << "threads left behind";
   const json after = post(c, "/v1/completions", {{"prompt", "z"}, {"max_tokens", 3}}, 200);
   EXPECT_EQ(after["usage"]["completion_tokens"], 3);
+}
+
+// Thinking under control is the same on every decoding path: plain, batched with another
+// sequence, and speculative (where a forced close restarts the generation over the sequence so
+// far): the reasoning, the answer and the reasoning-token count are the scripted model's, for no
+// budget (its end of sequence inside thinking is replaced by the close), budgets of 0 and 2, and
+// thinking switched off; on both APIs.
+TEST(ServerThinking, BudgetsAndAnEndOfSequenceInsideThinkingGiveTheAnswerOnEveryDecodingPath) {
+  const fs::path dir = fs::temp_directory_path() / ("graft-thinking-test-" + std::to_string(::getpid()));
+  const fs::path model = dir / "scripted.gguf";
+  ASSERT_TRUE(scripted::write_scripted_model(kTarget, model).ok());
+  const std::string reasoning(scripted::kReasoning.substr(1)), answer(scripted::kAnswer);
+  const std::string two = " Let me think. The user asks about weather.";
+  struct Case {
+    json extra;             // request fields
+    std::string reasoning;  // what reasoning_content must be
+    std::uint32_t reasoning_tokens;
+    const char* forced;  // graft.thinking_forced_closed
+  };
+  const std::vector<Case> cases = {
+      {json::object(), reasoning, 4, "end_of_sequence"},
+      {{{"thinking_budget_tokens", 2}}, two.substr(1), 2, "budget"},
+      {{{"thinking_budget_tokens", 0}}, "", 0, "budget"},
+      {{{"chat_template_kwargs", {{"enable_thinking", false}}}}, "", 0, nullptr},
+  };
+  server::ServerOptions two_seq;
+  two_seq.parallel = 2;
+  for (const auto& [name, options, edit] :
+       std::vector<std::tuple<std::string, server::ServerOptions, std::function<void(Profile&)>>>{
+           {"plain", {}, {}}, {"parallel 2", two_seq, {}}, {"ngram", {}, with_ngram}}) {
+    Running srv(options, zoo_pipeline(edit, model));
+    ASSERT_GT(srv.port, 0);
+    auto c = srv.client();
+    for (const Case& k : cases) {
+      json body = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}})},
+                   {"max_tokens", 40},
+                   {"temperature", 0}};
+      body.update(k.extra);
+      const json r = post(c, "/v1/chat/completions", body, 200);
+      const json& m = r["choices"][0]["message"];
+      EXPECT_EQ(m.value("reasoning_content", ""), k.reasoning) << name << " " << body;
+      EXPECT_EQ(m["content"], answer) << name << " " << body;
+      EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << name;
+      EXPECT_EQ(r["usage"]["completion_tokens_details"]["reasoning_tokens"], k.reasoning_tokens) << name << " " << body;
+      if (k.forced)
+        EXPECT_EQ(r["graft"]["thinking_forced_closed"], k.forced) << name << " " << body;
+      else
+        EXPECT_FALSE(r["graft"].contains("thinking_forced_closed")) << name << " " << r;
+    }
+    // Anthropic's budget, and its thinking switch.
+    const json a = post(c, "/v1/messages",
+                        {{"max_tokens", 40},
+                         {"messages", json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}})},
+                         {"thinking", {{"type", "enabled"}, {"budget_tokens", 2}}}},
+                        200);
+    ASSERT_EQ(a["content"].size(), 2u) << a;
+    EXPECT_EQ(a["content"][0]["thinking"], two.substr(1)) << name;
+    EXPECT_EQ(a["content"][1]["text"], answer) << name;
+    EXPECT_EQ(a["stop_reason"], "end_turn");
+    const json off = post(c, "/v1/messages",
+                          {{"max_tokens", 40},
+                           {"messages", json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}})},
+                           {"thinking", {{"type", "disabled"}}}},
+                          200);
+    ASSERT_EQ(off["content"].size(), 1u) << off;
+    EXPECT_EQ(off["content"][0]["type"], "text");
+    EXPECT_EQ(off["content"][0]["text"], answer);
+  }
+  // --thinking-eos stop: the end of sequence inside thinking ends the request, with no answer.
+  server::ServerOptions stop_at_eos;
+  stop_at_eos.answer_after_eos_in_thinking = false;
+  Running srv(stop_at_eos, zoo_pipeline({}, model));
+  auto c = srv.client();
+  const json r = post(c, "/v1/chat/completions",
+                      {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"max_tokens", 40}, {"temperature", 0}},
+                      200);
+  EXPECT_EQ(r["choices"][0]["message"]["reasoning_content"], reasoning);
+  EXPECT_EQ(r["choices"][0]["message"]["content"], "");
+  EXPECT_EQ(r["graft"]["stop_reason"], "end_of_sequence");
+  fs::remove_all(dir);
+}
+
+TEST(ServerThinking, AThinkingBudgetOfTheWrongTypeIsRefusedByName) {
+  Running srv;
+  auto c = srv.client();
+  const json r = post(c, "/v1/chat/completions",
+                      {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"thinking_budget_tokens", "x"}},
+                      400);
+  EXPECT_EQ(r["error"]["param"], "thinking_budget_tokens");
 }
