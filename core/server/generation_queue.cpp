@@ -283,16 +283,18 @@ void GenerationQueue::run_speculative(GenerationJob& job) {
       forced = thinking->close_now(ThinkingControl::Closed::budget);
     } else {
       bool budget_stop = false;
+      std::vector<TokenId> emitted;  // apart from `sequence`, which generate() reads as its prompt
       st = session.generate(
           sequence, options,
           [&](TokenId id, std::string_view text) {
-            sequence.push_back(id);
+            emitted.push_back(id);
             if (thinking) thinking->next(id, false);  // ends of sequence never come here
             if (!job.token(text)) return false;
             budget_stop = thinking && thinking->spent();
             return !budget_stop;
           },
           stats, decoder_.get());
+      sequence.insert(sequence.end(), emitted.begin(), emitted.end());
       job.push(session.tail(), false);  // the text held back for stop strings
       if (first) total.prefill_seconds = stats.prefill_seconds;
       total.decode_seconds += stats.decode_seconds;

@@ -87,12 +87,13 @@ std::optional<ApiError> check_logit_bias(const ServerContext& ctx, const Samplin
   return std::nullopt;
 }
 
-std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t budget, bool enabled, GenerationJob& job) {
+std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t budget, bool enabled, GenerationJob& job,
+                                     const char* budget_field) {
   ThinkingSettings t = thinking_tokens(ctx.pipeline.tokenizer());
   if (t.open < 0) {
     if (budget >= 0)
       return bad_request("this model's vocabulary has no <think> and </think> tokens: a thinking budget cannot apply",
-                         "thinking_budget_tokens");
+                         budget_field);
     return std::nullopt;
   }
   t.budget = budget >= 0 ? budget : ctx.options.reasoning_budget;

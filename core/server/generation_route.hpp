@@ -51,6 +51,7 @@ std::optional<ApiError> check_logit_bias(const ServerContext& ctx, const Samplin
 // Thinking for a chat request: the server's defaults (--reasoning-budget, --thinking-eos) with
 // the request's budget (< 0: none given) and switch; nullopt when the vocabulary has no
 // <think>/</think> tokens (the error when a budget was asked for then).
-std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t budget, bool enabled, GenerationJob& job);
+std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t budget, bool enabled, GenerationJob& job,
+                                     const char* budget_field);
 
 }  // namespace graft::server

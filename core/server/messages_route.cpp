@@ -310,7 +310,7 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = prompt_context(body, context, thinking, budget, has_tools)) return send_error(res, *e);
   auto job = std::make_shared<GenerationJob>();
   if (auto e = chat_prompt(ctx, context, job->prompt)) return send_error(res, *e);
-  if (auto e = chat_thinking(ctx, budget, thinking, *job)) return send_error(res, *e);
+  if (auto e = chat_thinking(ctx, budget, thinking, *job, "thinking.budget_tokens")) return send_error(res, *e);
   job->parser.emplace(job->thinking && opens_thinking(job->prompt, *job->thinking), has_tools);
   const std::size_t prompt_tokens = job->prompt.size();
   run_generation(ctx, res, job, fields,
