@@ -731,3 +731,64 @@ TEST(ServerThinking, AThinkingBudgetOfTheWrongTypeIsRefusedByName) {
                       400);
   EXPECT_EQ(r["error"]["param"], "thinking_budget_tokens");
 }
+
+// Anthropic's route: count_tokens counts what /v1/messages would prefill (its usage agrees), and
+// what graft does not read is refused by name, in Anthropic's error shape.
+TEST(ServerAnthropic, CountTokensAgreesWithUsageAndUnreadBlocksAreRefusedByName) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  const json msgs = json::array({{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "def f(x):"}}})}}});
+  const json count = post(c, "/v1/messages/count_tokens", {{"messages", msgs}, {"system", "Be brief."}}, 200);
+  const json r = post(c, "/v1/messages", {{"messages", msgs}, {"system", "Be brief."}, {"max_tokens", 4}, {"temperature", 0}}, 200);
+  EXPECT_GT(count["input_tokens"].get<int>(), 0);
+  EXPECT_EQ(count["input_tokens"], r["usage"]["input_tokens"].get<int>() + r["usage"]["cache_read_input_tokens"].get<int>());
+  EXPECT_EQ(r["stop_reason"], "max_tokens");
+  EXPECT_EQ(r["usage"]["output_tokens"], 4);
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"max_tokens", 4},
+        {"messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "image"}, {"source", json::object()}}})}}})}},
+       "'messages[0].content[0]' is a 'image' block in a user message: graft reads text, thinking, tool_use (assistant) "
+       "and tool_result (user) blocks"},
+      {{{"max_tokens", 4}, {"messages", msgs}, {"tool_choice", {{"type", "any"}}}},
+       "'tool_choice' type 'any' is not supported (auto or none)"},
+      {{{"max_tokens", 0}, {"messages", msgs}}, "'max_tokens' must be at least 1"},
+      {{{"max_tokens", 4}, {"messages", msgs}, {"thinking", {{"type", "enabled"}}}},
+       "'thinking.budget_tokens' must be an integer >= 0"},
+      {{{"max_tokens", 4}, {"messages", json::array({{{"role", "system"}, {"content", "x"}}})}},
+       "'messages[0].role' must be \"user\" or \"assistant\""},
+  };
+  for (const auto& [body, message] : bad) {
+    const json e = post(c, "/v1/messages", body, 400);
+    EXPECT_EQ(e["type"], "error") << body;
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error") << body;
+    EXPECT_EQ(e["error"]["message"], message) << body;
+  }
+}
+
+// logit_bias moves the greedy choice; ids outside the vocabulary and malformed entries are refused.
+TEST(Server, LogitBiasMovesTheChoiceAndBadEntriesAreRefused) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  const std::string prompt = "def f(x):";
+  const std::string plain = plain_greedy(*srv.pipeline, prompt, 1);
+  TokenizeOptions opt;
+  opt.parse_special = true;
+  // Push one ordinary token that is not the greedy choice far up: it must be the answer.
+  const TokenId forced = (*srv.pipeline->tokenizer().encode(" banana", opt)).front();
+  const json r = post(c, "/v1/completions",
+                      {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"logit_bias", {{std::to_string(forced), 100}}}},
+                      200);
+  EXPECT_NE(r["choices"][0]["text"], plain);
+  EXPECT_EQ(r["choices"][0]["text"], srv.pipeline->tokenizer().decode({forced}));
+  for (const auto& [bias, message] : std::vector<std::pair<json, std::string>>{
+           {{{"99999", 1}}, "'logit_bias' names token 99999, outside the vocabulary (0..4095)"},
+           {{{"x", 1}}, "'logit_bias' key 'x' is not a token id"},
+           {{{"5", 101}}, "'logit_bias' value for token 5 must be a number in -100..100"},
+           {json::array(), "'logit_bias' must be an object of token id -> bias"}}) {
+    const json e = post(c, "/v1/completions", {{"prompt", prompt}, {"logit_bias", bias}}, 400);
+    EXPECT_EQ(e["error"]["message"], message);
+    EXPECT_EQ(e["error"]["param"], "logit_bias");
+  }
+}
