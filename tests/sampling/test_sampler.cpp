@@ -66,6 +66,29 @@ TEST(Sampler, GreedyAppliesPenaltiesFirst) {
   EXPECT_EQ(sampler.sample(logits, history), 1) << "2 / 2 = 1 < 1.5";
 }
 
+// logit_bias is added before the penalties, in sample() and distribution() alike (speculative
+// verification draws from distribution()); ids outside the vocabulary are ignored.
+TEST(Sampler, LogitBiasIsAddedBeforeThePenalties) {
+  SamplingSettings s = plain();
+  s.temperature = 0;
+  s.repeat_penalty = 2.0;
+  s.logit_bias = {{1, 1.0f}, {7, 50.0f}, {-3, 50.0f}};
+  Sampler greedy(s);
+  const std::vector<float> logits = {2.0f, 1.5f, 0.0f};
+  EXPECT_EQ(greedy.sample(logits, {}), 1) << "1.5 + 1 = 2.5 > 2";
+  // Penalised after the bias: (1.5 + 1) / 2 = 1.25 < 2.
+  const std::vector<TokenId> history = {1};
+  EXPECT_EQ(greedy.sample(logits, history), 0);
+  s.temperature = 1;
+  s.repeat_penalty = 1;
+  s.logit_bias = {{2, std::log(4.0f)}};
+  Sampler soft(s);
+  const std::vector<float> even = {0.0f, 0.0f, 0.0f};
+  const auto dist = soft.distribution(even, {});
+  EXPECT_NEAR(dist[2], 4.0 / 6.0, 1e-6);
+  EXPECT_NEAR(dist[0], 1.0 / 6.0, 1e-6);
+}
+
 TEST(Sampler, PenaltyValuesAreExact) {
   SamplingSettings s = plain();
   s.repeat_penalty = 2.0;
