@@ -13,6 +13,7 @@
 
 #include "server/api_error.hpp"
 #include "server/chat_page.hpp"
+#include "server/client_connection.hpp"
 #include "server/server_context.hpp"
 #include "speculative/drafters.hpp"
 
@@ -40,6 +41,7 @@ struct HttpServer::Impl {
   std::FILE* log = nullptr;
   bool own_log = false;
   int listen_fd = -1;  // the listening socket, to raise cpp-httplib's backlog of 5
+  Endpoint listening;  // its address, to find the connections at stop()
   ~Impl() {
     if (own_log && log) std::fclose(log);
   }
@@ -100,6 +102,7 @@ void HttpServer::Impl::routes() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_start = std::chrono::steady_clock::now();
     t_anthropic = req.path.rfind("/v1/messages", 0) == 0;
+    set_current_request(req);  // a whole answer's wait watches this request's client
     if (ctx.options.api_key.empty() || req.path == "/health" || is_chat_page_request(req) ||
         authorized(req, ctx.options.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -243,12 +246,20 @@ Expected<int> HttpServer::bind() {
   if (port < 0) return Status(Errc::io_error, fmt::format("cannot listen on {}:{} (in use, or not an address here)", o.host, o.port));
   // cpp-httplib 0.11 (Debian's build) listens with a backlog of 5: a burst of clients then waits
   // a second for TCP's SYN retry, or fails. Listening again on the bound socket raises it.
-  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
+  if (impl_->listen_fd >= 0) {
+    ::listen(impl_->listen_fd, SOMAXCONN);
+    impl_->listening = local_endpoint(impl_->listen_fd);
+  }
   return port;
 }
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }
 
-void HttpServer::stop() { impl_->http.stop(); }
+void HttpServer::stop() {
+  impl_->http.stop();
+  // cpp-httplib 0.11's connection threads wait out an idle keep-alive connection (5 s) before they
+  // see the server stopped, and serve() joins them: end those waits now.
+  stop_reading_connections(impl_->listening);
+}
 
 }  // namespace graft::server
