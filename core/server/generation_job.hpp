@@ -92,6 +92,11 @@ struct GenerationJob {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return finished; });
   }
+  // Waits at most `d`; whether the job is over (a whole answer's waiter looks at its client between).
+  bool wait_for(std::chrono::milliseconds d) {
+    std::unique_lock lock(m);
+    return cv.wait_for(lock, d, [&] { return finished; });
+  }
 
  private:
   void add(AnswerEvent e) {

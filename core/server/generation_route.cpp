@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "server/client_connection.hpp"
+
 namespace graft::server {
 
 using nlohmann::json;
@@ -114,7 +116,7 @@ void run_generation(ServerContext& ctx, httplib::Response& res, std::shared_ptr<
   job->streaming = f.stream;
   ctx.queue->submit(job);
   if (!f.stream) {
-    job->wait();
+    wait_watching_client(*job);  // cancels the job if its client goes away (client_connection.hpp)
     if (!job->status.ok()) return send_error(res, generation_error(job->status));
     res.set_content(shape->whole(*job).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     return;

@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -13,6 +14,7 @@
 
 #include "server/api_error.hpp"
 #include "server/chat_page.hpp"
+#include "server/client_connection.hpp"
 #include "server/server_context.hpp"
 #include "speculative/drafters.hpp"
 
@@ -100,6 +102,7 @@ void HttpServer::Impl::routes() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_start = std::chrono::steady_clock::now();
     t_anthropic = req.path.rfind("/v1/messages", 0) == 0;
+    set_current_request(req);  // a whole answer's wait watches this request's client
     if (ctx.options.api_key.empty() || req.path == "/health" || is_chat_page_request(req) ||
         authorized(req, ctx.options.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -183,6 +186,11 @@ HttpServer::~HttpServer() {
 }
 
 Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, const ServerOptions& options) {
+  // Request bodies (up to --max-body-mib) are large and short-lived, on many connection threads:
+  // glibc raises its mmap threshold after the first large free, so later bodies land in the
+  // threads' arenas and their pages stay with the process. A fixed threshold keeps every large
+  // block mmapped and handed back when freed, so memory returns to idle after a burst.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
   auto impl = std::make_unique<Impl>(pipeline, options);
   ServerContext& ctx = impl->ctx;
   ctx.model_name = pipeline.profile().model.stem().string();
@@ -249,6 +257,8 @@ Expected<int> HttpServer::bind() {
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }
 
+// cpp-httplib 0.11's connection threads finish what they answer, and wait out a keep-alive
+// connection idling (at most its 5 s timeout) before serve() returns.
 void HttpServer::stop() { impl_->http.stop(); }
 
 }  // namespace graft::server

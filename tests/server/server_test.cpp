@@ -19,91 +19,19 @@
 #include "gguf/gguf_writer.hpp"
 #include "scripted_model.hpp"
 #include "server/http_server.hpp"
+#include "server/server_test_util.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 using namespace graft;
 using nlohmann::json;
+using namespace graft::server_test;
 
 namespace {
-
-const fs::path kTarget = fs::path(GRAFT_SOURCE_DIR) / "models" / "zoo-qwen3-4x256.gguf";
-constexpr std::uint32_t kContext = 256;
-
-// The zoo target (or `model`), with `edit` applied to the profile (drafters, ...).
-std::unique_ptr<Pipeline> zoo_pipeline(const std::function<void(Profile&)>& edit = {}, const fs::path& model = kTarget) {
-  Profile profile = Profile::builtin();
-  profile.model = model;
-  profile.context = kContext;
-  profile.threads = 1;  // ctest runs two tests at once on two cores
-  if (edit) edit(profile);
-  auto p = Pipeline::build(profile, 256);
-  EXPECT_TRUE(p) << p.status().message();
-  return p ? std::move(*p) : nullptr;
-}
 
 void with_ngram(Profile& profile) {
   profile.speculative.enabled = true;
   profile.drafters = {PluginChoice{"ngram", {}, "", {}}};
-}
-
-// A server on a free loopback port for one test, over `p` (default: the zoo pipeline).
-struct Running {
-  std::unique_ptr<Pipeline> pipeline;
-  std::unique_ptr<server::HttpServer> server;
-  std::thread thread;
-  int port = 0;
-  explicit Running(server::ServerOptions o = {}, std::unique_ptr<Pipeline> p = nullptr) {
-    pipeline = p ? std::move(p) : zoo_pipeline();
-    if (!pipeline) return;
-    o.port = 0;
-    auto s = server::HttpServer::create(*pipeline, o);
-    EXPECT_TRUE(s) << s.status().message();
-    if (!s) return;
-    server = std::move(*s);
-    auto bound = server->bind();
-    EXPECT_TRUE(bound) << bound.status().message();
-    if (!bound) return;
-    port = *bound;
-    thread = std::thread([this] { server->serve(); });
-  }
-  ~Running() {
-    if (thread.joinable()) {
-      server->stop();
-      thread.join();
-    }
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(60, 0);
-    return c;
-  }
-};
-
-json post(httplib::Client& c, const std::string& path, const json& body, int want_status) {
-  auto r = c.Post(path.c_str(), body.dump(), "application/json");
-  EXPECT_TRUE(r) << path << ": no response";
-  if (!r) return {};
-  EXPECT_EQ(r->status, want_status) << r->body;
-  return json::parse(r->body, nullptr, false);
-}
-
-// The greedy continuation plain generation gives for `prompt`: with the vocabulary's BOS as
-// /v1/completions tokenizes, or (add_bos false) as the chat route tokenizes a rendered template.
-std::string plain_greedy(const Pipeline& p, const std::string& prompt, std::int64_t n, bool add_bos = true) {
-  TokenizeOptions opt;
-  opt.add_special = add_bos;
-  opt.parse_special = true;
-  auto ids = p.tokenizer().encode(prompt, opt);
-  EXPECT_TRUE(ids);
-  auto s = p.new_session();
-  EXPECT_TRUE(s);
-  GenerationOptions g;
-  g.max_tokens = n;
-  g.sampling.temperature = 0;
-  GenerationStats stats;
-  EXPECT_TRUE((*s)->generate(*ids, g, [](TokenId, std::string_view) { return true; }, stats).ok());
-  return (*s)->text();
 }
 
 }  // namespace
@@ -333,13 +261,6 @@ TEST(Server, ConcurrentClientsAreEachAnsweredWithTheirOwnContinuation) {
   }
 }
 
-namespace {
-long metric_value(const std::string& metrics, const std::string& name) {
-  const auto at = metrics.find("\n" + name + " ");
-  EXPECT_NE(at, std::string::npos) << name;
-  return at == std::string::npos ? -1 : std::stol(metrics.substr(at + name.size() + 2));
-}
-}  // namespace
 
 // --parallel 4: requests decode together, several sequences in one forward pass, and each still
 // gets exactly plain generation's text for its prompt (its own KV store, sampler and text).
@@ -573,74 +494,6 @@ TEST(ServerChat, TheModelFilesOwnTemplateIsUsed) {
     }
   }
   fs::remove_all(dir);
-}
-
-namespace {
-int thread_count() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
-  return -1;
-}
-}  // namespace
-
-// 50 clients at once, a third streaming and hanging up after two events, a third sending
-// malformed bodies, a third ordinary: every request that is read gets an answer with the right
-// status, the server ends idle (nothing running, nothing queued) with as many threads as before,
-// and it answers again afterwards.
-TEST(ServerRobustness, FiftyClientsWithHangUpsAndBadBodiesLeaveTheServerIdle) {
-  server::ServerOptions o;
-  o.parallel = 2;
-  Running srv(o);
-  ASSERT_GT(srv.port, 0);
-  auto c = srv.client();
-  ASSERT_TRUE(c.Get("/health"));
-  const int idle_threads = thread_count();
-  constexpr int kClients = 50;
-  std::vector<int> outcome(kClients, -1);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kClients; ++i)
-    threads.emplace_back([&, i] {
-      httplib::Client cl("127.0.0.1", srv.port);
-      cl.set_read_timeout(60, 0);
-      if (i % 3 == 0) {
-        httplib::Request req;
-        req.method = "POST";
-        req.path = "/v1/completions";
-        req.body = json{{"prompt", "x" + std::to_string(i)}, {"max_tokens", 200}, {"stream", true}}.dump();
-        req.set_header("Content-Type", "application/json");
-        int events = 0;
-        req.content_receiver = [&](const char*, std::size_t, std::uint64_t, std::uint64_t) { return ++events < 2; };
-        outcome[i] = cl.send(req) ? 1 : 0;  // hung up: no response object
-      } else if (i % 3 == 1) {
-        auto r = cl.Post("/v1/completions", i % 2 ? "{\"prompt\": [1, 2" : "{\"prompt\": {}}", "application/json");
-        outcome[i] = r ? r->status : 0;
-      } else {
-        auto r = cl.Post("/v1/completions", json{{"prompt", "y" + std::to_string(i)}, {"max_tokens", 5}}.dump(),
-                         "application/json");
-        outcome[i] = r ? r->status : 0;
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < kClients; ++i) {
-    if (i % 3 == 0) EXPECT_EQ(outcome[i], 0) << "client " << i << " hung up, its request reports it";
-    else if (i % 3 == 1) EXPECT_EQ(outcome[i], 400) << "client " << i;
-    else EXPECT_EQ(outcome[i], 200) << "client " << i;
-  }
-  // Abandoned streams stop at their next token; give the worker a moment to drain.
-  std::string metrics;
-  for (int tries = 0; tries < 100; ++tries) {
-    metrics = c.Get("/metrics")->body;
-    if (metrics.find("\ngraft_requests_running 0\n") != std::string::npos &&
-        metrics.find("\ngraft_queue_depth 0\n") != std::string::npos)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_NE(metrics.find("\ngraft_requests_running 0\n"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("\ngraft_queue_depth 0\n"), std::string::npos) << metrics;
-  EXPECT_EQ(thread_count(), idle_threads) << "threads left behind";
-  const json after = post(c, "/v1/completions", {{"prompt", "z"}, {"max_tokens", 3}}, 200);
-  EXPECT_EQ(after["usage"]["completion_tokens"], 3);
 }
 
 // Thinking under control is the same on every decoding path: plain, batched with another
