@@ -179,60 +179,6 @@ function fixed(x, digits = 1) {
   return Number(x).toFixed(digits);
 }
 
-// ---- thinking that arrives inside the answer ----------------------------------------------------
-
-// graft sends the model's thinking apart, as delta.reasoning_content, where it can; a server or
-// model that puts it in the answer as <think>...</think> gets it split here instead.
-class ThinkSplitter {
-  constructor() {
-    this.state = 'start';  // start: undecided; think: inside <think>; answer: after it (or none)
-    this.pending = '';
-  }
-
-  // Returns [thinking, answer] text for this piece (either may be empty).
-  push(text) {
-    this.pending += text;
-    let thinking = '';
-    let answer = '';
-    if (this.state === 'start') {
-      const head = this.pending.trimStart();
-      if (head.startsWith('<think>')) {
-        this.state = 'think';
-        this.pending = head.slice('<think>'.length);
-      } else if (!'<think>'.startsWith(head)) {
-        this.state = 'answer';
-      } else {
-        return ['', ''];  // whitespace or part of the tag so far: wait for more
-      }
-    }
-    if (this.state === 'think') {
-      const end = this.pending.indexOf('</think>');
-      if (end >= 0) {
-        thinking = this.pending.slice(0, end);
-        this.pending = this.pending.slice(end + '</think>'.length).replace(/^\s+/, '');
-        this.state = 'answer';
-      } else {
-        // Hold back what could be the start of </think>.
-        let keep = 0;
-        for (let n = Math.min('</think>'.length - 1, this.pending.length); n > 0; n--)
-          if ('</think>'.startsWith(this.pending.slice(-n))) { keep = n; break; }
-        thinking = this.pending.slice(0, this.pending.length - keep);
-        this.pending = this.pending.slice(this.pending.length - keep);
-        return [thinking, ''];
-      }
-    }
-    answer = this.pending;
-    this.pending = '';
-    return [thinking, answer];
-  }
-
-  flush() {
-    const rest = this.pending;
-    this.pending = '';
-    return this.state === 'think' ? [rest, ''] : ['', rest];
-  }
-}
-
 // ---- SSE over fetch -----------------------------------------------------------------------------
 
 // Yields the data of each server-sent event ("data: ..." lines, events apart by a blank line).
@@ -286,7 +232,6 @@ async function send(text) {
   const userMsg = addUserMessage(text);
   history.push({ role: 'user', content: text });
   const view = addAssistantMessage();
-  const splitter = new ThinkSplitter();
   let answerText = '';
   let tokens = 0;
   let firstTokenAt = 0;
@@ -317,7 +262,9 @@ async function send(text) {
     if (frame) cancelAnimationFrame(frame);
     render();
   };
-  const append = ([thinking, answer]) => {
+  // The server sends the model's thinking apart from the answer (delta.reasoning_content); the
+  // page shows both as they come.
+  const append = (thinking, answer) => {
     unshown.thinking += thinking;
     unshown.answer += answer;
     answerText += answer;
@@ -348,11 +295,9 @@ async function send(text) {
           lastTokenAt = performance.now();
           if (tokens === 0) firstTokenAt = lastTokenAt;
           tokens += 1;
-          if (reasoning) append([reasoning, '']);
-          if (content) append(splitter.push(content));
+          append(reasoning, content);
         }
         if (choice.finish_reason) {
-          append(splitter.flush());
           renderNow();
           showFinal(view, choice.finish_reason, event.graft || {});
         }
@@ -370,7 +315,6 @@ async function send(text) {
   } finally {
     controller = null;
     setBusy(false);
-    append(splitter.flush());
     renderNow();
     const live = view.stats.querySelector('[data-testid="stat-live"]');
     if (firstTokenAt === 0) live?.remove();  // no token came
