@@ -20,7 +20,7 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"run", graft::cli::cmd_run, "generate text from a prompt"},
-    {"serve", graft::cli::cmd_serve, "HTTP server: OpenAI-compatible /v1/completions, /metrics (docs/serve.md)"},
+    {"serve", graft::cli::cmd_serve, "HTTP server: OpenAI and Anthropic APIs, chat page, /metrics (docs/serve.md)"},
     {"perplexity", graft::cli::cmd_perplexity, "perplexity --model M --file TEXT --ctx N [--chunks K]"},
     {"bench", graft::cli::cmd_bench, "prefill/decode tok/s and decode bandwidth vs the machine's"},
     {"plugins", graft::cli::cmd_plugins, "list discovered plugins (kind, name, version, ABI, path)"},
