@@ -276,7 +276,7 @@ void GenerationQueue::run_speculative(GenerationJob& job) {
   GenerationStats total;
   total.prompt_tokens = static_cast<std::uint32_t>(job.prompt.size());
   Status st;
-  for (bool first = true;; first = false) {
+  for (bool first = true;;) {
     std::vector<TokenId> forced;
     GenerationStats stats;
     if (thinking && thinking->spent()) {
@@ -296,7 +296,9 @@ void GenerationQueue::run_speculative(GenerationJob& job) {
           stats, decoder_.get());
       sequence.insert(sequence.end(), emitted.begin(), emitted.end());
       job.push(session.tail(), false);  // the text held back for stop strings
-      if (first) total.prefill_seconds = stats.prefill_seconds;
+      // A restart's prefill is part of producing the answer: decode time.
+      (first ? total.prefill_seconds : total.decode_seconds) += stats.prefill_seconds;
+      first = false;
       total.decode_seconds += stats.decode_seconds;
       total.generated_tokens += stats.generated_tokens;
       total.stop = stats.stop;
