@@ -16,11 +16,60 @@ std::size_t shared_prefix(std::span<const TokenId> a, std::span<const TokenId> b
 }
 }  // namespace
 
+namespace {
+
+// A decoder whose prefill and steps hold `m`: sequences on their own threads take turns, each
+// step whole (the drafters' and the target's passes share the model's backend and workspace).
+class LockedDecoder final : public TokenDecoder {
+ public:
+  LockedDecoder(TokenDecoder& inner, std::mutex& m) : inner_(inner), m_(m) {}
+  Status prefill(Session& session, std::span<const TokenId> prompt) override {
+    std::lock_guard lock(m_);
+    return inner_.prefill(session, prompt);
+  }
+  Status step(Session& session, Sampler& sampler, TokenId pending, std::uint32_t max_new,
+              std::vector<TokenId>& out) override {
+    std::lock_guard lock(m_);
+    return inner_.step(session, sampler, pending, max_new, out);
+  }
+
+ private:
+  TokenDecoder& inner_;
+  std::mutex& m_;
+};
+
+// The sequences' decoders together, as /metrics shows them (the drafters in the same order in each).
+SpeculativeStats sum(const std::vector<SpeculativeStats>& all) {
+  SpeculativeStats t;
+  for (const SpeculativeStats& s : all) {
+    t.rounds += s.rounds;
+    t.drafted += s.drafted;
+    t.accepted += s.accepted;
+    t.emitted += s.emitted;
+    if (t.drafters.size() < s.drafters.size()) t.drafters.resize(s.drafters.size());
+    for (std::size_t d = 0; d < s.drafters.size(); ++d) {
+      DrafterStats& o = t.drafters[d];
+      const DrafterStats& x = s.drafters[d];
+      o.name = x.name;
+      o.rounds += x.rounds;
+      o.proposed += x.proposed;
+      o.accepted += x.accepted;
+      o.failures += x.failures;
+      o.skipped += x.skipped;
+      o.accepted_share += x.accepted_share;
+      o.seconds += x.seconds;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
 GenerationQueue::GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr<Session>> sessions,
-                                 std::unique_ptr<SpeculativeDecoder> decoder, ServerMetrics& metrics,
+                                 std::vector<std::unique_ptr<SpeculativeDecoder>> decoders, ServerMetrics& metrics,
                                  double context_shift_at, std::uint32_t context_keep)
     : pipeline_(pipeline),
-      decoder_(std::move(decoder)),
+      decoders_(std::move(decoders)),
       metrics_(metrics),
       context_shift_at_(context_shift_at),
       context_keep_(context_keep) {
@@ -29,8 +78,14 @@ GenerationQueue::GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr
     slot.session = std::move(s);
     slots_.push_back(std::move(slot));
   }
-  update_kv_metric();
-  worker_ = std::thread([this] { run(); });
+  kv_used_.assign(slots_.size(), 0);
+  spec_stats_.resize(decoders_.size());
+  update_kv_metric(0);
+  if (decoders_.empty()) {
+    workers_.emplace_back([this] { run(); });
+  } else {
+    for (std::size_t i = 0; i < slots_.size(); ++i) workers_.emplace_back([this, i] { run_speculative_slot(i); });
+  }
 }
 
 GenerationQueue::~GenerationQueue() {
@@ -41,7 +96,7 @@ GenerationQueue::~GenerationQueue() {
     waiting_.clear();
   }
   cv_.notify_all();
-  worker_.join();
+  for (std::thread& t : workers_) t.join();
 }
 
 void GenerationQueue::submit(std::shared_ptr<GenerationJob> job) {
@@ -66,11 +121,14 @@ std::size_t GenerationQueue::running() const {
   return active_;
 }
 
-void GenerationQueue::update_kv_metric() {
+void GenerationQueue::update_kv_metric(std::size_t i) {
+  const auto own = static_cast<std::uint32_t>(slots_[i].session->tokens().size());
+  std::lock_guard lock(kv_m_);
+  kv_used_[i] = own;
   std::uint32_t used = 0, capacity = 0;
-  for (const Slot& s : slots_) {
-    used += static_cast<std::uint32_t>(s.session->tokens().size());
-    capacity += s.session->capacity();
+  for (std::size_t k = 0; k < slots_.size(); ++k) {
+    used += kv_used_[k];
+    capacity += slots_[k].session->capacity();
   }
   metrics_.kv(used, capacity);
 }
@@ -102,19 +160,30 @@ bool GenerationQueue::admit() {
   return true;
 }
 
-void GenerationQueue::run() {
-  while (admit()) {
-    if (decoder_) {
-      Slot& slot = slots_.front();
-      if (!slot.job) continue;
-      run_speculative(*slot.job);
-      slot.job.reset();
-      std::lock_guard lock(m_);
-      --active_;
-      continue;
+void GenerationQueue::run_speculative_slot(std::size_t i) {
+  for (;;) {
+    std::shared_ptr<GenerationJob> job;
+    {
+      std::unique_lock lock(m_);
+      cv_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+      if (stopping_) return;
+      job = std::move(waiting_.front());
+      waiting_.pop_front();
+      // A job whose client went away before it started finishes at once (nobody reads its result).
+      if (job->cancelled) {
+        job->finish(Status::success(), {}, 0);
+        continue;
+      }
+      ++active_;
     }
-    step();
+    run_speculative(i, *job);
+    std::lock_guard lock(m_);
+    --active_;
   }
+}
+
+void GenerationQueue::run() {
+  while (admit()) step();
   // Stopping: the jobs still running end with what they have.
   for (Slot& slot : slots_)
     if (slot.job) finish(slot, shutting_down());
@@ -135,7 +204,7 @@ void GenerationQueue::finish(Slot& slot, Status st) {
   slot.sampler.reset();
   slot.text.reset();
   slot.thinking.reset();
-  update_kv_metric();
+  update_kv_metric(index_of(slot));
   std::lock_guard lock(m_);
   --active_;
 }
@@ -262,10 +331,12 @@ void GenerationQueue::step() {
   }
 }
 
-void GenerationQueue::run_speculative(GenerationJob& job) {
-  Session& session = *slots_.front().session;
+void GenerationQueue::run_speculative(std::size_t i, GenerationJob& job) {
+  Session& session = *slots_[i].session;
+  SpeculativeDecoder& decoder = *decoders_[i];
+  LockedDecoder locked(decoder, step_m_);
   const Tokenizer& tok = pipeline_.tokenizer();
-  const SpeculativeStats before = decoder_->stats();
+  const SpeculativeStats before = decoder.stats();
   std::optional<ThinkingControl> thinking;
   if (job.thinking) thinking.emplace(*job.thinking, opens_thinking(job.prompt, *job.thinking));
   // A forced end of thinking cannot be handed to the decoder in the middle of its step: the
@@ -293,7 +364,7 @@ void GenerationQueue::run_speculative(GenerationJob& job) {
             budget_stop = thinking && thinking->spent();
             return !budget_stop;
           },
-          stats, decoder_.get());
+          stats, &locked);
       sequence.insert(sequence.end(), emitted.begin(), emitted.end());
       job.push(session.tail(), false);  // the text held back for stop strings
       // A restart's prefill is part of producing the answer: decode time.
@@ -331,12 +402,16 @@ void GenerationQueue::run_speculative(GenerationJob& job) {
     job.reasoning_tokens = thinking->reasoning_tokens();
     job.thinking_closed = thinking->forced();
   }
-  const SpeculativeStats& after = decoder_->stats();
+  const SpeculativeStats& after = decoder.stats();
   const std::uint64_t rounds = after.rounds - before.rounds;
   const double tpr = rounds ? double(after.emitted - before.emitted) / double(rounds) : 0;
-  metrics_.speculative(after);
+  {
+    std::lock_guard lock(kv_m_);
+    spec_stats_[i] = after;
+    metrics_.speculative(sum(spec_stats_));
+  }
   if (st.ok()) metrics_.generation(total, 0);
-  update_kv_metric();
+  update_kv_metric(i);
   job.finish(std::move(st), total, tpr);
 }
 

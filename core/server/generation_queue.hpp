@@ -2,9 +2,10 @@
 // (--parallel N). Plain decoding runs every active sequence in ONE forward pass per step
 // (Session::append_together: a decoding sequence's pending token and prefilling sequences' prompt
 // pieces, up to max_batch rows); each request keeps its own KV store, sampler and text. With the
-// profile's drafters (one sequence only) each request runs Session::generate with the speculative
-// decoder. Jobs whose client has gone are dropped before they start and stop at their next token
-// once started.
+// profile's drafters each sequence has its own speculative decoder and a thread that runs its
+// requests with Session::generate; the sequences take turns round by round (one decoder step at
+// a time: the forward passes are not batched across them). Jobs whose client has gone are
+// dropped before they start and stop at their next token once started.
 #pragma once
 
 #include <chrono>
@@ -28,10 +29,10 @@ Status shutting_down();
 
 class GenerationQueue {
  public:
-  // sessions: one per parallel sequence (decoder: only with exactly one).
+  // sessions: one per parallel sequence; decoders: none (plain batched decoding) or one per session.
   GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr<Session>> sessions,
-                  std::unique_ptr<SpeculativeDecoder> decoder, ServerMetrics& metrics, double context_shift_at = 0,
-                  std::uint32_t context_keep = 0);
+                  std::vector<std::unique_ptr<SpeculativeDecoder>> decoders, ServerMetrics& metrics,
+                  double context_shift_at = 0, std::uint32_t context_keep = 0);
   ~GenerationQueue();  // stops: refuses waiting jobs, ends the running ones, joins the worker
 
   void submit(std::shared_ptr<GenerationJob> job);
@@ -57,20 +58,28 @@ class GenerationQueue {
   };
 
   void run();
-  void run_speculative(GenerationJob& job);
+  // Sequence i's thread with drafters: its requests one after another.
+  void run_speculative_slot(std::size_t i);
+  void run_speculative(std::size_t i, GenerationJob& job);
   // Moves waiting jobs into free slots; false when stopping.
   bool admit();
   // One batched forward pass over the active slots, then sampling and emitting.
   void step();
   void finish(Slot& slot, Status st);
-  void update_kv_metric();
+  // Sequence i's KV use now (its own thread's view), and the sum over all sequences to the metrics.
+  void update_kv_metric(std::size_t i);
+  std::size_t index_of(const Slot& slot) const { return static_cast<std::size_t>(&slot - slots_.data()); }
   // The length at which a sequence shifts (0: never).
   std::uint32_t shift_threshold() const;
   void shift(Slot& slot);
 
   Pipeline& pipeline_;
   std::vector<Slot> slots_;
-  std::unique_ptr<SpeculativeDecoder> decoder_;
+  std::vector<std::unique_ptr<SpeculativeDecoder>> decoders_;
+  std::mutex step_m_;  // one decoder step (or prefill) at a time: they share the model's passes
+  std::mutex kv_m_;
+  std::vector<std::uint32_t> kv_used_;  // per sequence (under kv_m_)
+  std::vector<SpeculativeStats> spec_stats_;  // per sequence's decoder (under kv_m_)
   ServerMetrics& metrics_;
   double context_shift_at_ = 0;
   std::uint32_t context_keep_ = 0;
@@ -79,7 +88,7 @@ class GenerationQueue {
   std::deque<std::shared_ptr<GenerationJob>> waiting_;
   std::size_t active_ = 0;  // slots with a job (under m_)
   bool stopping_ = false;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace graft::server

@@ -205,20 +205,17 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
   // Speculation as the profile (or --draft) asks, for the server's sequence.
   auto drafters = Drafters::load(pipeline);
   if (!drafters) return std::move(drafters).status();
-  std::unique_ptr<SpeculativeDecoder> decoder;
-  if (*drafters) {
-    if (sessions.size() > 1)
-      return not_implemented(fmt::format("--parallel {} with speculative decoding: the drafters run one sequence; use "
-                                         "--parallel 1, or --no-draft for batched plain decoding",
-                                         sessions.size()));
+  // With drafters, one decoder (its own drafter instances) per sequence.
+  std::vector<std::unique_ptr<SpeculativeDecoder>> decoders;
+  for (std::size_t i = 0; *drafters && i < sessions.size(); ++i) {
     auto made = (*drafters)->new_decoder();
     if (!made) return std::move(made).status();
-    decoder = std::move(*made);
+    decoders.push_back(std::move(*made));
   }
-  if (options.context_shift_at > 0 && decoder)
+  if (options.context_shift_at > 0 && !decoders.empty())
     return not_implemented("--context-shift with speculative decoding (the drafters would need the shifted "
                            "context); use --no-draft");
-  ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoder), ctx.metrics,
+  ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoders), ctx.metrics,
                                                 options.context_shift_at, options.context_keep);
   // The chat template: the model's own, else the documented default (said at start-up and in /props).
   if (auto text = pipeline.file().get_string("tokenizer.chat_template")) {

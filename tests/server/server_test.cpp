@@ -303,16 +303,34 @@ TEST(Server, ParallelSequencesDecodeInOnePassAndEachEqualsPlainGeneration) {
   EXPECT_EQ(metric_value(m->body, "graft_kv_tokens_capacity"), 4 * 256);
 }
 
-TEST(Server, ParallelWithDraftersIsRefusedAsNotImplemented) {
-  auto p = zoo_pipeline(with_ngram);
-  ASSERT_TRUE(p);
+// With drafters and --parallel 2, each sequence speculates with its own decoder, the two taking
+// turns round by round: 4 clients at once each get exactly plain greedy generation's text, and
+// /metrics sums both decoders' rounds.
+TEST(Server, ParallelSequencesWithDraftersEachEqualPlainGeneration) {
   server::ServerOptions o;
   o.parallel = 2;
-  auto s = server::HttpServer::create(*p, o);
-  ASSERT_FALSE(s);
-  EXPECT_EQ(s.status().message(),
-            "--parallel 2 with speculative decoding: the drafters run one sequence; use --parallel 1, or --no-draft for "
-            "batched plain decoding: not implemented");
+  Running srv(o, zoo_pipeline(with_ngram));
+  ASSERT_GT(srv.port, 0);
+  const std::vector<std::string> prompts = {"def f(x):", "import os\nimport sys\n", "class A:\n    def __init__(self",
+                                            "    for i in range(10):\n"};
+  std::vector<json> answers(prompts.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto c = srv.client();
+      answers[i] = post(c, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 48}, {"temperature", 0}}, 200);
+    });
+  for (auto& t : clients) t.join();
+  double rounds = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(answers[i]["choices"][0]["text"], plain_greedy(*srv.pipeline, prompts[i], 48)) << prompts[i];
+    rounds += 48 / answers[i]["graft"]["tokens_per_round"].get<double>();
+  }
+  auto c = srv.client();
+  const std::string m = c.Get("/metrics")->body;
+  // Each answer's rounds, from its own tokens per round (its last round may stop early: a bound).
+  EXPECT_GE(metric_value(m, "graft_speculative_rounds_total"), static_cast<long>(rounds * 0.9));
+  EXPECT_EQ(metric_value(m, "graft_requests_running"), 0);
 }
 
 // With the profile's drafters the server speculates per request: the same text as plain greedy
@@ -523,7 +541,7 @@ TEST(ServerThinking, BudgetsAndAnEndOfSequenceInsideThinkingGiveTheAnswerOnEvery
   two_seq.parallel = 2;
   for (const auto& [name, options, edit] :
        std::vector<std::tuple<std::string, server::ServerOptions, std::function<void(Profile&)>>>{
-           {"plain", {}, {}}, {"parallel 2", two_seq, {}}, {"ngram", {}, with_ngram}}) {
+           {"plain", {}, {}}, {"parallel 2", two_seq, {}}, {"ngram", {}, with_ngram}, {"ngram parallel 2", two_seq, with_ngram}}) {
     Running srv(options, zoo_pipeline(edit, model));
     ASSERT_GT(srv.port, 0);
     auto c = srv.client();
