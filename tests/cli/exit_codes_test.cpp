@@ -57,6 +57,20 @@ TEST_F(cli_exit, UsageErrorsExitTwo) {
   }
 }
 
+// graft serve's own flags are checked before anything loads, each with its one-line reason.
+TEST_F(cli_exit, ServeFlagsOutOfRangeExitTwoWithTheReason) {
+  const std::string m = "serve --model " + model_;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {m + " --reasoning-budget -2", "graft serve: command line: --reasoning-budget: -2 is out of range: must be >= -1\n"},
+      {m + " --thinking-eos maybe", "graft serve: command line: --thinking-eos: 'maybe' must be answer or stop\n"},
+      {m + " --parallel 0", "graft serve: command line: --parallel: 0 is out of range: must be in 1..256\n"}};
+  for (const auto& [args, message] : cases) {
+    auto r = graft(args);
+    EXPECT_EQ(r.exit_code, 2) << "graft " << args << "\n" << r.output;
+    EXPECT_EQ(r.output, message);
+  }
+}
+
 TEST_F(cli_exit, RunTimeErrorsExitOne) {
   const std::string missing = (dir_->path() / "missing.gguf").string();
   const std::string no_prompt = (dir_->path() / "no-prompt.txt").string();
