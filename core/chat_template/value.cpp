@@ -159,23 +159,10 @@ std::string Value::to_str() const {
       data_);
 }
 
+// Python's json.dumps(ensure_ascii=False) escapes a string as nlohmann's dump does: the short
+// escapes, \u00xx for other control characters, UTF-8 passed through.
 static void json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        else out += c;  // ensure_ascii=False: UTF-8 passes through
-    }
-  }
-  out += '"';
+  out += nlohmann::ordered_json(s).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 static void json_dump(std::string& out, const Value& v, int indent, int depth) {

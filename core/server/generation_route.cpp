@@ -91,7 +91,7 @@ std::optional<ApiError> check_logit_bias(const ServerContext& ctx, const Samplin
 
 std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t budget, bool enabled, GenerationJob& job,
                                      const char* budget_field) {
-  ThinkingSettings t = thinking_tokens(ctx.pipeline.tokenizer());
+  ThinkingSettings t = ctx.thinking_tokens;
   if (t.open < 0) {
     if (budget >= 0)
       return bad_request("this model's vocabulary has no <think> and </think> tokens: a thinking budget cannot apply",

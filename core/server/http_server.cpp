@@ -195,6 +195,7 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
   ServerContext& ctx = impl->ctx;
   ctx.model_name = pipeline.profile().model.stem().string();
   ctx.created = std::time(nullptr);
+  ctx.thinking_tokens = thinking_tokens(pipeline.tokenizer());
   // One sequence (KV store, sampler, text) per parallel request, each of the whole context.
   std::vector<std::unique_ptr<Session>> sessions;
   for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, options.parallel); ++i) {

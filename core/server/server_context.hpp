@@ -15,6 +15,7 @@
 #include "server/generation_queue.hpp"
 #include "server/server_metrics.hpp"
 #include "server/server_options.hpp"
+#include "server/thinking_control.hpp"
 
 namespace httplib {
 struct Request;
@@ -36,6 +37,8 @@ struct ServerContext {
   // when it has none (chat_template_origin says which); null with the parse error when it does
   // not parse (the chat routes then answer 500 with it).
   std::shared_ptr<const chat::ChatTemplate> chat_template;
+  // The vocabulary's thinking tokens (open == -1: none), found once at start-up.
+  ThinkingSettings thinking_tokens;
   std::string chat_template_origin, chat_template_error;
 
   std::string new_id(const char* prefix) { return prefix + std::to_string(next_id++); }

@@ -54,13 +54,6 @@ TokenId ThinkingControl::next(TokenId sampled, bool eog) {
   return id;
 }
 
-std::vector<TokenId> ThinkingControl::take_forced() {
-  std::vector<TokenId> out(pending_.begin(), pending_.end());
-  pending_.clear();
-  for (TokenId id : out) observe(id);
-  return out;
-}
-
 std::vector<TokenId> ThinkingControl::close_now(Closed why) {
   forced_ = why;
   pending_.clear();

@@ -36,9 +36,6 @@ class ThinkingControl {
   // The token to emit for the `sampled` one (`eog`: it ends the sequence): itself, or the next
   // token of a forced close.
   TokenId next(TokenId sampled, bool eog);
-  // The rest of a forced close next() started, taken at once (observed as emitted): for a decoder
-  // that cannot be handed tokens one at a time.
-  std::vector<TokenId> take_forced();
   // For a decoder stopped between tokens: whether the budget is spent inside thinking, and the
   // close forced now (observed as emitted).
   bool spent() const { return in_thinking_ && s_.budget >= 0 && reasoning_ >= static_cast<std::uint64_t>(s_.budget); }
