@@ -123,7 +123,7 @@ std::size_t GenerationQueue::running() const {
 
 void GenerationQueue::update_kv_metric(std::size_t i) {
   const auto own = static_cast<std::uint32_t>(slots_[i].session->tokens().size());
-  std::lock_guard lock(kv_m_);
+  std::lock_guard lock(tally_m_);
   kv_used_[i] = own;
   std::uint32_t used = 0, capacity = 0;
   for (std::size_t k = 0; k < slots_.size(); ++k) {
@@ -406,7 +406,7 @@ void GenerationQueue::run_speculative(std::size_t i, GenerationJob& job) {
   const std::uint64_t rounds = after.rounds - before.rounds;
   const double tpr = rounds ? double(after.emitted - before.emitted) / double(rounds) : 0;
   {
-    std::lock_guard lock(kv_m_);
+    std::lock_guard lock(tally_m_);
     spec_stats_[i] = after;
     metrics_.speculative(sum(spec_stats_));
   }

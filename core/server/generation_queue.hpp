@@ -77,9 +77,9 @@ class GenerationQueue {
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<SpeculativeDecoder>> decoders_;
   std::mutex step_m_;  // one decoder step (or prefill) at a time: they share the model's passes
-  std::mutex kv_m_;
-  std::vector<std::uint32_t> kv_used_;  // per sequence (under kv_m_)
-  std::vector<SpeculativeStats> spec_stats_;  // per sequence's decoder (under kv_m_)
+  std::mutex tally_m_;  // the per-sequence figures /metrics sums
+  std::vector<std::uint32_t> kv_used_;  // per sequence (under tally_m_)
+  std::vector<SpeculativeStats> spec_stats_;  // per sequence's decoder (under tally_m_)
   ServerMetrics& metrics_;
   double context_shift_at_ = 0;
   std::uint32_t context_keep_ = 0;
