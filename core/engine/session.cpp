@@ -131,11 +131,24 @@ Status Session::forward(const SequenceBatch& batch, std::vector<float>& logits) 
 }
 
 Status Session::forward(const ForwardBatch& batch, ForwardOutput& out) {
-  if (batch.sequences.size() != 1 || batch.sequences[0].kv != kv_.get() ||
-      batch.sequences[0].n_past != tokens_.size())
-    return Status(Errc::invalid_argument, "session forward: the batch must be this session's one sequence after its committed tokens");
-  GRAFT_TRY(check_room(batch.tokens.size()));
-  return model_->forward(*ws_, batch, out);
+  Session* self = this;
+  return forward_together(*ws_, std::span(&self, 1), batch, out);
+}
+
+Status Session::forward_together(Workspace& ws, std::span<Session* const> sessions, const ForwardBatch& batch,
+                                 ForwardOutput& out) {
+  if (sessions.empty() || batch.sequences.size() != sessions.size())
+    return Status(Errc::invalid_argument, "session forward: the batch must hold one sequence per session");
+  for (std::size_t i = 0; i < sessions.size(); ++i) {
+    const Session& s = *sessions[i];
+    const SequenceRows& seq = batch.sequences[i];
+    if (s.model_ != sessions[0]->model_)
+      return Status(Errc::invalid_argument, "session forward: every session must run over the same model");
+    if (seq.kv != s.kv_.get() || seq.n_past != s.tokens_.size())
+      return Status(Errc::invalid_argument, "session forward: each sequence must be its session's KV store after its committed tokens");
+    GRAFT_TRY(s.check_room(seq.n_tokens));
+  }
+  return sessions[0]->model_->forward(ws, batch, out);
 }
 
 Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std::uint32_t> rows,

@@ -107,6 +107,10 @@ class Session {
   // The same with every output ForwardBatch offers (hidden-state taps, chosen logit rows); the
   // batch holds one sequence: this session's KV store after its committed tokens.
   Status forward(const ForwardBatch& batch, ForwardOutput& out);
+  // Such a pass over several sessions at once on `ws`: batch.sequences[i] is sessions[i]'s KV
+  // store after its committed tokens (verify passes of several sequences, prompt pieces).
+  static Status forward_together(Workspace& ws, std::span<Session* const> sessions, const ForwardBatch& batch,
+                                 ForwardOutput& out);
   // After such a pass wrote rows at slots tokens().size()..: keeps the rows `rows` (ascending) as
   // the next committed tokens `tokens`, in that order, drops every other slot written (KV
   // compact/truncate) and sets logits() to `logits` (the last kept row's).

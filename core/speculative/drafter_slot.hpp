@@ -36,6 +36,8 @@ class DrafterSlot {
 
   const std::string& name() const { return name_; }
   bool active() const { return active_; }
+  // Whether restart() can make it active (false: its needs() failed, it is off for good).
+  bool usable() const { return needs_ok_; }
   const DrafterNeeds& needs() const { return needs_; }
   DrafterStats& stats() { return stats_; }
   const DrafterStats& stats() const { return stats_; }

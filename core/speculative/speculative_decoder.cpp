@@ -94,20 +94,22 @@ std::uint32_t SpeculativeDecoder::draft_depth(std::size_t d, std::uint32_t max_d
   return std::min(max_depth, best + 1);
 }
 
-HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
-                                            std::span<const std::uint32_t> rows, std::uint32_t n_embd) {
+HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const PassPart& part, std::span<const std::uint32_t> rows,
+                                            std::uint32_t n_embd) {
   const auto& idx = tap_of_[d];
   HiddenStates h;
   h.n_tokens = static_cast<std::uint32_t>(rows.size());
   h.n_embd = n_embd;
   h.n_per_token = static_cast<std::uint32_t>(idx.size());
   if (idx.empty()) return h;
-  // ForwardOutput::hidden is tap-major ([tap][row][E]); drafters read token-major ([row][tap][E]).
+  // ForwardOutput::hidden is tap-major ([tap][row][E]) over the whole pass; drafters read
+  // token-major ([row][tap][E]).
   hidden_buf_.resize(rows.size() * idx.size() * n_embd);
   float* dst = hidden_buf_.data();
   for (std::uint32_t r : rows)
     for (std::uint32_t t : idx) {
-      std::memcpy(dst, out.hidden.data() + (std::size_t(t) * n_rows + r) * n_embd, n_embd * sizeof(float));
+      const std::size_t row = std::size_t(t) * part.total_rows + part.row0 + r;
+      std::memcpy(dst, part.out->hidden.data() + row * n_embd, n_embd * sizeof(float));
       dst += n_embd;
     }
   h.data = hidden_buf_.data();
@@ -121,63 +123,173 @@ void SpeculativeDecoder::sync_stats() {
   }
 }
 
-Status SpeculativeDecoder::prefill(Session& s, std::span<const TokenId> prompt) {
-  for (DrafterSlot& d : drafters_) d.restart();
-  last_prompt_token_pending_ = false;
-  const std::uint32_t E = s.model().params().n_embd;
-  // The prompt in pieces of max_batch rows, each handing its hidden states to the drafters; the
-  // prompt's last token waits for its pending token (the first sampled one).
-  for (std::size_t pos = 0; pos < prompt.size(); pos += s.max_batch()) {
-    const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(s.max_batch(), prompt.size() - pos));
-    const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
-    const SequenceRows seq{&s.kv(), n, n_past, nullptr};
-    const std::uint32_t last = n - 1;
-    ForwardBatch batch;
-    batch.tokens = prompt.subspan(pos, n);
-    batch.sequences = std::span(&seq, 1);
-    batch.logit_rows = std::span(&last, 1);
-    batch.hidden_layers = taps_;
-    batch.hidden_normed_output = normed_;
-    if (Status st = s.forward(batch, held_); !st.ok()) {
-      (void)s.truncate(n_past);
-      return st;
-    }
-    all_rows_.resize(n);
-    std::iota(all_rows_.begin(), all_rows_.end(), 0u);
-    GRAFT_TRY(s.commit_rows(batch.tokens, all_rows_, held_.logits));
-    if (pos + n == prompt.size()) {
-      // All but the last token now (the drafters see it as pending); it follows at the first step.
-      last_prompt_hidden_.resize(drafters_.size());
-      const std::uint32_t last_row = n - 1;
-      for (std::size_t d = 0; d < drafters_.size(); ++d) {
-        const HiddenStates h = hidden_for(d, held_, n, std::span(&last_row, 1), E);
-        last_prompt_hidden_[d].assign(h.data, h.data + std::size_t(h.n_per_token) * E);
-      }
-      begin_drafters(prompt, n_past, n, E);
-      last_prompt_token_pending_ = true;
-      break;
-    }
-    begin_drafters(prompt.first(pos + n + 1), n_past, n, E);  // the next prompt token is this piece's pending one
+Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, ForwardOutput& out,
+                   std::vector<PassPart>& parts) {
+  if (seqs.empty()) return Status(Errc::invalid_argument, "run_planned: no sequences");
+  std::vector<TokenId> tokens;
+  std::vector<std::int32_t> positions;
+  std::vector<SequenceRows> rows;
+  std::vector<std::uint32_t> logit_rows;
+  std::vector<Session*> sessions;
+  parts.assign(seqs.size(), PassPart{});
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const SpeculativeDecoder& d = *seqs[i].decoder;
+    const PlannedRows& p = d.planned();
+    if (!std::ranges::equal(d.taps(), seqs[0].decoder->taps()) || d.normed() != seqs[0].decoder->normed())
+      return Status(Errc::invalid_argument, "run_planned: the decoders ask for different hidden-state taps");
+    if (p.tokens.empty() || p.positions.size() != p.tokens.size())
+      return Status(Errc::invalid_argument, "run_planned: a sequence planned no rows");
+    const auto row0 = static_cast<std::uint32_t>(tokens.size());
+    parts[i].row0 = row0;
+    parts[i].logit0 = static_cast<std::uint32_t>(logit_rows.size());
+    tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
+    positions.insert(positions.end(), p.positions.begin(), p.positions.end());
+    for (std::uint32_t r : p.logit_rows) logit_rows.push_back(row0 + r);
+    Session& s = *seqs[i].session;
+    rows.push_back(SequenceRows{&s.kv(), static_cast<std::uint32_t>(p.tokens.size()),
+                                static_cast<std::uint32_t>(s.tokens().size()), p.ancestor});
+    sessions.push_back(&s);
+  }
+  ForwardBatch batch;
+  batch.tokens = tokens;
+  batch.positions = positions;
+  batch.sequences = rows;
+  batch.logit_rows = logit_rows;
+  batch.hidden_layers = seqs[0].decoder->taps();
+  batch.hidden_normed_output = seqs[0].decoder->normed();
+  const auto t0 = Clock::now();
+  if (Status st = Session::forward_together(ws, sessions, batch, out); !st.ok()) {
+    // The stores may hold some of the rows: back to what each session committed.
+    for (Session* s : sessions) (void)s->truncate(static_cast<std::uint32_t>(s->tokens().size()));
+    return st;
+  }
+  const double seconds = since(t0);
+  const auto total = static_cast<std::uint32_t>(tokens.size());
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    parts[i].out = &out;
+    parts[i].total_rows = total;
+    parts[i].seconds = seconds * double(rows[i].n_tokens) / double(total);
   }
   return Status::success();
 }
 
-void SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t pass_rows,
+std::uint32_t SpeculativeDecoder::start(Session& s, std::span<const TokenId> prompt, std::uint32_t keep) {
+  planned_kind_ = Planned::none;
+  // What may stay: committed tokens the drafters know too, the prompt's last token run again (its
+  // logits give the first token), and every drafter still in step (one that failed starts afresh).
+  const auto shared = static_cast<std::uint32_t>(
+      std::mismatch(prompt.begin(), prompt.end(), s.tokens().begin(), s.tokens().end()).first - prompt.begin());
+  keep = std::min({keep, shared, told_, static_cast<std::uint32_t>(prompt.empty() ? 0 : prompt.size() - 1)});
+  for (const DrafterSlot& d : drafters_)
+    if (!d.active() && d.usable()) keep = 0;
+  if (keep > 0 && s.truncate(keep).ok()) {
+    for (DrafterSlot& d : drafters_) d.truncate(keep);
+  } else {
+    keep = 0;
+    (void)s.reset();
+    for (DrafterSlot& d : drafters_) d.restart();
+  }
+  last_prompt_token_pending_ = false;
+  prompt_.assign(prompt.begin(), prompt.end());
+  prefill_at_ = keep;
+  told_ = keep;
+  return keep;
+}
+
+Status SpeculativeDecoder::prefill(Session& s, std::span<const TokenId> prompt) {
+  start(s, prompt, 0);
+  while (prefilling()) {
+    GRAFT_TRY(plan_prefill(s, s.max_batch()));
+    const PlannedSequence one{this, &s};
+    GRAFT_TRY(run_planned(s.workspace(), std::span(&one, 1), out_, parts_));
+    GRAFT_TRY(finish_prefill(s, parts_[0]));
+  }
+  return Status::success();
+}
+
+Status SpeculativeDecoder::plan_prefill(Session& s, std::uint32_t max_rows) {
+  planned_kind_ = Planned::none;
+  if (!prefilling() || s.tokens().size() != prefill_at_)
+    return Status(Errc::invalid_argument, "speculative prefill: the session is not where the prompt left it");
+  // The prompt in pieces of at most max_rows rows, each handing its hidden states to the drafters.
+  const auto n = static_cast<std::uint32_t>(
+      std::min<std::size_t>({max_rows, s.max_batch(), prompt_.size() - prefill_at_}));
+  if (n == 0) return Status(Errc::invalid_argument, "speculative prefill: no rows to plan");
+  plan_n_past_ = static_cast<std::uint32_t>(prefill_at_);
+  positions_.resize(n);
+  std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(plan_n_past_));
+  plan_logit_row_ = n - 1;
+  planned_ = PlannedRows{std::span<const TokenId>(prompt_).subspan(prefill_at_, n), positions_, nullptr,
+                         std::span(&plan_logit_row_, 1)};
+  planned_kind_ = Planned::prefill;
+  return Status::success();
+}
+
+Status SpeculativeDecoder::finish_prefill(Session& s, const PassPart& part) {
+  if (planned_kind_ != Planned::prefill) return Status(Errc::invalid_argument, "speculative prefill: no piece planned");
+  planned_kind_ = Planned::none;
+  const std::uint32_t E = s.model().params().n_embd, V = s.model().params().n_vocab;
+  const auto n = static_cast<std::uint32_t>(planned_.tokens.size());
+  const std::uint32_t n_past = plan_n_past_;
+  all_rows_.resize(n);
+  std::iota(all_rows_.begin(), all_rows_.end(), 0u);
+  GRAFT_TRY(s.commit_rows(planned_.tokens, all_rows_,
+                          std::span<const float>(part.out->logits).subspan(std::size_t(part.logit0) * V, V)));
+  prefill_at_ += n;
+  if (!prefilling()) {
+    // All but the last token now (the drafters see it as pending); it follows at the first step.
+    last_prompt_hidden_.resize(drafters_.size());
+    const std::uint32_t last_row = n - 1;
+    for (std::size_t d = 0; d < drafters_.size(); ++d) {
+      const HiddenStates h = hidden_for(d, part, std::span(&last_row, 1), E);
+      last_prompt_hidden_[d].assign(h.data, h.data + std::size_t(h.n_per_token) * E);
+    }
+    begin_drafters(prompt_, n_past, part, E);
+    last_prompt_token_pending_ = true;
+    told_ = static_cast<std::uint32_t>(prompt_.size() - 1);
+    return Status::success();
+  }
+  // The next prompt token is this piece's pending one.
+  begin_drafters(std::span<const TokenId>(prompt_).first(prefill_at_ + 1), n_past, part, E);
+  told_ = static_cast<std::uint32_t>(prefill_at_);
+  return Status::success();
+}
+
+void SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::uint32_t first, const PassPart& part,
                                         std::uint32_t n_embd) {
   CommitInfo info;
   info.context = context;
   info.n_committed = static_cast<std::uint32_t>(context.size() - 1);
   info.first = first;
-  all_rows_.resize(info.n_committed - first);  // held_'s first rows: the committed ones
+  all_rows_.resize(info.n_committed - first);  // the part's first rows: the committed ones
   std::iota(all_rows_.begin(), all_rows_.end(), 0u);
   for (std::size_t d = 0; d < drafters_.size(); ++d) {
-    info.hidden = hidden_for(d, held_, pass_rows, all_rows_, n_embd);
+    info.hidden = hidden_for(d, part, all_rows_, n_embd);
     drafters_[d].begin(info);
   }
 }
 
+Status SpeculativeDecoder::truncate(Session& s, std::uint32_t n) {
+  planned_kind_ = Planned::none;
+  GRAFT_TRY(s.truncate(n));
+  for (DrafterSlot& d : drafters_) d.truncate(n);
+  told_ = std::min(told_, n);
+  return Status::success();
+}
+
 Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, std::uint32_t max_new,
                                 std::vector<TokenId>& out) {
+  GRAFT_TRY(plan_step(s, sampler, pending, max_new, s.max_batch()));
+  const PlannedSequence one{this, &s};
+  GRAFT_TRY(run_planned(s.workspace(), std::span(&one, 1), out_, parts_));
+  return finish_step(s, sampler, parts_[0], out);
+}
+
+Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pending, std::uint32_t max_new,
+                                     std::uint32_t max_rows) {
+  planned_kind_ = Planned::none;
+  if (prefilling()) return Status(Errc::invalid_argument, "speculative step: the prompt is not all in");
+  if (max_new == 0 || max_rows == 0) return Status(Errc::invalid_argument, "speculative step: no room for a token");
   const Model& model = s.model();
   const std::uint32_t n_vocab = model.params().n_vocab, E = model.params().n_embd;
   const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
@@ -199,15 +311,16 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
       info.hidden.data = tap_of_[d].empty() ? nullptr : last_prompt_hidden_[d].data();
       drafters_[d].accept(info);
     }
+    told_ = n_past;
   }
 
   // 1. Draft: the budget is what the round may verify and commit (max_new - 1 drafts at most:
-  // the target's own token comes on top), the batch rows and the KV slots left.
+  // the target's own token comes on top), the pass's rows and the KV slots left.
   TreeBudget budget;
   budget.max_depth = std::min(options_.max_depth, max_new - 1);
   const std::uint64_t slots = s.capacity() - n_past - 1;
   budget.max_nodes = static_cast<std::uint32_t>(
-      std::min<std::uint64_t>({options_.max_nodes, s.max_batch() - 1, slots}));
+      std::min<std::uint64_t>({options_.max_nodes, std::min(max_rows, s.max_batch()) - 1, slots}));
   if (budget.max_depth == 0) budget.max_nodes = 0;
   std::vector<const DraftTree*> proposals;
   for (std::size_t d = 0; d < drafters_.size(); ++d) {
@@ -255,27 +368,32 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   }
   stats_.draft_seconds += since(t0);
 
-  // 2. Verify: [pending, nodes...] in one pass, every row's logits and the drafters' taps.
-  t0 = Clock::now();
+  // 2. Verify: [pending, nodes...] in one pass (the caller's, maybe shared with other
+  // sequences), every row's logits and the drafters' taps.
   tree_.verify_tokens(pending, verify_tokens_);
   const auto n_rows = static_cast<std::uint32_t>(verify_tokens_.size());
   tree_.verify_positions(n_past, positions_);
   if (!tree_.empty()) tree_.ancestor_mask(mask_);
-  const SequenceRows seq{&s.kv(), n_rows, n_past, tree_.empty() ? nullptr : mask_.data()};
   all_rows_.resize(n_rows);
   std::iota(all_rows_.begin(), all_rows_.end(), 0u);
-  ForwardBatch batch;
-  batch.tokens = verify_tokens_;
-  batch.positions = positions_;
-  batch.sequences = std::span(&seq, 1);
-  batch.logit_rows = all_rows_;
-  batch.hidden_layers = taps_;
-  batch.hidden_normed_output = normed_;
-  if (Status st = s.forward(batch, out_); !st.ok()) {
-    (void)s.truncate(n_past);
-    return st;
-  }
-  const double verify_seconds = since(t0);
+  planned_ = PlannedRows{verify_tokens_, positions_, tree_.empty() ? nullptr : mask_.data(), all_rows_};
+  plan_n_past_ = n_past;
+  plan_pending_ = pending;
+  planned_kind_ = Planned::step;
+  return Status::success();
+}
+
+Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassPart& part, std::vector<TokenId>& out) {
+  if (planned_kind_ != Planned::step) return Status(Errc::invalid_argument, "speculative step: no round planned");
+  planned_kind_ = Planned::none;
+  const Model& model = s.model();
+  const std::uint32_t n_vocab = model.params().n_vocab, E = model.params().n_embd;
+  const std::uint32_t n_past = plan_n_past_;
+  const TokenId pending = plan_pending_;
+  const auto n_rows = static_cast<std::uint32_t>(verify_tokens_.size());
+  const std::span<const float> logits =
+      std::span<const float>(part.out->logits).subspan(std::size_t(part.logit0) * n_vocab, std::size_t(n_rows) * n_vocab);
+  const double verify_seconds = part.seconds;
   stats_.verify_seconds += verify_seconds;
   // The first passes, and the first pass of more rows than any before, pay for warming caches and
   // growing scratch memory: they would teach the cost model a slope the machine does not have.
@@ -283,8 +401,8 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   widest_pass_ = std::max(widest_pass_, n_rows);
 
   // 3. Accept: the walk draws the target's tokens as plain decoding would.
-  t0 = Clock::now();
-  const WalkResult walk = walk_tree(tree_, out_.logits, n_vocab, sampler, context_);
+  auto t0 = Clock::now();
+  const WalkResult walk = walk_tree(tree_, logits, n_vocab, sampler, context_);
   stats_.accept_seconds += since(t0);
 
   // 4. Roll back: the KV cache keeps the pending token and the path; the drafters learn them.
@@ -295,7 +413,7 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
     kept.push_back(static_cast<std::uint32_t>(node) + 1);
     committed.push_back(tree_.token(static_cast<std::size_t>(node)));
   }
-  const auto last_row = std::span<const float>(out_.logits).subspan(std::size_t(kept.back()) * n_vocab, n_vocab);
+  const auto last_row = logits.subspan(std::size_t(kept.back()) * n_vocab, n_vocab);
   GRAFT_TRY(s.commit_rows(committed, kept, last_row));
   // context_ now holds the committed tokens and the path: add the target's token as the pending one.
   context_.push_back(walk.next);
@@ -316,9 +434,10 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
       mine.push_back(own);
     }
     info.accepted_nodes = mine;
-    info.hidden = hidden_for(d, out_, n_rows, kept, E);
+    info.hidden = hidden_for(d, part, kept, E);
     drafters_[d].accept(info);
   }
+  told_ = info.n_committed;
   stats_.rollback_seconds += since(t0);
 
   // 5. Metrics.
@@ -350,6 +469,8 @@ Status SpeculativeDecoder::step(Session& s, Sampler& sampler, TokenId pending, s
   for (std::size_t d = 0; d < drafters_.size(); ++d) stats_.drafters[d].rounds += proposed_any[d] ? 1 : 0;
   sync_stats();
   // Full information: every proposal, kept or cut, scored against the verified continuation.
+  std::vector<const DraftTree*> proposals;
+  for (const DraftTree& t : trees_) proposals.push_back(&t);
   committed.push_back(walk.next);  // the continuation the target verified: path, then its token
   fusion_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes,
                 static_cast<std::uint32_t>(tree_.size()));

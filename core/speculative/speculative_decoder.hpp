@@ -5,6 +5,9 @@
 // KV cache keeps the accepted rows only and every drafter is told what was committed, with the
 // hidden states it asked for, from that same pass. Near the end of the context or of max_tokens
 // the budget shrinks to nothing and a round is a plain decode step.
+// prefill() and step() are also offered in phases (plan, a pass the caller runs, finish), so one
+// forward pass can carry the rounds and prompt pieces of several sequences (the server's
+// --parallel N): run_planned() runs them together, each sequence reading back its own rows.
 #pragma once
 
 #include <memory>
@@ -30,6 +33,35 @@ struct SpeculativeOptions {
   std::uint32_t draft_length = 0;
 };
 
+// One sequence's rows of a pass, as plan_prefill() / plan_step() lay them out.
+struct PlannedRows {
+  std::span<const TokenId> tokens;
+  std::span<const std::int32_t> positions;    // one per row (RoPE)
+  const std::uint8_t* ancestor = nullptr;     // the token tree's mask; null: causal
+  std::span<const std::uint32_t> logit_rows;  // its rows (from 0) whose logits it reads
+};
+
+// Where a sequence's rows landed in a pass run_planned() ran.
+struct PassPart {
+  const ForwardOutput* out = nullptr;
+  std::uint32_t total_rows = 0;  // rows of the whole pass (the stride of out->hidden's blocks)
+  std::uint32_t row0 = 0;        // its first row
+  std::uint32_t logit0 = 0;      // its first logit row in out->logits
+  double seconds = 0;            // the pass's time, its share of the rows (for the cost model)
+};
+
+class SpeculativeDecoder;
+struct PlannedSequence {
+  SpeculativeDecoder* decoder = nullptr;
+  Session* session = nullptr;
+};
+
+// Runs the rows every pair planned in ONE forward pass on `ws` (the decoders' taps must be the
+// same: decoders of one profile); parts[i] says where pair i's rows are in `out`. On an error no
+// session's committed tokens change.
+Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, ForwardOutput& out,
+                   std::vector<PassPart>& parts);
+
 class SpeculativeDecoder final : public TokenDecoder {
  public:
   // owners: what the drafters may still refer to (their factories, the DrafterHost they were made
@@ -41,19 +73,39 @@ class SpeculativeDecoder final : public TokenDecoder {
   Status step(Session& session, Sampler& sampler, TokenId pending, std::uint32_t max_new,
               std::vector<TokenId>& out) override;
 
+  // The phases. start(): a sequence begins on `session` with `prompt`, keeping the first `keep`
+  // committed tokens (a prefix the prompt shares with them: the agent loop), as many as the
+  // drafters hold too; returns how many it kept. Then plan_prefill() / finish_prefill() put the
+  // rest of the prompt in, at most max_rows a pass, until prefilling() is false (the prompt's
+  // logits then in session.logits()); then rounds of plan_step() / finish_step(), as step() but
+  // verifying at most max_rows rows.
+  std::uint32_t start(Session& session, std::span<const TokenId> prompt, std::uint32_t keep);
+  bool prefilling() const { return prefill_at_ < prompt_.size(); }
+  Status plan_prefill(Session& session, std::uint32_t max_rows);
+  Status finish_prefill(Session& session, const PassPart& part);
+  Status plan_step(Session& session, Sampler& sampler, TokenId pending, std::uint32_t max_new,
+                   std::uint32_t max_rows);
+  Status finish_step(Session& session, Sampler& sampler, const PassPart& part, std::vector<TokenId>& out);
+  const PlannedRows& planned() const { return planned_; }
+  std::span<const std::int32_t> taps() const { return taps_; }
+  bool normed() const { return normed_; }
+  // Cuts the sequence back to n committed tokens, the drafters with it (a committed token was
+  // replaced: a forced end of thinking).
+  Status truncate(Session& session, std::uint32_t n);
+
   const SpeculativeStats& stats() const { return stats_; }
   void clear_stats() { stats_.clear_counts(); }
   const std::vector<DrafterSlot>& drafters() const { return drafters_; }
 
  private:
   // The drafters' hidden states for rows `rows` of the last pass, token-major (drafter_slot.hpp).
-  HiddenStates hidden_for(std::size_t d, const ForwardOutput& out, std::uint32_t n_rows,
-                          std::span<const std::uint32_t> rows, std::uint32_t n_embd);
+  // (rows counted from the sequence's first row in the pass `part`).
+  HiddenStates hidden_for(std::size_t d, const PassPart& part, std::span<const std::uint32_t> rows,
+                          std::uint32_t n_embd);
   void sync_stats();
-  // Hands tokens context[first, size - 1) of the prompt piece in held_ (a pass of pass_rows rows,
-  // the first of them these tokens') to every drafter's begin.
-  void begin_drafters(std::span<const TokenId> context, std::uint32_t first, std::uint32_t pass_rows,
-                      std::uint32_t n_embd);
+  // Hands tokens context[first, size - 1) of the prompt piece in `part` (the first rows of the
+  // sequence's part, these tokens') to every drafter's begin.
+  void begin_drafters(std::span<const TokenId> context, std::uint32_t first, const PassPart& part, std::uint32_t n_embd);
   // Whether drafter d proposes this round, and how deep (fusion_model.hpp, docs/speculative.md).
   bool worth_drafting(std::size_t d);
   std::uint32_t draft_depth(std::size_t d, std::uint32_t max_depth) const;
@@ -71,7 +123,16 @@ class SpeculativeDecoder final : public TokenDecoder {
   // rest of the prompt reaches them in prefill, so their prompt work counts as prefill.
   bool last_prompt_token_pending_ = false;
   std::vector<std::vector<float>> last_prompt_hidden_;
-  ForwardOutput held_;
+  // The sequence being prefilled (the kept prefix included) and how much of it is committed.
+  std::vector<TokenId> prompt_;
+  std::size_t prefill_at_ = 0;
+  std::uint32_t told_ = 0;  // committed tokens the drafters have been told of
+  // What the planned pass is (finish_* checks it came from the matching plan_*).
+  enum class Planned { none, prefill, step } planned_kind_ = Planned::none;
+  PlannedRows planned_;
+  std::uint32_t plan_n_past_ = 0;
+  TokenId plan_pending_ = 0;
+  std::uint32_t plan_logit_row_ = 0;
 
   SpeculativeStats stats_;
   VerifyCost cost_;
@@ -93,6 +154,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   std::vector<std::uint32_t> all_rows_;
   std::vector<float> hidden_buf_;
   ForwardOutput out_;
+  std::vector<PassPart> parts_;
 };
 
 }  // namespace graft
