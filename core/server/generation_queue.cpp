@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tokenizer/tokenizer.hpp"
 
@@ -18,30 +19,11 @@ std::size_t shared_prefix(std::span<const TokenId> a, std::span<const TokenId> b
 
 namespace {
 
-// A decoder whose prefill and steps hold `m`: sequences on their own threads take turns, each
-// step whole (the drafters' and the target's passes share the model's backend and workspace).
-class LockedDecoder final : public TokenDecoder {
- public:
-  LockedDecoder(TokenDecoder& inner, std::mutex& m) : inner_(inner), m_(m) {}
-  Status prefill(Session& session, std::span<const TokenId> prompt) override {
-    std::lock_guard lock(m_);
-    return inner_.prefill(session, prompt);
-  }
-  Status step(Session& session, Sampler& sampler, TokenId pending, std::uint32_t max_new,
-              std::vector<TokenId>& out) override {
-    std::lock_guard lock(m_);
-    return inner_.step(session, sampler, pending, max_new, out);
-  }
-
- private:
-  TokenDecoder& inner_;
-  std::mutex& m_;
-};
-
 // The sequences' decoders together, as /metrics shows them (the drafters in the same order in each).
-SpeculativeStats sum(const std::vector<SpeculativeStats>& all) {
+SpeculativeStats sum(const std::vector<std::unique_ptr<SpeculativeDecoder>>& all) {
   SpeculativeStats t;
-  for (const SpeculativeStats& s : all) {
+  for (const auto& decoder : all) {
+    const SpeculativeStats& s = decoder->stats();
     t.rounds += s.rounds;
     t.drafted += s.drafted;
     t.accepted += s.accepted;
@@ -79,13 +61,8 @@ GenerationQueue::GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr
     slots_.push_back(std::move(slot));
   }
   kv_used_.assign(slots_.size(), 0);
-  spec_stats_.resize(decoders_.size());
   update_kv_metric(0);
-  if (decoders_.empty()) {
-    workers_.emplace_back([this] { run(); });
-  } else {
-    for (std::size_t i = 0; i < slots_.size(); ++i) workers_.emplace_back([this, i] { run_speculative_slot(i); });
-  }
+  worker_ = std::thread([this] { run(); });
 }
 
 GenerationQueue::~GenerationQueue() {
@@ -96,7 +73,7 @@ GenerationQueue::~GenerationQueue() {
     waiting_.clear();
   }
   cv_.notify_all();
-  for (std::thread& t : workers_) t.join();
+  worker_.join();
 }
 
 void GenerationQueue::submit(std::shared_ptr<GenerationJob> job) {
@@ -122,9 +99,7 @@ std::size_t GenerationQueue::running() const {
 }
 
 void GenerationQueue::update_kv_metric(std::size_t i) {
-  const auto own = static_cast<std::uint32_t>(slots_[i].session->tokens().size());
-  std::lock_guard lock(tally_m_);
-  kv_used_[i] = own;
+  kv_used_[i] = static_cast<std::uint32_t>(slots_[i].session->tokens().size());
   std::uint32_t used = 0, capacity = 0;
   for (std::size_t k = 0; k < slots_.size(); ++k) {
     used += kv_used_[k];
@@ -160,30 +135,8 @@ bool GenerationQueue::admit() {
   return true;
 }
 
-void GenerationQueue::run_speculative_slot(std::size_t i) {
-  for (;;) {
-    std::shared_ptr<GenerationJob> job;
-    {
-      std::unique_lock lock(m_);
-      cv_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
-      if (stopping_) return;
-      job = std::move(waiting_.front());
-      waiting_.pop_front();
-      // A job whose client went away before it started finishes at once (nobody reads its result).
-      if (job->cancelled) {
-        job->finish(Status::success(), {}, 0);
-        continue;
-      }
-      ++active_;
-    }
-    run_speculative(i, *job);
-    std::lock_guard lock(m_);
-    --active_;
-  }
-}
-
 void GenerationQueue::run() {
-  while (admit()) step();
+  while (admit()) decoders_.empty() ? step() : step_speculative();
   // Stopping: the jobs still running end with what they have.
   for (Slot& slot : slots_)
     if (slot.job) finish(slot, shutting_down());
@@ -199,7 +152,13 @@ void GenerationQueue::finish(Slot& slot, Status st) {
   }
   if (slot.stats.generated_tokens > 1) slot.stats.decode_seconds = seconds(Clock::now() - slot.decoding);
   if (st.ok()) metrics_.generation(slot.stats, job.cached_tokens);
-  job.finish(std::move(st), slot.stats, 0);
+  double tokens_per_round = 0;
+  if (!decoders_.empty()) {
+    const SpeculativeStats& now = decoders_[index_of(slot)]->stats();
+    if (now.rounds > slot.rounds0) tokens_per_round = double(now.emitted - slot.emitted0) / double(now.rounds - slot.rounds0);
+    metrics_.speculative(sum(decoders_));
+  }
+  job.finish(std::move(st), slot.stats, tokens_per_round);
   slot.job.reset();
   slot.sampler.reset();
   slot.text.reset();
@@ -231,7 +190,6 @@ void GenerationQueue::shift(Slot& slot) {
 }
 
 void GenerationQueue::step() {
-  const Tokenizer& tok = pipeline_.tokenizer();
   // Start the admitted jobs; drop those whose client went away.
   for (Slot& slot : slots_) {
     if (!slot.job) continue;
@@ -248,15 +206,7 @@ void GenerationQueue::step() {
       finish(slot, st);
       continue;
     }
-    slot.job->cached_tokens = static_cast<std::uint32_t>(keep);
-    slot.sampler.emplace(slot.job->options.sampling);
-    slot.text.emplace(tok, slot.job->options.stop);
-    if (slot.job->thinking) slot.thinking.emplace(*slot.job->thinking, opens_thinking(slot.job->prompt, *slot.job->thinking));
-    slot.stats = GenerationStats{};
-    slot.stats.prompt_tokens = static_cast<std::uint32_t>(slot.job->prompt.size());
-    slot.prompt_at = keep;
-    slot.refill.clear();
-    slot.started = Clock::now();
+    start_job(slot, static_cast<std::uint32_t>(keep));
   }
   // The pass: every decoding slot's pending token first, then prompt pieces in what is left of
   // max_batch rows.
@@ -315,104 +265,182 @@ void GenerationQueue::step() {
       finish(slot, Status::success());
       continue;
     }
-    // As Session::generate: sample from the last token's logits over the history, emit, and stop
-    // when the emitted token ends it or no slot is left for the next.
-    TokenId id = slot.sampler->sample(slot.session->logits(), slot.session->tokens());
-    if (slot.thinking) id = slot.thinking->next(id, tok.is_eog(id));  // a forced end of thinking replaces it
-    const bool go_on = emit_token(id, tok, *slot.text, job.options.max_tokens,
-                                  [&](TokenId, std::string_view text) { return job.token(text); }, slot.stats);
-    const bool full = slot.session->room() == 0 && !threshold;  // with shifting it shifts instead
-    if (go_on && full) slot.stats.stop = FinishReason::context_full;
-    if (!go_on || full) {
-      finish(slot, Status::success());
-      continue;
-    }
-    slot.pending = id;
+    take(slot, thought(slot, slot.sampler->sample(slot.session->logits(), slot.session->tokens())));
   }
 }
 
-void GenerationQueue::run_speculative(std::size_t i, GenerationJob& job) {
-  Session& session = *slots_[i].session;
-  SpeculativeDecoder& decoder = *decoders_[i];
-  LockedDecoder locked(decoder, step_m_);
+void GenerationQueue::start_job(Slot& slot, std::uint32_t kept) {
+  slot.job->cached_tokens = kept;
+  slot.sampler.emplace(slot.job->options.sampling);
+  slot.text.emplace(pipeline_.tokenizer(), slot.job->options.stop);
+  if (slot.job->thinking) slot.thinking.emplace(*slot.job->thinking, opens_thinking(slot.job->prompt, *slot.job->thinking));
+  slot.stats = GenerationStats{};
+  slot.stats.prompt_tokens = static_cast<std::uint32_t>(slot.job->prompt.size());
+  slot.prompt_at = kept;
+  slot.refill.clear();
+  slot.started = Clock::now();
+}
+
+TokenId GenerationQueue::thought(Slot& slot, TokenId sampled) {
+  return slot.thinking ? slot.thinking->next(sampled, pipeline_.tokenizer().is_eog(sampled)) : sampled;
+}
+
+bool GenerationQueue::take(Slot& slot, TokenId id, bool last) {
+  // As Session::generate: emit, and stop when the emitted token ends it or (after a step's last
+  // token) no slot is left for the next.
   const Tokenizer& tok = pipeline_.tokenizer();
-  const SpeculativeStats before = decoder.stats();
-  std::optional<ThinkingControl> thinking;
-  if (job.thinking) thinking.emplace(*job.thinking, opens_thinking(job.prompt, *job.thinking));
-  // A forced end of thinking cannot be handed to the decoder in the middle of its step: the
-  // generation stops before it, and starts again over the sequence so far plus the close (one
-  // more prefill for each forced close).
-  std::vector<TokenId> sequence = job.prompt;
-  GenerationOptions options = job.options;
-  GenerationStats total;
-  total.prompt_tokens = static_cast<std::uint32_t>(job.prompt.size());
-  Status st;
-  for (bool first = true;;) {
-    std::vector<TokenId> forced;
-    GenerationStats stats;
-    if (thinking && thinking->spent()) {
-      forced = thinking->close_now(ThinkingControl::Closed::budget);
-    } else {
-      bool budget_stop = false;
-      std::vector<TokenId> emitted;  // apart from `sequence`, which generate() reads as its prompt
-      st = session.generate(
-          sequence, options,
-          [&](TokenId id, std::string_view text) {
-            emitted.push_back(id);
-            if (thinking) thinking->next(id, false);  // ends of sequence never come here
-            if (!job.token(text)) return false;
-            budget_stop = thinking && thinking->spent();
-            return !budget_stop;
-          },
-          stats, &locked);
-      sequence.insert(sequence.end(), emitted.begin(), emitted.end());
-      job.push(session.tail(), false);  // the text held back for stop strings
-      // A restart's prefill is part of producing the answer: decode time.
-      (first ? total.prefill_seconds : total.decode_seconds) += stats.prefill_seconds;
-      first = false;
-      total.decode_seconds += stats.decode_seconds;
-      total.generated_tokens += stats.generated_tokens;
-      total.stop = stats.stop;
-      if (!st.ok()) break;
-      if (budget_stop) {
-        forced = thinking->close_now(ThinkingControl::Closed::budget);
-      } else if (stats.stop == FinishReason::eog && thinking && thinking->in_thinking() && thinking->answer_after_eos()) {
-        --total.generated_tokens;  // the end of sequence is replaced by the close
-        forced = thinking->close_now(ThinkingControl::Closed::end_of_sequence);
+  GenerationJob& job = *slot.job;
+  const bool go_on = emit_token(id, tok, *slot.text, job.options.max_tokens,
+                                [&](TokenId, std::string_view text) { return job.token(text); }, slot.stats);
+  const bool full = last && slot.session->room() == 0 && !shift_threshold();  // with shifting it shifts instead
+  if (go_on && full) slot.stats.stop = FinishReason::context_full;
+  if (!go_on || full) {
+    finish(slot, Status::success());
+    return false;
+  }
+  slot.pending = id;
+  return true;
+}
+
+void GenerationQueue::shift_speculative(std::size_t i) {
+  // As shift(), the pending token included in what goes in again: the decoder prefills it as a
+  // new prompt (the drafters start afresh on it) and the next token is sampled from its logits.
+  Slot& slot = slots_[i];
+  const std::span<const TokenId> t = slot.session->tokens();
+  const std::size_t keep = std::min<std::size_t>(context_keep_, t.size());
+  const std::size_t drop = (t.size() - keep) / 2;
+  slot.job->shifted_at.push_back(static_cast<std::uint32_t>(t.size() + 1));
+  std::vector<TokenId> again(t.begin(), t.begin() + keep);
+  again.insert(again.end(), t.begin() + keep + drop, t.end());
+  again.push_back(slot.pending);
+  decoders_[i]->start(*slot.session, again, 0);
+  slot.shifting = true;
+  metrics_.context_shift();
+}
+
+void GenerationQueue::step_speculative() {
+  // Start the admitted jobs (keeping the prompt's prefix the sequence and its drafters hold);
+  // drop those whose client went away.
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    if (!slot.job) continue;
+    if (slot.job->cancelled) {
+      finish(slot, Status::success());
+      continue;
+    }
+    if (slot.sampler) continue;
+    const SpeculativeDecoder& decoder = *decoders_[i];
+    slot.rounds0 = decoder.stats().rounds;
+    slot.emitted0 = decoder.stats().emitted;
+    slot.shifting = false;
+    start_job(slot, decoders_[i]->start(*slot.session, slot.job->prompt, std::numeric_limits<std::uint32_t>::max()));
+  }
+  // The pass: a round for every decoding sequence (one row each kept for those after it), then
+  // prompt pieces in what is left of max_batch rows.
+  const std::uint32_t budget = pipeline_.max_batch();
+  const std::uint32_t threshold = shift_threshold();
+  std::vector<PlannedSequence> planned;
+  std::vector<std::size_t> who;
+  std::vector<char> prefill;
+  std::uint32_t rows = 0;
+  const auto decoding = [&](std::size_t i) { return slots_[i].job && !decoders_[i]->prefilling(); };
+  std::size_t decoding_left = 0;
+  for (std::size_t i = 0; i < slots_.size(); ++i) decoding_left += decoding(i) ? 1 : 0;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (!decoding(i)) continue;
+    Slot& slot = slots_[i];
+    Session& s = *slot.session;
+    --decoding_left;
+    // A sequence about to reach the threshold shifts first (never earlier; its rounds are cut to
+    // land on it exactly, so never later either).
+    if (threshold && s.tokens().size() + 1 >= threshold) {
+      shift_speculative(i);
+      continue;
+    }
+    // As Session::generate: at most room(), no more than max_tokens wants, and not past a forced
+    // end of thinking (it replaces the round's last token then, never a committed one).
+    std::uint64_t max_new = s.room();
+    if (slot.job->options.max_tokens >= 0)
+      max_new = std::min<std::uint64_t>(max_new, slot.job->options.max_tokens - slot.stats.generated_tokens);
+    if (threshold) max_new = std::min<std::uint64_t>(max_new, threshold - (s.tokens().size() + 1));
+    if (slot.thinking && slot.thinking->unforced() >= 0)
+      max_new = std::min<std::uint64_t>(max_new, slot.thinking->unforced() + 1);
+    const std::uint32_t max_rows = budget - rows - static_cast<std::uint32_t>(decoding_left);
+    if (Status st = decoders_[i]->plan_step(s, *slot.sampler, slot.pending, static_cast<std::uint32_t>(max_new), max_rows);
+        !st.ok()) {
+      finish(slot, st);
+      continue;
+    }
+    planned.push_back(PlannedSequence{decoders_[i].get(), &s});
+    who.push_back(i);
+    prefill.push_back(0);
+    rows += static_cast<std::uint32_t>(decoders_[i]->planned().tokens.size());
+  }
+  for (std::size_t i = 0; i < slots_.size() && rows < budget; ++i) {
+    Slot& slot = slots_[i];
+    if (!slot.job || !decoders_[i]->prefilling()) continue;
+    if (Status st = decoders_[i]->plan_prefill(*slot.session, budget - rows); !st.ok()) {
+      finish(slot, st);
+      continue;
+    }
+    planned.push_back(PlannedSequence{decoders_[i].get(), slot.session.get()});
+    who.push_back(i);
+    prefill.push_back(1);
+    rows += static_cast<std::uint32_t>(decoders_[i]->planned().tokens.size());
+  }
+  if (planned.empty()) return;
+  if (Status st = run_planned(slots_.front().session->workspace(), planned, pass_, parts_); !st.ok()) {
+    for (std::size_t i : who) finish(slots_[i], st);
+    return;
+  }
+  metrics_.forward_pass(rows, static_cast<std::uint32_t>(planned.size()));
+  std::vector<TokenId> out;
+  for (std::size_t k = 0; k < who.size(); ++k) {
+    Slot& slot = slots_[who[k]];
+    SpeculativeDecoder& decoder = *decoders_[who[k]];
+    Session& s = *slot.session;
+    if (prefill[k]) {
+      if (Status st = decoder.finish_prefill(s, parts_[k]); !st.ok()) {
+        finish(slot, st);
+        continue;
       }
-    }
-    if (forced.empty()) break;
-    for (TokenId id : forced) job.push(tok.decode({id}), true);
-    total.generated_tokens += static_cast<std::uint32_t>(forced.size());
-    sequence.insert(sequence.end(), forced.begin(), forced.end());
-    if (options.max_tokens >= 0) {
-      options.max_tokens = std::max<std::int64_t>(0, job.options.max_tokens - total.generated_tokens);
-      if (options.max_tokens == 0) {
-        total.stop = FinishReason::length;
-        break;
+      if (decoder.prefilling()) continue;  // more prompt pieces to come
+      if (slot.shifting) {
+        slot.shifting = false;  // the pending token is in: the next one follows
+      } else {
+        slot.stats.prefill_seconds = seconds(Clock::now() - slot.started);
+        slot.decoding = Clock::now();
+        if (slot.job->options.max_tokens == 0) {  // as Session::generate: the prompt only
+          slot.stats.stop = FinishReason::length;
+          finish(slot, Status::success());
+          continue;
+        }
       }
+      take(slot, thought(slot, slot.sampler->sample(s.logits(), s.tokens())));
+      continue;
     }
-    if (sequence.size() + 1 >= session.capacity()) {
-      total.stop = FinishReason::context_full;
-      break;
+    out.clear();
+    if (Status st = decoder.finish_step(s, *slot.sampler, parts_[k], out); !st.ok()) {
+      finish(slot, st);
+      continue;
+    }
+    // The round's tokens: all but the last committed after the pending one.
+    const std::size_t first = s.tokens().size() - (out.size() - 1);
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      const TokenId id = thought(slot, out[j]);
+      bool last = j + 1 == out.size();
+      if (id != out[j] && !last) {
+        // A forced end of thinking replaced a committed token (an end of sequence inside
+        // thinking): the sequence goes back to just before it, and the close is pending instead.
+        if (Status st = decoder.truncate(s, static_cast<std::uint32_t>(first + j)); !st.ok()) {
+          finish(slot, st);
+          break;
+        }
+        last = true;
+      }
+      if (!take(slot, id, last) || last) break;
     }
   }
-  if (thinking) {
-    std::lock_guard lock(job.m);
-    job.reasoning_tokens = thinking->reasoning_tokens();
-    job.thinking_closed = thinking->forced();
-  }
-  const SpeculativeStats& after = decoder.stats();
-  const std::uint64_t rounds = after.rounds - before.rounds;
-  const double tpr = rounds ? double(after.emitted - before.emitted) / double(rounds) : 0;
-  {
-    std::lock_guard lock(tally_m_);
-    spec_stats_[i] = after;
-    metrics_.speculative(sum(spec_stats_));
-  }
-  if (st.ok()) metrics_.generation(total, 0);
-  update_kv_metric(i);
-  job.finish(std::move(st), total, tpr);
 }
 
 }  // namespace graft::server

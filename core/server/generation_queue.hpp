@@ -2,10 +2,10 @@
 // (--parallel N). Plain decoding runs every active sequence in ONE forward pass per step
 // (Session::append_together: a decoding sequence's pending token and prefilling sequences' prompt
 // pieces, up to max_batch rows); each request keeps its own KV store, sampler and text. With the
-// profile's drafters each sequence has its own speculative decoder and a thread that runs its
-// requests with Session::generate; the sequences take turns round by round (one decoder step at
-// a time: the forward passes are not batched across them). Jobs whose client has gone are
-// dropped before they start and stop at their next token once started.
+// profile's drafters each sequence has its own speculative decoder (its own drafter instances),
+// and every step is still ONE forward pass: each decoding sequence's verify rows (its pending
+// token and drafted tree) and prompt pieces together (run_planned). Jobs whose client has gone
+// are dropped before they start and stop at their next token once started.
 #pragma once
 
 #include <chrono>
@@ -54,32 +54,40 @@ class GenerationQueue {
     TokenId pending = 0;        // sampled and emitted, not yet appended
     std::vector<TokenId> refill;  // after a context shift: the kept tokens, prefilled again
     std::size_t refill_at = 0;
+    bool shifting = false;  // with drafters: the shifted sequence is going in again
+    std::uint64_t rounds0 = 0, emitted0 = 0;  // its decoder's counts when the job started
     Clock::time_point started, decoding;
   };
 
   void run();
-  // Sequence i's thread with drafters: its requests one after another.
-  void run_speculative_slot(std::size_t i);
-  void run_speculative(std::size_t i, GenerationJob& job);
   // Moves waiting jobs into free slots; false when stopping.
   bool admit();
-  // One batched forward pass over the active slots, then sampling and emitting.
+  // One batched forward pass over the active slots, then sampling and emitting: plain decoding,
+  // or with the drafters a speculative round per decoding sequence.
   void step();
+  void step_speculative();
+  // A job starts on its slot, its first `kept` prompt tokens already in the sequence.
+  void start_job(Slot& slot, std::uint32_t kept);
+  // The token to emit for a sampled one (a forced end of thinking may replace it).
+  TokenId thought(Slot& slot, TokenId sampled);
+  // Emits `id`; false when the job is over (it is then finished). `last`: the step's last token
+  // (the next pending one), after which a full context ends the job.
+  bool take(Slot& slot, TokenId id, bool last = true);
   void finish(Slot& slot, Status st);
-  // Sequence i's KV use now (its own thread's view), and the sum over all sequences to the metrics.
+  // Sequence i's KV use now, and the sum over all sequences to the metrics.
   void update_kv_metric(std::size_t i);
   std::size_t index_of(const Slot& slot) const { return static_cast<std::size_t>(&slot - slots_.data()); }
   // The length at which a sequence shifts (0: never).
   std::uint32_t shift_threshold() const;
   void shift(Slot& slot);
+  void shift_speculative(std::size_t i);
 
   Pipeline& pipeline_;
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<SpeculativeDecoder>> decoders_;
-  std::mutex step_m_;  // one decoder step (or prefill) at a time: they share the model's passes
-  std::mutex tally_m_;  // the per-sequence figures /metrics sums
-  std::vector<std::uint32_t> kv_used_;  // per sequence (under tally_m_)
-  std::vector<SpeculativeStats> spec_stats_;  // per sequence's decoder (under tally_m_)
+  ForwardOutput pass_;  // the last speculative pass's output
+  std::vector<PassPart> parts_;
+  std::vector<std::uint32_t> kv_used_;  // per sequence (the worker's)
   ServerMetrics& metrics_;
   double context_shift_at_ = 0;
   std::uint32_t context_keep_ = 0;
@@ -88,7 +96,7 @@ class GenerationQueue {
   std::deque<std::shared_ptr<GenerationJob>> waiting_;
   std::size_t active_ = 0;  // slots with a job (under m_)
   bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  std::thread worker_;
 };
 
 }  // namespace graft::server

@@ -213,9 +213,6 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
     if (!made) return std::move(made).status();
     decoders.push_back(std::move(*made));
   }
-  if (options.context_shift_at > 0 && !decoders.empty())
-    return not_implemented("--context-shift with speculative decoding (the drafters would need the shifted "
-                           "context); use --no-draft");
   ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoders), ctx.metrics,
                                                 options.context_shift_at, options.context_keep);
   // The chat template: the model's own, else the documented default (said at start-up and in /props).

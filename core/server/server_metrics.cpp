@@ -95,7 +95,7 @@ std::string ServerMetrics::render(std::size_t queue_depth, std::size_t running) 
   o += fmt::format("graft_kv_tokens_used {}\n", kv_used_);
   metric(o, "graft_kv_tokens_capacity", "gauge", "KV slots of all sequences (each request gets one sequence's: n_ctx_per_request).");
   o += fmt::format("graft_kv_tokens_capacity {}\n", kv_capacity_);
-  metric(o, "graft_forward_passes_total", "counter", "Batched forward passes of plain decoding (all sequences in one).");
+  metric(o, "graft_forward_passes_total", "counter", "Batched forward passes (every running sequence's rows in one; speculative rounds included).");
   o += fmt::format("graft_forward_passes_total {}\n", passes_);
   metric(o, "graft_forward_rows_total", "counter", "Token rows in those passes.");
   o += fmt::format("graft_forward_rows_total {}\n", pass_rows_);
@@ -118,6 +118,10 @@ std::string ServerMetrics::render(std::size_t queue_depth, std::size_t running) 
     for (const DrafterStats& d : spec_.drafters)
       o += fmt::format("graft_speculative_acceptance{{drafter=\"{}\"}} {}\n", label(d.name),
                        d.proposed ? double(d.accepted) / double(d.proposed) : 0.0);
+    metric(o, "graft_speculative_drafter_failures_total", "counter",
+           "Drafter calls that failed (each warned; the proposal skipped or the drafter off for the sequence).");
+    for (const DrafterStats& d : spec_.drafters)
+      o += fmt::format("graft_speculative_drafter_failures_total{{drafter=\"{}\"}} {}\n", label(d.name), d.failures);
   }
   return o;
 }

@@ -54,13 +54,6 @@ TokenId ThinkingControl::next(TokenId sampled, bool eog) {
   return id;
 }
 
-std::vector<TokenId> ThinkingControl::close_now(Closed why) {
-  forced_ = why;
-  pending_.clear();
-  for (TokenId id : s_.close_text) observe(id);
-  return s_.close_text;
-}
-
 const char* closed_name(ThinkingControl::Closed c) {
   switch (c) {
     case ThinkingControl::Closed::no: return "no";

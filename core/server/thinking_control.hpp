@@ -5,6 +5,7 @@
 // from content) is AnswerParser's.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -36,11 +37,17 @@ class ThinkingControl {
   // The token to emit for the `sampled` one (`eog`: it ends the sequence): itself, or the next
   // token of a forced close.
   TokenId next(TokenId sampled, bool eog);
-  // For a decoder stopped between tokens: whether the budget is spent inside thinking, and the
-  // close forced now (observed as emitted).
+  // Whether the budget is spent inside thinking.
   bool spent() const { return in_thinking_ && s_.budget >= 0 && reasoning_ >= static_cast<std::uint64_t>(s_.budget); }
   bool answer_after_eos() const { return s_.open >= 0 && s_.answer_after_eos; }
-  std::vector<TokenId> close_now(Closed why);
+  // Sampled tokens next() passes through before it replaces one for the budget (a decoder
+  // verifying several tokens a round stops there); -1: no such limit now.
+  std::int64_t unforced() const {
+    if (s_.open < 0) return -1;
+    if (!pending_.empty()) return 0;
+    if (in_thinking_ && s_.budget >= 0) return std::max<std::int64_t>(0, s_.budget - std::int64_t(reasoning_));
+    return -1;
+  }
   bool in_thinking() const { return in_thinking_; }
   std::uint32_t reasoning_tokens() const { return reasoning_; }
   Closed forced() const { return forced_; }  // why the last forced close came, if one did

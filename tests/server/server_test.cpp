@@ -4,6 +4,7 @@
 // context and clients that go away mid-stream get the right status and message, and the server
 // keeps serving. (The npm-client tests of the issue come with the chat routes.)
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <filesystem>
@@ -32,6 +33,15 @@ namespace {
 void with_ngram(Profile& profile) {
   profile.speculative.enabled = true;
   profile.drafters = {PluginChoice{"ngram", {}, "", {}}};
+}
+
+// The three drafters of the fastest known setup: n-gram lookup, the file's MTP head, DFlash2.
+void with_all_three(Profile& profile) {
+  profile.speculative.enabled = true;
+  Config dflash;
+  dflash.set("model", (fs::path(GRAFT_SOURCE_DIR) / "models" / "zoo-dflash2-2x256.gguf").string());
+  profile.drafters = {PluginChoice{"ngram", {}, "", {}}, PluginChoice{"mtp", {}, "", {}},
+                      PluginChoice{"dflash2", dflash, "", {}}};
 }
 
 }  // namespace
@@ -331,6 +341,8 @@ TEST(Server, ParallelSequencesWithDraftersEachEqualPlainGeneration) {
   // Each answer's rounds, from its own tokens per round (its last round may stop early: a bound).
   EXPECT_GE(metric_value(m, "graft_speculative_rounds_total"), static_cast<long>(rounds * 0.9));
   EXPECT_EQ(metric_value(m, "graft_requests_running"), 0);
+  // The two sequences' rounds shared forward passes (not one sequence's pass after the other's).
+  EXPECT_GT(metric_value(m, "graft_forward_sequences_total"), metric_value(m, "graft_forward_passes_total"));
 }
 
 // With the profile's drafters the server speculates per request: the same text as plain greedy
@@ -352,8 +364,10 @@ TEST(Server, SpeculativeDecodingUnderTheServerIsLossless) {
 // The agent-loop case: a request whose prompt extends what a sequence already holds (the last
 // prompt and its answer) prefills only the new part, and its text is still exactly plain
 // generation's for the whole prompt.
-TEST(Server, APromptThatExtendsTheLastConversationReusesItsKv) {
-  Running srv;
+class PrefixReuse : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PrefixReuse, APromptThatExtendsTheLastConversationReusesItsKv) {
+  Running srv({}, zoo_pipeline(GetParam() == "plain" ? std::function<void(Profile&)>() : with_all_three));
   ASSERT_GT(srv.port, 0);
   auto c = srv.client();
   const std::string first = "import os\nimport sys\n\ndef main():\n";
@@ -370,12 +384,22 @@ TEST(Server, APromptThatExtendsTheLastConversationReusesItsKv) {
   const json other = post(c, "/v1/completions", {{"prompt", "class Foo:\n"}, {"max_tokens", 8}, {"temperature", 0}}, 200);
   EXPECT_LE(other["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 1);
   EXPECT_EQ(other["choices"][0]["text"], plain_greedy(*srv.pipeline, "class Foo:\n", 8));
+  if (GetParam() != "plain") {
+    // Every drafter followed the cuts back to the shared prefixes (none failed, none was disabled).
+    const std::string m = c.Get("/metrics")->body;
+    for (const char* d : {"ngram", "mtp", "dflash2"})
+      EXPECT_NE(m.find(fmt::format("graft_speculative_drafter_failures_total{{drafter=\"{}\"}} 0\n", d)), std::string::npos)
+          << d << "\n" << m;
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Server, PrefixReuse, ::testing::Values("plain", "all_three_drafters"));
 
 // Context shift: with it, a request runs past its context (the oldest half of the tokens go when
 // the sequence reaches 85% of its REAL capacity: 218 of 256 here, never earlier) and its answer is
 // as long as asked; without it, the same request ends when the context is full.
 TEST(Server, ContextShiftFiresAtTheFractionOfTheRealCapacityNeverEarlier) {
+  json shifted_text;
   server::ServerOptions o;
   o.context_shift_at = 0.85;
   o.context_keep = 4;
@@ -392,6 +416,17 @@ TEST(Server, ContextShiftFiresAtTheFractionOfTheRealCapacityNeverEarlier) {
   // Before the first shift the text is plain generation's (the same sequence up to there).
   const std::string plain = plain_greedy(*srv.pipeline, "x", 100);
   EXPECT_EQ(r["choices"][0]["text"].get<std::string>().substr(0, plain.size()), plain);
+  shifted_text = r["choices"][0]["text"];
+
+  // With drafters the shifts come at the same lengths (rounds are cut to land on the threshold)
+  // and the text is the same: the shifted sequence is rebuilt exactly on both paths.
+  Running spec(o, zoo_pipeline(with_ngram));
+  ASSERT_GT(spec.port, 0);
+  auto c3 = spec.client();
+  const json rs = post(c3, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 600}, {"temperature", 0}}, 200);
+  EXPECT_EQ(rs["graft"]["context_shifts"], r["graft"]["context_shifts"]);
+  EXPECT_EQ(rs["choices"][0]["text"], shifted_text);
+  EXPECT_GT(rs["graft"]["tokens_per_round"].get<double>(), 1.0);
 
   Running off;
   ASSERT_GT(off.port, 0);

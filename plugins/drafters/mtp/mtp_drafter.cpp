@@ -214,16 +214,34 @@ Status MtpDrafter::truncate(std::uint32_t n) {
     pending_hidden_.clear();
     return kv_->truncate(0);
   }
-  // Entry n-1 read token n, which a cut to n tokens replaces; rebuilding it needs the target's
-  // hidden state of token n-1 again, which no call hands over.
-  if (n <= held())
-    return not_implemented("mtp: cutting a sequence back to " + std::to_string(n) + " tokens (the head holds " +
-                           std::to_string(held()) + ")");
+  if (n > held()) return Status::success();  // nothing past n is held
+  // Entry i read token i+1: n tokens keep entries [0, n-1). Entry n-1, which read the replaced
+  // token n, would need the target's h_{n-1} again, which no call hands over: it becomes a gap,
+  // as the resume window's are (RoPE keeps the true positions; drafts may differ, never the output).
+  const std::uint32_t keep = n - 1;
+  if (keep >= n_entries_) {
+    // Only queued entries go; those that stay run now, so the gap comes after them.
+    pending_tokens_.resize(keep - n_entries_);
+    pending_hidden_.resize(std::size_t(keep - n_entries_) * E_);
+    GRAFT_TRY(flush(opt_.resume_window));
+  } else {
+    // Entries already in the head's KV cache: it forgets them all (its slots hold no entry
+    // numbers to cut at after a gap); later drafts attend to the entries from here on.
+    pending_tokens_.clear();
+    pending_hidden_.clear();
+    GRAFT_TRY(kv_->truncate(0));
+    n_slots_ = 0;
+  }
+  n_entries_ = n;
+  have_head_ = false;  // the next commit's entries give the head again
   return Status::success();
 }
 
 Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
   GRAFT_TRY(flush(opt_.resume_window));
+  // Just after a cut (truncate) the head has no entry to draft from: no proposal this round.
+  if (!have_head_ && pending_tokens_.empty() && request.context.size() == std::size_t(n_entries_) + 1)
+    return Status::success();
   if (!have_head_ || request.context.size() != std::size_t(n_entries_) + 1)
     return Status(Errc::invalid_argument, "mtp: out of step with the context (" + std::to_string(request.context.size()) +
                                               " tokens, " + std::to_string(n_entries_) + " entries)");

@@ -13,6 +13,8 @@
 // true positions). Drafts may then differ from an exact head's, never the output: the target
 // verifies every token. This bounds what a resumed proposal costs (the catch-up of a few hundred
 // entries cost ~9 target decode steps on the zoo model).
+// truncate(n) keeps entries 0..n-2 and makes entry n-1 (it read the replaced token n) a gap: its
+// h_{n-1} is not handed over again. A cut into entries already run empties the head's KV cache.
 #pragma once
 
 #include <memory>
