@@ -7,8 +7,7 @@ namespace graft::server {
 
 namespace {
 
-constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>", kToolOpen = "<tool_call>",
-                           kToolClose = "</tool_call>";
+constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>", kPythonTag = "<|python_tag|>";
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -32,7 +31,7 @@ std::size_t trailing_space(std::string_view s) {
 
 }  // namespace
 
-AnswerParser::AnswerParser(bool in_reasoning, bool tools)
+AnswerParser::AnswerParser(bool in_reasoning, std::optional<ToolFormat> tools)
     : state_(in_reasoning ? State::reasoning : State::content), tools_(tools) {}
 
 void AnswerParser::emit(AnswerEvent::Kind kind, std::string text, std::vector<AnswerEvent>& out) {
@@ -43,6 +42,7 @@ void AnswerParser::emit(AnswerEvent::Kind kind, std::string text, std::vector<An
   }
   if (text.empty()) return;
   block_start_ = false;
+  if (kind == AnswerEvent::Kind::content) answered_ = true;
   if (!out.empty() && out.back().kind == kind && kind != AnswerEvent::Kind::tool_call)
     out.back().text += text;
   else
@@ -50,22 +50,21 @@ void AnswerParser::emit(AnswerEvent::Kind kind, std::string text, std::vector<An
 }
 
 void AnswerParser::tool_call(const std::string& body, std::vector<AnswerEvent>& out) {
-  using ojson = nlohmann::ordered_json;
-  const ojson call = ojson::parse(body, nullptr, false);
-  const bool ok = call.is_object() && call.contains("name") && call["name"].is_string() &&
-                  (!call.contains("arguments") || call["arguments"].is_object() || call["arguments"].is_string());
-  if (!ok) {  // not a call graft can read: the model's text as it was
-    emit(AnswerEvent::Kind::content, before_tool_ + std::string(kToolOpen) + body + std::string(kToolClose), out);
+  std::vector<ToolCall> calls;
+  std::string_view json = body;
+  if (json.starts_with(kPythonTag)) json.remove_prefix(kPythonTag.size());  // Llama 3's call marker
+  if (!tools_->parse(json, calls)) {  // not calls graft can read: the model's text as it was
+    const std::string_view open = tools_->at_start_only() ? "" : tools_->open();
+    emit(AnswerEvent::Kind::content, before_tool_ + std::string(open) + body + std::string(tools_->close()), out);
     return;
   }
-  AnswerEvent e;
-  e.kind = AnswerEvent::Kind::tool_call;
-  e.name = call["name"].get<std::string>();
-  if (!call.contains("arguments"))
-    e.arguments = "{}";
-  else
-    e.arguments = call["arguments"].is_string() ? call["arguments"].get<std::string>() : call["arguments"].dump();
-  out.push_back(std::move(e));
+  for (ToolCall& c : calls) {
+    AnswerEvent e;
+    e.kind = AnswerEvent::Kind::tool_call;
+    e.name = std::move(c.name);
+    e.arguments = std::move(c.arguments);
+    out.push_back(std::move(e));
+  }
 }
 
 void AnswerParser::push(std::string_view text, std::vector<AnswerEvent>& out) {
@@ -91,15 +90,16 @@ void AnswerParser::push(std::string_view text, std::vector<AnswerEvent>& out) {
       continue;
     }
     if (state_ == State::tool) {
-      const std::size_t at = buf_.find(kToolClose);
-      if (at == std::string::npos) {
-        const std::size_t hold = partial_tag(buf_, {kToolClose});
+      const std::string_view close = tools_->close();
+      const std::size_t at = close.empty() ? std::string::npos : buf_.find(close);
+      if (at == std::string::npos) {  // (a call without a close tag runs to the end: finish())
+        const std::size_t hold = close.empty() ? 0 : partial_tag(buf_, {close});
         tool_ += buf_.substr(0, buf_.size() - hold);
         buf_.erase(0, buf_.size() - hold);
         return;
       }
       tool_ += buf_.substr(0, at);
-      buf_.erase(0, at + kToolClose.size());
+      buf_.erase(0, at + close.size());
       tool_call(tool_, out);
       tool_.clear();
       state_ = State::content;
@@ -107,18 +107,36 @@ void AnswerParser::push(std::string_view text, std::vector<AnswerEvent>& out) {
       after_tag_ = true;
       continue;
     }
-    // Content: the next <think> or (with tools) <tool_call>.
+    // Content: the next <think>, or (with tools) a call's start.
     std::size_t at = buf_.find(kThinkOpen);
     std::size_t tag = kThinkOpen.size();
     State next = State::reasoning;
-    if (tools_) {
-      const std::size_t t = buf_.find(kToolOpen);
-      if (t < at) at = t, tag = kToolOpen.size(), next = State::tool;
+    std::size_t hold = partial_tag(buf_, {kThinkOpen});
+    if (tools_ && !tools_->at_start_only()) {
+      const std::size_t t = buf_.find(tools_->open());
+      if (t < at) at = t, tag = tools_->open().size(), next = State::tool;
+      hold = std::max(hold, partial_tag(buf_, {tools_->open()}));
+    } else if (tools_ && !answered_) {
+      // Llama 3: a call is the whole answer, a JSON object (or after <|python_tag|>): decided at
+      // the answer's first character; until then, whitespace and a possible tag start wait.
+      const std::size_t first = buf_.find_first_not_of(" \n\t\r");
+      if (first == std::string::npos) return;  // all whitespace so far
+      const std::string_view rest = std::string_view(buf_).substr(first);
+      if (rest.starts_with(kThinkOpen)) {
+        // A thinking block first: the answer starts after it.
+      } else if (rest.front() == '{') {
+        at = first, tag = 0, next = State::tool;  // the brace stays in the body
+      } else if (rest.starts_with(kPythonTag)) {
+        at = first, tag = 0, next = State::tool;  // the tag too (dropped when the call parses)
+      } else if (kPythonTag.starts_with(rest) || kThinkOpen.starts_with(rest)) {
+        return;  // a tag may be coming
+      } else {
+        answered_ = true;  // ordinary answer text: no call follows
+      }
     }
     if (at == std::string::npos) {
-      std::size_t hold = tools_ ? partial_tag(buf_, {kThinkOpen, kToolOpen}) : partial_tag(buf_, {kThinkOpen});
       // Whitespace that may turn out to come before a tool call waits too.
-      if (tools_) hold += trailing_space(std::string_view(buf_).substr(0, buf_.size() - hold));
+      if (tools_ && !tools_->at_start_only()) hold += trailing_space(std::string_view(buf_).substr(0, buf_.size() - hold));
       emit(AnswerEvent::Kind::content, buf_.substr(0, buf_.size() - hold), out);
       buf_.erase(0, buf_.size() - hold);
       return;
@@ -143,8 +161,17 @@ void AnswerParser::finish(std::vector<AnswerEvent>& out) {
       emit(AnswerEvent::Kind::reasoning, std::move(rest), out);
       break;
     }
-    case State::tool:  // never closed: the model's text as it was
-      emit(AnswerEvent::Kind::content, before_tool_ + std::string(kToolOpen) + tool_ + buf_, out);
+    case State::tool:
+      if (tools_->close().empty()) {  // a call that runs to the end of the answer
+        tool_ += buf_;
+        buf_.clear();
+        std::string body = std::move(tool_);
+        body.erase(body.size() - trailing_space(body));
+        tool_call(body, out);
+        break;
+      }
+      // Never closed: the model's text as it was.
+      emit(AnswerEvent::Kind::content, before_tool_ + std::string(tools_->open()) + tool_ + buf_, out);
       break;
     case State::content: {
       std::string rest = std::move(buf_);

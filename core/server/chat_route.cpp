@@ -165,6 +165,34 @@ std::optional<ApiError> messages(const json& j, const ojson& body, ojson& out) {
   return std::nullopt;
 }
 
+// OpenAI's tool_choice: "none" (the tools are not shown), "auto", "required" (a call to some
+// function), or {"type": "function", "function": {"name": N}} (a call to N, one of the tools).
+std::optional<ApiError> tool_choice(const json& j, bool& tools, std::optional<ForcedCall>& forced) {
+  const auto it = j.find("tool_choice");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  const char* what = "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (it->is_string()) {
+    const std::string c = *it;
+    if (c == "none") tools = false;
+    else if (c == "required") forced = ForcedCall{};
+    else if (c != "auto") return bad_request(what, "tool_choice");
+  } else if (it->is_object() && it->value("type", json()) == "function" && it->contains("function") &&
+             (*it)["function"].is_object() && (*it)["function"].contains("name") && (*it)["function"]["name"].is_string()) {
+    forced = ForcedCall{(*it)["function"]["name"].get<std::string>()};
+    bool offered = false;
+    for (const json& t : tools ? j["tools"] : json::array())
+      offered = offered || (t.is_object() && t.contains("function") && t["function"].is_object() &&
+                            t["function"].value("name", json()) == forced->function);
+    if (!offered)
+      return bad_request("'tool_choice' names function '" + forced->function + "', which 'tools' does not offer",
+                         "tool_choice");
+  } else {
+    return bad_request(what, "tool_choice");
+  }
+  if (forced && !tools) return bad_request("'tool_choice' asks for a tool call but the request offers no tools", "tool_choice");
+  return std::nullopt;
+}
+
 }  // namespace
 
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -177,11 +205,11 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   ojson msgs;
   if (auto e = messages(j, body, msgs)) return send_error(res, *e);
   context["messages"] = msgs;
-  const bool tools = j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty());
-  if (tools) {
-    if (!j["tools"].is_array()) return send_error(res, bad_request("'tools' must be an array", "tools"));
-    context["tools"] = body["tools"];
-  }
+  bool tools = j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty());
+  if (tools && !j["tools"].is_array()) return send_error(res, bad_request("'tools' must be an array", "tools"));
+  std::optional<ForcedCall> forced;
+  if (auto e = tool_choice(j, tools, forced)) return send_error(res, *e);
+  if (tools) context["tools"] = body["tools"];
   GenerationFields fields;
   if (auto e = parse_generation_fields(j, ctx.pipeline.profile().sampling, {"max_completion_tokens", "max_tokens"}, fields))
     return send_error(res, *e);
@@ -211,7 +239,9 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   auto job = std::make_shared<GenerationJob>();
   if (auto e = chat_prompt(ctx, context, job->prompt)) return send_error(res, *e);
   if (auto e = chat_thinking(ctx, budget, thinking, *job, "thinking_budget_tokens")) return send_error(res, *e);
-  job->parser.emplace(job->thinking && opens_thinking(job->prompt, *job->thinking), tools);
+  if (forced) force_call(ctx, *forced, *job);
+  job->parser.emplace(job->thinking && opens_thinking(job->prompt, *job->thinking),
+                      tools ? std::optional(ctx.tool_format) : std::nullopt);
   run_generation(ctx, res, job, fields, std::make_shared<ChatShape>(ctx.new_id("chatcmpl-"), model));
 }
 

@@ -107,6 +107,14 @@ std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t bud
   return std::nullopt;
 }
 
+void force_call(const ServerContext& ctx, const ForcedCall& call, GenerationJob& job) {
+  if (!job.thinking) job.thinking = ThinkingSettings{};  // a vocabulary without thinking tokens: the start only
+  TokenizeOptions opt;
+  opt.parse_special = true;  // <tool_call>, [TOOL_CALLS] are the vocabulary's own tokens
+  auto ids = ctx.pipeline.tokenizer().encode(ctx.tool_format.forced_start(call.function), opt);
+  if (ids) job.thinking->answer_start = std::move(*ids);
+}
+
 void run_generation(ServerContext& ctx, httplib::Response& res, std::shared_ptr<GenerationJob> job,
                     const GenerationFields& f, std::shared_ptr<ResponseShape> shape) {
   if (auto e = check_logit_bias(ctx, f.sampling)) return send_error(res, *e);

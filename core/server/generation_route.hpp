@@ -54,4 +54,12 @@ std::optional<ApiError> check_logit_bias(const ServerContext& ctx, const Samplin
 std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t budget, bool enabled, GenerationJob& job,
                                      const char* budget_field);
 
+// What a request's tool_choice asks: a call (to `function`, or to any function when empty).
+struct ForcedCall {
+  std::string function;
+};
+// Makes the job's answer start with that call's opening in the model's format (after any
+// thinking); call after chat_thinking.
+void force_call(const ServerContext& ctx, const ForcedCall& call, GenerationJob& job);
+
 }  // namespace graft::server

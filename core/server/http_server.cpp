@@ -161,6 +161,7 @@ void HttpServer::Impl::routes() {
         {"default_max_tokens", p.max_tokens},
         {"context_shift_at", ctx.options.context_shift_at},
         {"chat_template", ctx.chat_template_origin},
+        {"tool_call_format", ctx.tool_format.name()},
         {"reasoning_budget", ctx.options.reasoning_budget},
         {"thinking_eos", ctx.options.answer_after_eos_in_thinking ? "answer" : "stop"},
         {"context_keep", ctx.options.context_keep}};
@@ -228,6 +229,7 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
     auto parsed = chat::ChatTemplate::parse(kDefaultChatTemplate);
     ctx.chat_template = std::make_shared<const chat::ChatTemplate>(std::get<chat::ChatTemplate>(parsed));
   }
+  ctx.tool_format = tool_format_of(pipeline.file().get_string("tokenizer.chat_template").value_or(kDefaultChatTemplate));
   if (!ctx.chat_template) spdlog::warn("the model's chat template does not parse ({}): the chat routes answer 500", ctx.chat_template_error);
   if (options.request_log == "-") {
     impl->log = stdout;

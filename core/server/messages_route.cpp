@@ -243,18 +243,34 @@ std::optional<ApiError> tools(const ojson& body, ojson& out) {
 // The template context (messages, tools, thinking switch) for a request; `thinking_on` and
 // `budget` from its "thinking" object.
 std::optional<ApiError> prompt_context(const ojson& body, ojson& context, bool& thinking_on, std::int64_t& budget,
-                                       bool& has_tools) {
+                                       bool& has_tools, std::optional<ForcedCall>& forced) {
   ojson msgs, fns;
   if (auto e = messages(body, msgs)) return e;
   if (auto e = tools(body, fns)) return e;
+  // tool_choice: auto, none (the tools are not shown), any (a call to some tool), or tool (to the
+  // one named).
   if (auto it = body.find("tool_choice"); it != body.end() && !it->is_null()) {
     if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string())
       return bad_request("'tool_choice' must be an object with a 'type'", "tool_choice");
     const std::string type = (*it)["type"];
-    if (type == "none")
+    if (type == "none") {
       fns = ojson::array();
-    else if (type != "auto")
-      return bad_request(fmt::format("'tool_choice' type '{}' is not supported (auto or none)", type), "tool_choice");
+    } else if (type == "any") {
+      forced = ForcedCall{};
+    } else if (type == "tool") {
+      if (!it->contains("name") || !(*it)["name"].is_string())
+        return bad_request("'tool_choice' of type 'tool' needs the tool's 'name'", "tool_choice.name");
+      forced = ForcedCall{(*it)["name"].get<std::string>()};
+      bool offered = false;
+      for (const ojson& f : fns) offered = offered || f["function"]["name"] == forced->function;
+      if (!offered)
+        return bad_request(fmt::format("'tool_choice' names tool '{}', which 'tools' does not offer", forced->function),
+                           "tool_choice.name");
+    } else if (type != "auto") {
+      return bad_request(fmt::format("'tool_choice' type '{}' is not one of auto, any, tool, none", type), "tool_choice");
+    }
+    if (forced && fns.empty())
+      return bad_request("'tool_choice' asks for a tool call but the request offers no tools", "tool_choice");
   }
   context = ojson::object();
   context["messages"] = msgs;
@@ -307,11 +323,14 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
   ojson context;
   bool thinking = true, has_tools = false;
   std::int64_t budget = -1;
-  if (auto e = prompt_context(body, context, thinking, budget, has_tools)) return send_error(res, *e);
+  std::optional<ForcedCall> forced;
+  if (auto e = prompt_context(body, context, thinking, budget, has_tools, forced)) return send_error(res, *e);
   auto job = std::make_shared<GenerationJob>();
   if (auto e = chat_prompt(ctx, context, job->prompt)) return send_error(res, *e);
   if (auto e = chat_thinking(ctx, budget, thinking, *job, "thinking.budget_tokens")) return send_error(res, *e);
-  job->parser.emplace(job->thinking && opens_thinking(job->prompt, *job->thinking), has_tools);
+  if (forced) force_call(ctx, *forced, *job);
+  job->parser.emplace(job->thinking && opens_thinking(job->prompt, *job->thinking),
+                      has_tools ? std::optional(ctx.tool_format) : std::nullopt);
   const std::size_t prompt_tokens = job->prompt.size();
   run_generation(ctx, res, job, fields,
                  std::make_shared<MessagesShape>(ctx.new_id("msg_"), model, prompt_tokens, fields.stop));
@@ -324,7 +343,8 @@ void handle_count_tokens(ServerContext& ctx, const httplib::Request& req, httpli
   ojson context;
   bool thinking = true, has_tools = false;
   std::int64_t budget = -1;
-  if (auto e = prompt_context(body, context, thinking, budget, has_tools)) return send_error(res, *e);
+  std::optional<ForcedCall> forced;
+  if (auto e = prompt_context(body, context, thinking, budget, has_tools, forced)) return send_error(res, *e);
   std::vector<TokenId> ids;
   if (auto e = chat_prompt(ctx, context, ids)) return send_error(res, *e);
   res.set_content(json{{"input_tokens", ids.size()}}.dump(), "application/json");

@@ -16,6 +16,7 @@
 #include "server/server_metrics.hpp"
 #include "server/server_options.hpp"
 #include "server/thinking_control.hpp"
+#include "server/tool_format.hpp"
 
 namespace httplib {
 struct Request;
@@ -40,6 +41,8 @@ struct ServerContext {
   // The vocabulary's thinking tokens (open == -1: none), found once at start-up.
   ThinkingSettings thinking_tokens;
   std::string chat_template_origin, chat_template_error;
+  // How the model writes tool calls, read off that template (tool_format.hpp).
+  ToolFormat tool_format;
 
   std::string new_id(const char* prefix) { return prefix + std::to_string(next_id++); }
 };

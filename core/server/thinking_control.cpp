@@ -36,20 +36,31 @@ void ThinkingControl::observe(TokenId id) {
 }
 
 TokenId ThinkingControl::next(TokenId sampled, bool eog) {
-  if (s_.open < 0) return sampled;
-  if (pending_.empty() && in_thinking_ && sampled != s_.close) {
-    // The budget is checked with >= (spent()), so one already overshot still closes.
-    const bool ended = eog && s_.answer_after_eos;
-    if (spent() || ended) {
-      pending_.assign(s_.close_text.begin(), s_.close_text.end());
-      forced_ = spent() ? Closed::budget : Closed::end_of_sequence;
+  if (pending_.empty()) {
+    if (s_.open >= 0 && in_thinking_ && sampled != s_.close) {
+      // The budget is checked with >= (spent()), so one already overshot still closes.
+      const bool ended = eog && s_.answer_after_eos;
+      if (spent() || ended) {
+        pending_.assign(s_.close_text.begin(), s_.close_text.end());
+        forced_ = spent() ? Closed::budget : Closed::end_of_sequence;
+        if (!answered_) pending_.insert(pending_.end(), s_.answer_start.begin(), s_.answer_start.end());
+        answered_ = true;
+      }
+    } else if (answer_due() && !(s_.open >= 0 && sampled == s_.open && !own_close_)) {
+      // The answer starts here (not a thinking block the model opens first): as the request
+      // forces it; after a </think> the model wrote, with the blank line a forced close has.
+      if (own_close_) pending_.assign(s_.close_text.begin() + 1, s_.close_text.end());
+      pending_.insert(pending_.end(), s_.answer_start.begin(), s_.answer_start.end());
+      answered_ = true;
     }
   }
   TokenId id = sampled;
-  if (!pending_.empty()) {
+  const bool forced_now = !pending_.empty();
+  if (forced_now) {
     id = pending_.front();
     pending_.pop_front();
   }
+  own_close_ = !forced_now && s_.open >= 0 && id == s_.close;
   observe(id);
   return id;
 }

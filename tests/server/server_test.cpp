@@ -501,12 +501,67 @@ TEST(ServerChat, BadMessagesGetTheFieldAndTheReason) {
        "'messages[0].content' has a part of type 'image_url': only text parts are supported", "messages[0].content"},
       {{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"tools", "none"}}, "'tools' must be an array",
        "tools"},
+      {{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"tool_choice", "sometimes"}},
+       "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+       "tool_choice"},
+      {{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"tool_choice", "required"}},
+       "'tool_choice' asks for a tool call but the request offers no tools", "tool_choice"},
+      {{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})},
+        {"tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}})},
+        {"tool_choice", {{"type", "function"}, {"function", {{"name", "g"}}}}}},
+       "'tool_choice' names function 'g', which 'tools' does not offer", "tool_choice"},
   };
   for (const Case& k : cases) {
     const json e = post(c, "/v1/chat/completions", k.body, 400);
     EXPECT_EQ(e["error"]["message"], k.message) << k.body;
     EXPECT_EQ(e["error"]["param"], k.param) << k.body;
   }
+}
+
+// tool_choice "required" or a named function makes the answer start with the call's opening in
+// the model's format (the zoo file has no template: graft's ChatML default, Hermes calls), on the
+// plain and the speculative paths alike, and through Anthropic's tool_choice any / tool; "none"
+// hides the tools from the template.
+TEST(ServerChat, ToolChoiceMakesTheAnswerOpenACall) {
+  const json tools = json::array({{{"type", "function"},
+                                   {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}});
+  const json msgs = json::array({{{"role", "user"}, {"content", "The weather in Paris?"}}});
+  std::string plain_named;
+  for (bool speculative : {false, true}) {
+    Running srv({}, zoo_pipeline(speculative ? with_ngram : std::function<void(Profile&)>()));
+    ASSERT_GT(srv.port, 0);
+    auto c = srv.client();
+    EXPECT_EQ(json::parse(c.Get("/props")->body)["tool_call_format"], "hermes");
+    const json named = post(c, "/v1/chat/completions",
+                            {{"messages", msgs}, {"tools", tools}, {"max_tokens", 48}, {"temperature", 0},
+                             {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}}, 200);
+    const std::string text = named["choices"][0]["message"]["content"];  // the call never closed: text
+    EXPECT_EQ(text.rfind("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ", 0), 0u) << text;
+    EXPECT_EQ(named["choices"][0]["finish_reason"], "length");
+    if (!speculative) plain_named = text;
+    else EXPECT_EQ(text, plain_named) << "the same answer on the speculative path";
+    const json any = post(c, "/v1/chat/completions",
+                          {{"messages", msgs}, {"tools", tools}, {"max_tokens", 24}, {"temperature", 0}, {"tool_choice", "required"}},
+                          200);
+    EXPECT_EQ(any["choices"][0]["message"]["content"].get<std::string>().rfind("<tool_call>\n{\"name\": \"", 0), 0u) << any;
+    const json anthropic =
+        post(c, "/v1/messages",
+             {{"messages", msgs}, {"max_tokens", 48},
+              {"tools", json::array({{{"name", "get_weather"}, {"input_schema", {{"type", "object"}}}}})},
+              {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}}},
+             200);
+    EXPECT_EQ(anthropic["content"][0]["text"].get<std::string>().rfind("<tool_call>\n{\"name\": \"get_weather\"", 0), 0u)
+        << anthropic;
+  }
+  // "none": the tools are not shown, nothing is forced: as without tools.
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  const json none = post(c, "/v1/chat/completions",
+                         {{"messages", msgs}, {"tools", tools}, {"max_tokens", 8}, {"temperature", 0}, {"tool_choice", "none"}}, 200);
+  const json without = post(c, "/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 8}, {"temperature", 0}}, 200);
+  EXPECT_EQ(none["choices"][0]["message"]["content"], without["choices"][0]["message"]["content"]);
+  EXPECT_EQ(none["usage"]["prompt_tokens"], without["usage"]["prompt_tokens"]);
 }
 
 // A file with its own template: the route renders that one (and a template that does not parse
@@ -657,7 +712,16 @@ TEST(ServerAnthropic, CountTokensAgreesWithUsageAndUnreadBlocksAreRefusedByName)
        "'messages[0].content[0]' is a 'image' block in a user message: graft reads text, thinking, tool_use (assistant) "
        "and tool_result (user) blocks"},
       {{{"max_tokens", 4}, {"messages", msgs}, {"tool_choice", {{"type", "any"}}}},
-       "'tool_choice' type 'any' is not supported (auto or none)"},
+       "'tool_choice' asks for a tool call but the request offers no tools"},
+      {{{"max_tokens", 4}, {"messages", msgs}, {"tool_choice", {{"type", "always"}}}},
+       "'tool_choice' type 'always' is not one of auto, any, tool, none"},
+      {{{"max_tokens", 4}, {"messages", msgs}, {"tool_choice", {{"type", "tool"}}}},
+       "'tool_choice' of type 'tool' needs the tool's 'name'"},
+      {{{"max_tokens", 4},
+        {"messages", msgs},
+        {"tools", json::array({{{"name", "f"}, {"input_schema", {{"type", "object"}}}}})},
+        {"tool_choice", {{"type", "tool"}, {"name", "g"}}}},
+       "'tool_choice' names tool 'g', which 'tools' does not offer"},
       {{{"max_tokens", 0}, {"messages", msgs}}, "'max_tokens' must be at least 1"},
       {{{"max_tokens", 4}, {"messages", msgs}, {"thinking", {{"type", "enabled"}}}},
        "'thinking.budget_tokens' must be an integer >= 0"},
