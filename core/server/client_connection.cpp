@@ -90,6 +90,28 @@ bool client_gone(int fd) {
   return info.tcpi_state != TCP_ESTABLISHED;
 }
 
+void BusyConnections::begin(const httplib::Request& req) {
+  std::lock_guard lock(m_);
+  busy_[std::this_thread::get_id()] = Endpoint{req.remote_addr, req.remote_port};
+}
+
+void BusyConnections::end() {
+  std::lock_guard lock(m_);
+  busy_.erase(std::this_thread::get_id());
+}
+
+void BusyConnections::close_idle(int local_port) {
+  std::lock_guard lock(m_);
+  for_each_socket([&](int fd) {
+    const Endpoint peer = peer_endpoint(fd);
+    if (peer.port < 0 || local_endpoint(fd).port != local_port) return true;  // not a client of this server
+    for (const auto& [thread, client] : busy_)
+      if (client.port == peer.port && client.ip == peer.ip) return true;  // answering a request
+    ::shutdown(fd, SHUT_RDWR);
+    return true;
+  });
+}
+
 Endpoint local_endpoint(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;

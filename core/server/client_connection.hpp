@@ -5,7 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace httplib {
 struct Request;
@@ -38,5 +41,21 @@ struct Endpoint {
   int port = -1;
 };
 Endpoint local_endpoint(int fd);
+
+// The requests being answered, by connection thread (from the pre-routing handler to the log
+// line), so that stop() can close the connections that only idle between keep-alive requests:
+// cpp-httplib 0.11 waits out their 5 s keep-alive timeout before it returns otherwise.
+class BusyConnections {
+ public:
+  void begin(const httplib::Request& req);
+  void end();
+  // Shuts down (both ways) every connection to `local_port` that answers no request now: its
+  // thread, waiting for a next request, sees the end of the connection at once.
+  void close_idle(int local_port);
+
+ private:
+  std::mutex m_;
+  std::map<std::thread::id, Endpoint> busy_;  // a thread's current request's client
+};
 
 }  // namespace graft::server

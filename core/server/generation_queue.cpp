@@ -441,6 +441,7 @@ void GenerationQueue::step_speculative() {
       if (!take(slot, id, last) || last) break;
     }
   }
+  metrics_.speculative(sum(decoders_));  // live: rounds and acceptance while answers run
 }
 
 }  // namespace graft::server

@@ -42,6 +42,8 @@ struct HttpServer::Impl {
   std::FILE* log = nullptr;
   bool own_log = false;
   int listen_fd = -1;  // the listening socket, to raise cpp-httplib's backlog of 5
+  int port = -1;       // the port it listens on (bind())
+  BusyConnections busy;
   ~Impl() {
     if (own_log && log) std::fclose(log);
   }
@@ -103,6 +105,7 @@ void HttpServer::Impl::routes() {
     t_start = std::chrono::steady_clock::now();
     t_anthropic = req.path.rfind("/v1/messages", 0) == 0;
     set_current_request(req);  // a whole answer's wait watches this request's client
+    busy.begin(req);
     if (ctx.options.api_key.empty() || req.path == "/health" || is_chat_page_request(req) ||
         authorized(req, ctx.options.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -110,7 +113,10 @@ void HttpServer::Impl::routes() {
                              "missing or wrong API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'", {}});
     return httplib::Server::HandlerResponse::Handled;
   });
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) { write_log(req, res); });
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    write_log(req, res);
+    busy.end();
+  });
   // httplib's own refusals (413 for a body over the limit, 400 for a malformed request line) and
   // unknown routes get a JSON body too.
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -249,13 +255,17 @@ Expected<int> HttpServer::bind() {
   // cpp-httplib 0.11 (Debian's build) listens with a backlog of 5: a burst of clients then waits
   // a second for TCP's SYN retry, or fails. Listening again on the bound socket raises it.
   if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
+  impl_->port = port;
   return port;
 }
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }
 
-// cpp-httplib 0.11's connection threads finish what they answer, and wait out a keep-alive
-// connection idling (at most its 5 s timeout) before serve() returns.
-void HttpServer::stop() { impl_->http.stop(); }
+// cpp-httplib 0.11's connection threads finish what they answer; the connections idling between
+// keep-alive requests are shut down, or serve() would wait out their 5 s timeout.
+void HttpServer::stop() {
+  impl_->http.stop();
+  if (impl_->port > 0) impl_->busy.close_idle(impl_->port);
+}
 
 }  // namespace graft::server

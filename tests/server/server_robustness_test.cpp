@@ -280,6 +280,23 @@ TEST(ServerRobustness, AnAnswerInFlightAtStopIsStillAnswered) {
   EXPECT_EQ(json::parse((*answer)->body)["usage"]["completion_tokens"], 120) << "the answer was cut at stop()";
 }
 
+// A client idling on a keep-alive connection does not hold stop() for cpp-httplib's 5 s keep-alive
+// timeout: its connection is shut down at once (an answer in flight is still finished, above).
+TEST(ServerRobustness, StopClosesConnectionsIdlingBetweenRequestsAtOnce) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  httplib::Client idle("127.0.0.1", srv.port);
+  idle.set_keep_alive(true);
+  auto h = idle.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  const auto t0 = std::chrono::steady_clock::now();
+  srv.server->stop();
+  srv.thread.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 2.5) << "stop() waited for the idle keep-alive connection (cpp-httplib's timeout is 5 s)";
+}
+
 // After warm-up the server idles at some memory and thread count; a burst of abuse (50 clients at
 // once: streams with max_tokens 10^9 hung up after two events, whole answers with max_tokens 10^9
 // whose clients close or reset after 100 ms, malformed bodies and wrong field types, 4 MB bodies
