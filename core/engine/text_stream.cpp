@@ -1,12 +1,15 @@
 #include "engine/text_stream.hpp"
 
+#include <algorithm>
+
 namespace graft {
 
-TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stop_strings)
-    : tok_(tok), stop_(std::move(stop_strings)) {}
+TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stop_strings, std::vector<TokenId> shown)
+    : tok_(tok), stop_(std::move(stop_strings)), shown_(std::move(shown)) {}
 
 TextStream::Piece TextStream::push(TokenId id) {
-  const StopResult r = stop_.push_token(tok_, id);
+  const bool shown = std::find(shown_.begin(), shown_.end(), id) != shown_.end();
+  const StopResult r = stop_.push_token(tok_, id, shown);
   Piece piece{utf8_.push(r.text), r.stopped()};
   text_ += piece.text;
   return piece;

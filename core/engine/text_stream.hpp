@@ -13,7 +13,9 @@ namespace graft {
 
 class TextStream {
  public:
-  TextStream(const Tokenizer& tok, std::vector<std::string> stop_strings);
+  // shown: special tokens rendered as text all the same (a chat answer's tool-call and thinking
+  // tags, which vocabularies often hold as control tokens); others are left out.
+  TextStream(const Tokenizer& tok, std::vector<std::string> stop_strings, std::vector<TokenId> shown = {});
 
   struct Piece {
     std::string text;      // what this token adds to the output (may be empty while held back)
@@ -32,6 +34,7 @@ class TextStream {
   StopChecker stop_;
   Utf8Stream utf8_;
   std::string text_;
+  std::vector<TokenId> shown_;
 };
 
 }  // namespace graft

@@ -42,7 +42,7 @@ void AnswerParser::emit(AnswerEvent::Kind kind, std::string text, std::vector<An
   }
   if (text.empty()) return;
   block_start_ = false;
-  if (kind == AnswerEvent::Kind::content) answered_ = true;
+  if (kind == AnswerEvent::Kind::content && text.find_first_not_of(" \n\t\r") != std::string::npos) answered_ = true;
   if (!out.empty() && out.back().kind == kind && kind != AnswerEvent::Kind::tool_call)
     out.back().text += text;
   else

@@ -240,8 +240,7 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   if (auto e = chat_prompt(ctx, context, job->prompt)) return send_error(res, *e);
   if (auto e = chat_thinking(ctx, budget, thinking, *job, "thinking_budget_tokens")) return send_error(res, *e);
   if (forced) force_call(ctx, *forced, *job);
-  job->parser.emplace(job->thinking && opens_thinking(job->prompt, *job->thinking),
-                      tools ? std::optional(ctx.tool_format) : std::nullopt);
+  parse_answer(ctx, *job, tools);
   run_generation(ctx, res, job, fields, std::make_shared<ChatShape>(ctx.new_id("chatcmpl-"), model));
 }
 

@@ -27,6 +27,8 @@ struct GenerationJob {
   // reasoning, content and tool calls (null: all of it is content).
   std::optional<ThinkingSettings> thinking;
   std::optional<AnswerParser> parser;
+  // Special tokens its text renders all the same: the tags the parser reads (chat routes).
+  std::vector<TokenId> shown_tokens;
   std::atomic<bool> cancelled{false};
   // Whether a reader takes pieces as they come (a stream). Nobody is woken per token (on 2 cores a
   // wake per token took a quarter of the decode speed): a stream's reader looks every

@@ -272,7 +272,7 @@ void GenerationQueue::step() {
 void GenerationQueue::start_job(Slot& slot, std::uint32_t kept) {
   slot.job->cached_tokens = kept;
   slot.sampler.emplace(slot.job->options.sampling);
-  slot.text.emplace(pipeline_.tokenizer(), slot.job->options.stop);
+  slot.text.emplace(pipeline_.tokenizer(), slot.job->options.stop, slot.job->shown_tokens);
   if (slot.job->thinking) slot.thinking.emplace(*slot.job->thinking, opens_thinking(slot.job->prompt, *slot.job->thinking));
   slot.stats = GenerationStats{};
   slot.stats.prompt_tokens = static_cast<std::uint32_t>(slot.job->prompt.size());
@@ -344,8 +344,15 @@ void GenerationQueue::step_speculative() {
   std::vector<char> prefill;
   std::uint32_t rows = 0;
   const auto decoding = [&](std::size_t i) { return slots_[i].job && !decoders_[i]->prefilling(); };
-  std::size_t decoding_left = 0;
-  for (std::size_t i = 0; i < slots_.size(); ++i) decoding_left += decoding(i) ? 1 : 0;
+  std::size_t decoding_left = 0, prefilling = 0;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    decoding_left += decoding(i) ? 1 : 0;
+    prefilling += slots_[i].job && decoders_[i]->prefilling() ? 1 : 0;
+  }
+  // While a prompt waits, the rounds leave it a quarter of the rows (many sequences' drafted
+  // trees could take them all); the --parallel limit (at most max_batch) leaves every decoding
+  // sequence its pending token's row.
+  const std::uint32_t reserve = prefilling ? budget / 4 : 0;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (!decoding(i)) continue;
     Slot& slot = slots_[i];
@@ -365,7 +372,8 @@ void GenerationQueue::step_speculative() {
     if (threshold) max_new = std::min<std::uint64_t>(max_new, threshold - (s.tokens().size() + 1));
     if (slot.thinking && slot.thinking->unforced() >= 0)
       max_new = std::min<std::uint64_t>(max_new, slot.thinking->unforced() + 1);
-    const std::uint32_t max_rows = budget - rows - static_cast<std::uint32_t>(decoding_left);
+    const std::int64_t left = std::int64_t(budget) - rows - std::int64_t(decoding_left) - reserve;
+    const auto max_rows = static_cast<std::uint32_t>(std::max<std::int64_t>(1, left));
     if (Status st = decoders_[i]->plan_step(s, *slot.sampler, slot.pending, static_cast<std::uint32_t>(max_new), max_rows);
         !st.ok()) {
       finish(slot, st);
@@ -429,9 +437,10 @@ void GenerationQueue::step_speculative() {
     for (std::size_t j = 0; j < out.size(); ++j) {
       const TokenId id = thought(slot, out[j]);
       bool last = j + 1 == out.size();
-      if (id != out[j] && !last) {
-        // A forced end of thinking replaced a committed token (an end of sequence inside
-        // thinking): the sequence goes back to just before it, and the close is pending instead.
+      if (id != out[j]) {
+        // A forced token (an end of thinking, a tool call's start) replaced a sampled one: the
+        // sequence goes back to just before it (a committed one; the last is only pending, but the
+        // drafters were told it: their view is cut too), and the forced one is pending instead.
         if (Status st = decoder.truncate(s, static_cast<std::uint32_t>(first + j)); !st.ok()) {
           finish(slot, st);
           break;

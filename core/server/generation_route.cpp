@@ -107,6 +107,17 @@ std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t bud
   return std::nullopt;
 }
 
+void parse_answer(const ServerContext& ctx, GenerationJob& job, bool tools) {
+  const Tokenizer& tok = ctx.pipeline.tokenizer();
+  std::vector<std::string_view> tags = {"<think>", "</think>"};
+  if (tools)
+    for (std::string_view m : ctx.tool_format.markers()) tags.push_back(m);
+  for (std::string_view t : tags)
+    if (const TokenId id = tok.find(std::string(t)); id >= 0) job.shown_tokens.push_back(id);
+  job.parser.emplace(job.thinking && opens_thinking(job.prompt, *job.thinking),
+                     tools ? std::optional(ctx.tool_format) : std::nullopt);
+}
+
 void force_call(const ServerContext& ctx, const ForcedCall& call, GenerationJob& job) {
   if (!job.thinking) job.thinking = ThinkingSettings{};  // a vocabulary without thinking tokens: the start only
   TokenizeOptions opt;

@@ -54,6 +54,10 @@ std::optional<ApiError> check_logit_bias(const ServerContext& ctx, const Samplin
 std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t budget, bool enabled, GenerationJob& job,
                                      const char* budget_field);
 
+// The job's answer split by an AnswerParser (thinking, and with `tools` the model's tool calls),
+// the tags it reads rendered as text even where the vocabulary holds them as control tokens.
+void parse_answer(const ServerContext& ctx, GenerationJob& job, bool tools);
+
 // What a request's tool_choice asks: a call (to `function`, or to any function when empty).
 struct ForcedCall {
   std::string function;

@@ -329,8 +329,7 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = chat_prompt(ctx, context, job->prompt)) return send_error(res, *e);
   if (auto e = chat_thinking(ctx, budget, thinking, *job, "thinking.budget_tokens")) return send_error(res, *e);
   if (forced) force_call(ctx, *forced, *job);
-  job->parser.emplace(job->thinking && opens_thinking(job->prompt, *job->thinking),
-                      has_tools ? std::optional(ctx.tool_format) : std::nullopt);
+  parse_answer(ctx, *job, has_tools);
   const std::size_t prompt_tokens = job->prompt.size();
   run_generation(ctx, res, job, fields,
                  std::make_shared<MessagesShape>(ctx.new_id("msg_"), model, prompt_tokens, fields.stop));

@@ -27,7 +27,7 @@ int cmd_serve(const Args& args) {
       "max-body-mib", po::value<std::int64_t>()->value_name("N")->default_value(16),
       "largest request body accepted, in MiB (larger ones get 413)")(
       "context-shift", "when a sequence fills --context-shift-at of its context, drop the oldest half of its tokens "
-      "(after --context-keep) and go on, instead of ending the request (plain decoding only)")(
+      "(after --context-keep) and go on, instead of ending the request")(
       "context-shift-at", po::value<double>()->value_name("F")->default_value(0.85, "0.85"),
       "the fraction of the real per-request context at which a context shift fires, in (0, 1)")(
       "context-keep", po::value<std::int64_t>()->value_name("N")->default_value(0),

@@ -49,6 +49,15 @@ std::string_view ToolFormat::open() const {
   return {};
 }
 
+std::vector<std::string_view> ToolFormat::markers() const {
+  switch (kind) {
+    case Kind::hermes: return {"<tool_call>", "</tool_call>"};
+    case Kind::mistral: return {"[TOOL_CALLS]"};
+    case Kind::llama3: return {"<|python_tag|>"};
+  }
+  return {};
+}
+
 std::string_view ToolFormat::close() const { return kind == Kind::hermes ? "</tool_call>" : ""; }
 
 bool ToolFormat::parse(std::string_view body, std::vector<ToolCall>& calls) const {
@@ -82,11 +91,11 @@ std::string ToolFormat::forced_start(std::string_view function) const {
   std::string name = function.empty() ? "\"" : quoted(function) + ", ";
   switch (kind) {
     case Kind::hermes:
-      return "<tool_call>\n{\"name\": " + name + (function.empty() ? "" : "\"arguments\": ");
+      return "<tool_call>\n{\"name\": " + name + (function.empty() ? "" : "\"arguments\":");
     case Kind::mistral:
-      return "[TOOL_CALLS][{\"name\": " + name + (function.empty() ? "" : "\"arguments\": ");
+      return "[TOOL_CALLS][{\"name\": " + name + (function.empty() ? "" : "\"arguments\":");
     case Kind::llama3:
-      return "{\"name\": " + name + (function.empty() ? "" : "\"parameters\": ");
+      return "{\"name\": " + name + (function.empty() ? "" : "\"parameters\":");
   }
   return {};
 }

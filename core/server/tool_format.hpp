@@ -25,12 +25,16 @@ struct ToolFormat {
   // closes it ("": the call runs to the end of the answer).
   std::string_view open() const;
   std::string_view close() const;
+  // The format's tags: vocabularies often hold them as control tokens, which text decoding leaves
+  // out; a request with tools has them rendered (GenerationJob::shown_tokens).
+  std::vector<std::string_view> markers() const;
   // Calls only at the answer's very start (llama3), or anywhere in it.
   bool at_start_only() const { return kind == Kind::llama3; }
   // The calls in a body (the text between open and close; llama3: with its "{"), in order; false
   // when it is not calls graft can read (the text then stays the answer's).
   bool parse(std::string_view body, std::vector<ToolCall>& calls) const;
-  // What the answer is made to start with: a call to `function`, or to any function when empty.
+  // What the answer is made to start with: a call to `function`, or to any function when empty
+  // (ending before the arguments' own first token, the space included, which the model writes).
   std::string forced_start(std::string_view function) const;
 };
 

@@ -134,6 +134,7 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
   parts.assign(seqs.size(), PassPart{});
   for (std::size_t i = 0; i < seqs.size(); ++i) {
     const SpeculativeDecoder& d = *seqs[i].decoder;
+    if (!d.has_plan()) return Status(Errc::invalid_argument, "run_planned: a sequence planned no rows");
     const PlannedRows& p = d.planned();
     if (!std::ranges::equal(d.taps(), seqs[0].decoder->taps()) || d.normed() != seqs[0].decoder->normed())
       return Status(Errc::invalid_argument, "run_planned: the decoders ask for different hidden-state taps");
@@ -271,6 +272,8 @@ void SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::u
 
 Status SpeculativeDecoder::truncate(Session& s, std::uint32_t n) {
   planned_kind_ = Planned::none;
+  // A cut before the first step takes the prompt's last token, whose hidden states wait for it.
+  if (n < s.tokens().size()) last_prompt_token_pending_ = false;
   GRAFT_TRY(s.truncate(n));
   for (DrafterSlot& d : drafters_) d.truncate(n);
   told_ = std::min(told_, n);

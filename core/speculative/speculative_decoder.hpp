@@ -87,6 +87,7 @@ class SpeculativeDecoder final : public TokenDecoder {
                    std::uint32_t max_rows);
   Status finish_step(Session& session, Sampler& sampler, const PassPart& part, std::vector<TokenId>& out);
   const PlannedRows& planned() const { return planned_; }
+  bool has_plan() const { return planned_kind_ != Planned::none; }
   std::span<const std::int32_t> taps() const { return taps_; }
   bool normed() const { return normed_; }
   // Cuts the sequence back to n committed tokens, the drafters with it (a committed token was

@@ -115,13 +115,13 @@ TEST(ToolFormat, TheTemplateTellsTheFormatAndTheForcedStartOpensACall) {
             Kind::llama3);
   EXPECT_EQ(tool_format_of("{{ messages }}").kind, Kind::hermes);
   EXPECT_EQ(ToolFormat{Kind::hermes}.forced_start(""), "<tool_call>\n{\"name\": \"");
-  EXPECT_EQ(ToolFormat{Kind::hermes}.forced_start("get_weather"), "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
-  EXPECT_EQ(ToolFormat{Kind::mistral}.forced_start("f"), "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": ");
-  EXPECT_EQ(ToolFormat{Kind::llama3}.forced_start("f"), "{\"name\": \"f\", \"parameters\": ");
+  EXPECT_EQ(ToolFormat{Kind::hermes}.forced_start("get_weather"), "<tool_call>\n{\"name\": \"get_weather\", \"arguments\":");
+  EXPECT_EQ(ToolFormat{Kind::mistral}.forced_start("f"), "[TOOL_CALLS][{\"name\": \"f\", \"arguments\":");
+  EXPECT_EQ(ToolFormat{Kind::llama3}.forced_start("f"), "{\"name\": \"f\", \"parameters\":");
   // A forced start, completed by the model, parses as the call in each format.
   for (Kind k : {Kind::hermes, Kind::mistral, Kind::llama3}) {
     const ToolFormat f{k};
-    std::string text = f.forced_start("f") + "{\"x\": 1}}";
+    std::string text = f.forced_start("f") + " {\"x\": 1}}";
     if (k == Kind::hermes) text += "\n</tool_call>";
     if (k == Kind::mistral) text += "]";
     expect_split(text, false, true, {"", "", {{"f", "{\"x\":1}"}}}, k);

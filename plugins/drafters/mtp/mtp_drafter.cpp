@@ -224,9 +224,15 @@ Status MtpDrafter::truncate(std::uint32_t n) {
     pending_tokens_.resize(keep - n_entries_);
     pending_hidden_.resize(std::size_t(keep - n_entries_) * E_);
     GRAFT_TRY(flush(opt_.resume_window));
+  } else if (n_slots_ == n_entries_) {
+    // Entries already in the head's KV cache, slot i holding entry i (no gap yet): cut there.
+    pending_tokens_.clear();
+    pending_hidden_.clear();
+    GRAFT_TRY(kv_->truncate(keep));
+    n_slots_ = keep;
   } else {
-    // Entries already in the head's KV cache: it forgets them all (its slots hold no entry
-    // numbers to cut at after a gap); later drafts attend to the entries from here on.
+    // After a gap the slots hold no entry numbers to cut at: the cache forgets them all, and
+    // later drafts attend to the entries from here on.
     pending_tokens_.clear();
     pending_hidden_.clear();
     GRAFT_TRY(kv_->truncate(0));

@@ -14,7 +14,8 @@
 // verifies every token. This bounds what a resumed proposal costs (the catch-up of a few hundred
 // entries cost ~9 target decode steps on the zoo model).
 // truncate(n) keeps entries 0..n-2 and makes entry n-1 (it read the replaced token n) a gap: its
-// h_{n-1} is not handed over again. A cut into entries already run empties the head's KV cache.
+// h_{n-1} is not handed over again. A cut into entries already run cuts the head's KV cache there
+// (emptied instead when an earlier gap left its slots without entry numbers).
 #pragma once
 
 #include <memory>
