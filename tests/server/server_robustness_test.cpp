@@ -302,11 +302,18 @@ TEST(ServerRobustness, StopClosesConnectionsIdlingBetweenRequestsAtOnce) {
 // whose clients close or reset after 100 ms, malformed bodies and wrong field types, 4 MB bodies
 // with an unknown field, ordinary requests), twice, leaves it at the same thread count and within
 // kTolerance of the idle memory, nothing running or queued, its KV holding no more than the
-// sequences' own tokens, and answering exactly as before.
-TEST(ServerRobustness, MemoryThreadsAndKvReturnToIdleAfterABurst) {
+// sequences' own tokens, and answering exactly as before; on plain decoding and on the speculative
+// path (the n-gram drafter: the two sequences' rounds share each pass).
+class Burst : public ::testing::TestWithParam<bool> {};
+
+TEST_P(Burst, MemoryThreadsAndKvReturnToIdleAfterABurst) {
   server::ServerOptions o;
   o.parallel = 2;
-  Running srv(o);
+  Running srv(o, zoo_pipeline([](Profile& p) {
+    if (!GetParam()) return;
+    p.speculative.enabled = true;
+    p.drafters = {PluginChoice{"ngram", {}, "", {}}};
+  }));
   ASSERT_GT(srv.port, 0);
   auto c = srv.client();
   const std::string pad(4 << 20, 'p');
@@ -385,3 +392,6 @@ TEST(ServerRobustness, MemoryThreadsAndKvReturnToIdleAfterABurst) {
   const json r = post(c, "/v1/completions", {{"prompt", "def f(x):"}, {"max_tokens", 16}, {"temperature", 0}}, 200);
   EXPECT_EQ(r["choices"][0]["text"], plain_greedy(*srv.pipeline, "def f(x):", 16));
 }
+
+INSTANTIATE_TEST_SUITE_P(ServerRobustness, Burst, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "speculative" : "plain"; });
