@@ -118,6 +118,12 @@ std::string ServerMetrics::render(std::size_t queue_depth, std::size_t running) 
     for (const DrafterStats& d : spec_.drafters)
       o += fmt::format("graft_speculative_acceptance{{drafter=\"{}\"}} {}\n", label(d.name),
                        d.proposed ? double(d.accepted) / double(d.proposed) : 0.0);
+    metric(o, "graft_speculative_drafter_tokens_per_round", "gauge",
+           "Per drafter: 1 + its accepted tokens per round it proposed in (its mean accepted length, plus the "
+           "target's own token).");
+    for (const DrafterStats& d : spec_.drafters)
+      o += fmt::format("graft_speculative_drafter_tokens_per_round{{drafter=\"{}\"}} {}\n", label(d.name),
+                       d.rounds ? 1.0 + d.mean_accepted_length() : 0.0);
     metric(o, "graft_speculative_drafter_failures_total", "counter",
            "Drafter calls that failed (each warned; the proposal skipped or the drafter off for the sequence).");
     for (const DrafterStats& d : spec_.drafters)

@@ -359,6 +359,11 @@ TEST(Server, SpeculativeDecodingUnderTheServerIsLossless) {
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("graft_speculative_accepted_total{drafter=\"ngram\"}"), std::string::npos);
+  // The one drafter's tokens per round: at least the request's (a round without its proposal emits 1).
+  const auto at = m->body.find("graft_speculative_drafter_tokens_per_round{drafter=\"ngram\"} ");
+  ASSERT_NE(at, std::string::npos) << m->body;
+  const double per_round = std::stod(m->body.substr(at + std::string("graft_speculative_drafter_tokens_per_round{drafter=\"ngram\"} ").size()));
+  EXPECT_GE(per_round, r["graft"]["tokens_per_round"].get<double>() - 1e-9);
 }
 
 // The agent-loop case: a request whose prompt extends what a sequence already holds (the last
