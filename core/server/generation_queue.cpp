@@ -175,31 +175,44 @@ std::uint32_t GenerationQueue::shift_threshold() const {
   return std::min(capacity - 1, static_cast<std::uint32_t>(std::ceil(context_shift_at_ * capacity)));
 }
 
-void GenerationQueue::shift(Slot& slot) {
-  // Keep the first context_keep tokens and the newer half of the rest; the KV is rebuilt by
-  // prefilling them again (exact KV at their new positions, no RoPE re-rotation needed).
+std::vector<TokenId> GenerationQueue::kept_by_shift(Slot& slot) {
+  // The first context_keep tokens and the newer half of the rest; they go in again (exact KV at
+  // their new positions, no RoPE re-rotation needed).
   const std::span<const TokenId> t = slot.session->tokens();
   const std::size_t keep = std::min<std::size_t>(context_keep_, t.size());
   const std::size_t drop = (t.size() - keep) / 2;
   slot.job->shifted_at.push_back(static_cast<std::uint32_t>(t.size() + 1));  // the pending token included
-  slot.refill.assign(t.begin(), t.begin() + keep);
-  slot.refill.insert(slot.refill.end(), t.begin() + keep + drop, t.end());
-  slot.refill_at = 0;
-  (void)slot.session->reset();
   metrics_.context_shift();
+  std::vector<TokenId> kept(t.begin(), t.begin() + keep);
+  kept.insert(kept.end(), t.begin() + keep + drop, t.end());
+  return kept;
 }
 
-void GenerationQueue::step() {
-  // Start the admitted jobs; drop those whose client went away.
-  for (Slot& slot : slots_) {
+void GenerationQueue::shift(Slot& slot) {
+  // Plain decoding prefills the kept tokens again; the pending token follows as usual.
+  slot.refill = kept_by_shift(slot);
+  slot.refill_at = 0;
+  (void)slot.session->reset();
+}
+
+void GenerationQueue::start_admitted() {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
     if (!slot.job) continue;
-    if (slot.job->cancelled) {
+    if (slot.job->cancelled) {  // its client went away
       finish(slot, Status::success());
       continue;
     }
-    if (slot.sampler) continue;
+    if (slot.sampler) continue;  // started before
     // Keep the KV of the prompt's prefix this sequence already holds (at least the last prompt
-    // token is run again: its logits give the first token).
+    // token is run again: its logits give the first token); with drafters, as far as they hold it too.
+    if (!decoders_.empty()) {
+      slot.rounds0 = decoders_[i]->stats().rounds;
+      slot.emitted0 = decoders_[i]->stats().emitted;
+      slot.shifting = false;
+      start_job(slot, decoders_[i]->start(*slot.session, slot.job->prompt, std::numeric_limits<std::uint32_t>::max()));
+      continue;
+    }
     const std::size_t keep =
         std::min(shared_prefix(slot.session->tokens(), slot.job->prompt), slot.job->prompt.size() - 1);
     if (Status st = slot.session->truncate(static_cast<std::uint32_t>(keep)); !st.ok()) {
@@ -208,6 +221,10 @@ void GenerationQueue::step() {
     }
     start_job(slot, static_cast<std::uint32_t>(keep));
   }
+}
+
+void GenerationQueue::step() {
+  start_admitted();
   // The pass: every decoding slot's pending token first, then prompt pieces in what is left of
   // max_batch rows.
   const std::uint32_t budget = pipeline_.max_batch();
@@ -303,38 +320,17 @@ bool GenerationQueue::take(Slot& slot, TokenId id, bool last) {
 }
 
 void GenerationQueue::shift_speculative(std::size_t i) {
-  // As shift(), the pending token included in what goes in again: the decoder prefills it as a
-  // new prompt (the drafters start afresh on it) and the next token is sampled from its logits.
+  // The pending token goes in again with the kept tokens: the decoder prefills them as a new
+  // prompt (the drafters start afresh on it) and the next token is sampled from its logits.
   Slot& slot = slots_[i];
-  const std::span<const TokenId> t = slot.session->tokens();
-  const std::size_t keep = std::min<std::size_t>(context_keep_, t.size());
-  const std::size_t drop = (t.size() - keep) / 2;
-  slot.job->shifted_at.push_back(static_cast<std::uint32_t>(t.size() + 1));
-  std::vector<TokenId> again(t.begin(), t.begin() + keep);
-  again.insert(again.end(), t.begin() + keep + drop, t.end());
+  std::vector<TokenId> again = kept_by_shift(slot);
   again.push_back(slot.pending);
   decoders_[i]->start(*slot.session, again, 0);
   slot.shifting = true;
-  metrics_.context_shift();
 }
 
 void GenerationQueue::step_speculative() {
-  // Start the admitted jobs (keeping the prompt's prefix the sequence and its drafters hold);
-  // drop those whose client went away.
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    Slot& slot = slots_[i];
-    if (!slot.job) continue;
-    if (slot.job->cancelled) {
-      finish(slot, Status::success());
-      continue;
-    }
-    if (slot.sampler) continue;
-    const SpeculativeDecoder& decoder = *decoders_[i];
-    slot.rounds0 = decoder.stats().rounds;
-    slot.emitted0 = decoder.stats().emitted;
-    slot.shifting = false;
-    start_job(slot, decoders_[i]->start(*slot.session, slot.job->prompt, std::numeric_limits<std::uint32_t>::max()));
-  }
+  start_admitted();
   // The pass: a round for every decoding sequence (one row each kept for those after it), then
   // prompt pieces in what is left of max_batch rows.
   const std::uint32_t budget = pipeline_.max_batch();

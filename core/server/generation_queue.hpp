@@ -66,6 +66,9 @@ class GenerationQueue {
   // or with the drafters a speculative round per decoding sequence.
   void step();
   void step_speculative();
+  // Starts the admitted jobs (keeping the prompt's prefix their sequence holds); drops those whose
+  // client went away.
+  void start_admitted();
   // A job starts on its slot, its first `kept` prompt tokens already in the sequence.
   void start_job(Slot& slot, std::uint32_t kept);
   // The token to emit for a sampled one (a forced end of thinking may replace it).
@@ -79,6 +82,8 @@ class GenerationQueue {
   std::size_t index_of(const Slot& slot) const { return static_cast<std::size_t>(&slot - slots_.data()); }
   // The length at which a sequence shifts (0: never).
   std::uint32_t shift_threshold() const;
+  // The tokens a context shift keeps (noted in the job and the metrics).
+  std::vector<TokenId> kept_by_shift(Slot& slot);
   void shift(Slot& slot);
   void shift_speculative(std::size_t i);
 

@@ -108,12 +108,9 @@ std::optional<ApiError> chat_thinking(const ServerContext& ctx, std::int64_t bud
 }
 
 void parse_answer(const ServerContext& ctx, GenerationJob& job, bool tools) {
-  const Tokenizer& tok = ctx.pipeline.tokenizer();
-  std::vector<std::string_view> tags = {"<think>", "</think>"};
-  if (tools)
-    for (std::string_view m : ctx.tool_format.markers()) tags.push_back(m);
-  for (std::string_view t : tags)
-    if (const TokenId id = tok.find(std::string(t)); id >= 0) job.shown_tokens.push_back(id);
+  // The tags the parser reads, found once at start-up.
+  job.shown_tokens = ctx.think_tags;
+  if (tools) job.shown_tokens.insert(job.shown_tokens.end(), ctx.tool_tags.begin(), ctx.tool_tags.end());
   job.parser.emplace(job.thinking && opens_thinking(job.prompt, *job.thinking),
                      tools ? std::optional(ctx.tool_format) : std::nullopt);
 }

@@ -223,9 +223,10 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
   ctx.queue = std::make_unique<GenerationQueue>(pipeline, std::move(sessions), std::move(decoders), ctx.metrics,
                                                 options.context_shift_at, options.context_keep);
   // The chat template: the model's own, else the documented default (said at start-up and in /props).
-  if (auto text = pipeline.file().get_string("tokenizer.chat_template")) {
+  const std::optional<std::string> template_text = pipeline.file().get_string("tokenizer.chat_template");
+  if (template_text) {
     ctx.chat_template_origin = "the model file (tokenizer.chat_template)";
-    auto parsed = chat::ChatTemplate::parse(*text);
+    auto parsed = chat::ChatTemplate::parse(*template_text);
     if (auto* t = std::get_if<chat::ChatTemplate>(&parsed)) ctx.chat_template = std::make_shared<const chat::ChatTemplate>(*t);
     else ctx.chat_template_error = std::get<std::string>(parsed);
   } else {
@@ -235,7 +236,16 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
     auto parsed = chat::ChatTemplate::parse(kDefaultChatTemplate);
     ctx.chat_template = std::make_shared<const chat::ChatTemplate>(std::get<chat::ChatTemplate>(parsed));
   }
-  ctx.tool_format = tool_format_of(pipeline.file().get_string("tokenizer.chat_template").value_or(kDefaultChatTemplate));
+  ctx.tool_format = tool_format_of(template_text.value_or(kDefaultChatTemplate));
+  // The tags a chat answer's parser reads, as the vocabulary's tokens (rendered as text: they are
+  // often control tokens).
+  const auto tags = [&](std::span<const std::string_view> texts, std::vector<TokenId>& ids) {
+    for (std::string_view tag : texts)
+      if (const TokenId id = pipeline.tokenizer().find(std::string(tag)); id >= 0) ids.push_back(id);
+  };
+  const std::string_view think[] = {"<think>", "</think>"};
+  tags(think, ctx.think_tags);
+  tags(ctx.tool_format.markers(), ctx.tool_tags);
   if (!ctx.chat_template) spdlog::warn("the model's chat template does not parse ({}): the chat routes answer 500", ctx.chat_template_error);
   if (options.request_log == "-") {
     impl->log = stdout;

@@ -41,8 +41,10 @@ struct ServerContext {
   // The vocabulary's thinking tokens (open == -1: none), found once at start-up.
   ThinkingSettings thinking_tokens;
   std::string chat_template_origin, chat_template_error;
-  // How the model writes tool calls, read off that template (tool_format.hpp).
+  // How the model writes tool calls, read off that template (tool_format.hpp); <think>, </think>
+  // and the format's tags that are tokens of the vocabulary (a chat answer renders them as text).
   ToolFormat tool_format;
+  std::vector<TokenId> think_tags, tool_tags;
 
   std::string new_id(const char* prefix) { return prefix + std::to_string(next_id++); }
 };
