@@ -156,6 +156,26 @@ void top_k_of(std::span<const float> logits, std::size_t k, std::vector<Candidat
 
 bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> history, std::vector<Candidate>& c,
                         std::vector<float>& p, std::vector<float>& work) const {
+  // Greedy with nothing to add to the logits: the argmax of the row as it is, without the copy (a
+  // speculative round draws at every row of its path, so this runs several times per round).
+  const bool penalties = (settings_.repeat_penalty != 1.0 || settings_.presence_penalty != 0.0) &&
+                         settings_.repeat_last_n != 0 && !history.empty();
+  if (settings_.temperature <= 0 && settings_.logit_bias.empty() && !penalties) {
+    // The same choice as below: NaN never wins, +inf counts as the largest float, lowest id on ties.
+    const auto value = [](float x) {
+      return std::isnan(x) ? kNegInf : x == std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::max() : x;
+    };
+    std::size_t best = 0;
+    float best_v = value(logits[0]);
+    for (std::size_t i = 1; i < logits.size(); ++i)
+      if (logits[i] > best_v) {  // false for NaN, as value(NaN) would be
+        const float v = value(logits[i]);
+        if (v > best_v) best_v = v, best = i;
+      }
+    c.assign(1, {static_cast<TokenId>(best), best_v});
+    p.assign(1, 1.0f);
+    return false;
+  }
   // 1. Logit biases and penalties, on a copy of the logits. NaN can never win; +inf would make every softmax
   //    term NaN.
   work.assign(logits.begin(), logits.end());

@@ -57,7 +57,8 @@ float FusionModel::depth_chance(std::size_t d, std::uint32_t depth) const {
 void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
                         std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes) {
   const std::size_t n = std::min(trees.size(), cells_.size());
-  std::vector<std::uint32_t> alone(n, 0);
+  std::vector<std::uint32_t>& alone = alone_;
+  alone.assign(n, 0);
   std::vector<char> matched;  // per node of a tree: its path so far equals the truth
   std::vector<char> reached, extended;  // per depth of a tree
   for (std::size_t d = 0; d < n; ++d) {

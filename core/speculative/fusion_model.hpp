@@ -41,6 +41,8 @@ class FusionModel {
   double others_tokens(std::size_t d) const { return others_[d]; }
   double tree_nodes(std::size_t d) const { return tree_nodes_[d]; }
   bool has_value(std::size_t d) const { return value_seen_[d]; }
+  // The last round's accepted length of each drafter's own proposal (0: none, or it proposed nothing).
+  std::span<const std::uint32_t> accepted_lengths() const { return alone_; }
 
   // One round: trees[d] is drafter d's proposal (empty: it did not propose; it learns nothing),
   // truth the verified continuation (accepted path tokens, then the target's token), own_nodes[d]
@@ -70,6 +72,7 @@ class FusionModel {
   std::vector<double> recent_hit_;  // decayed rate of d's first-depth guess being the target's token
   std::vector<double> value_, own_nodes_, others_, tree_nodes_;
   std::vector<char> value_seen_;
+  std::vector<std::uint32_t> alone_;
 };
 
 }  // namespace graft

@@ -30,7 +30,14 @@ struct DrafterStats {
   std::uint64_t skipped = 0;   // rounds it was not asked to propose: its expected gain was below its cost
   double accepted_share = 0;   // accepted tokens credited to it (a token several proposed: in equal parts)
   double seconds = 0;          // in its calls (propose, begin, accept)
-  DepthCounts depth;
+  std::uint64_t proposals = 0;  // propose() calls
+  double propose_seconds = 0;   // in them
+  // The round policy's view at the end (round_policy.hpp): a proposal's cost in decode steps
+  // (one-row passes) at the depth it was last asked for, and the tokens per round it is expected
+  // to add beyond the drafters asked before it, by how much those promised (RoundPolicy::kBuckets).
+  double propose_steps = 0;
+  std::vector<double> gain;
+  DepthCounts depth{};
   double acceptance() const { return proposed ? double(accepted) / double(proposed) : 0; }
   double mean_accepted_length() const { return rounds ? double(accepted) / double(rounds) : 0; }
 };
@@ -41,11 +48,17 @@ struct SpeculativeStats {
   std::uint64_t accepted = 0;  // nodes accepted
   std::uint64_t emitted = 0;   // tokens the rounds returned (accepted + the target's own)
   double draft_seconds = 0, verify_seconds = 0, accept_seconds = 0, rollback_seconds = 0;
-  DepthCounts depth;
+  // The host's own work per round (merge, the policy's choices, the walk, metrics, learning): on a
+  // GPU a whole decode step is a few milliseconds, so this must stay microseconds.
+  double host_seconds = 0;
+  // The policy's estimate of the speed over plain decoding (round_policy.hpp; 0: not known yet).
+  double estimated_speedup = 0;
+  DepthCounts depth{};
   std::vector<DrafterStats> drafters;
 
   double tokens_per_round() const { return rounds ? double(emitted) / double(rounds) : 0; }
   double acceptance() const { return drafted ? double(accepted) / double(drafted) : 0; }
+  double host_us_per_round() const { return rounds ? 1e6 * host_seconds / double(rounds) : 0; }
   void clear_counts();
 };
 

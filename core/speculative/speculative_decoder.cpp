@@ -14,16 +14,20 @@ namespace graft {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-constexpr std::uint64_t kLearnRounds = 3;   // rounds before the cost-based choices start
-constexpr std::uint64_t kProbeEvery = 16;   // a skipped drafter proposes again after this many rounds,
-constexpr std::uint64_t kProbeMax = 128;    // ... doubling while it stays not worth its cost
-constexpr double kCheapPropose = 0.25;      // of a decode step: below it a drafter is never skipped
-constexpr double kCostDecay = 0.9;          // propose time and node counts: about the last 10 rounds
+RoundPolicyOptions policy_options(const SpeculativeOptions& o) {
+  RoundPolicyOptions p;
+  p.adaptive = o.adaptive;
+  p.draft_length = o.draft_length;
+  return p;
+}
 }  // namespace
 
 SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const SpeculativeOptions& options,
                                        std::shared_ptr<const void> owners)
-    : owners_(std::move(owners)), drafters_(std::move(drafters)), options_(options), fusion_(drafters_.size()) {
+    : owners_(std::move(owners)),
+      drafters_(std::move(drafters)),
+      options_(options),
+      policy_(drafters_.size(), policy_options(options)) {
   for (const DrafterSlot& d : drafters_) {
     taps_.insert(taps_.end(), d.needs().taps.begin(), d.needs().taps.end());
     normed_ = normed_ || d.needs().normed_output;
@@ -39,59 +43,6 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
     tap_of_.push_back(std::move(idx));
   }
   trees_.resize(drafters_.size());
-  propose_seconds_.assign(drafters_.size(), 0.0);
-  proposed_nodes_.assign(drafters_.size(), 0.0);
-  proposed_last_.assign(drafters_.size(), 0);
-  cost_seen_.assign(drafters_.size(), 0);
-  probe_interval_.assign(drafters_.size(), kProbeEvery);
-  next_probe_.assign(drafters_.size(), 0);
-}
-
-bool SpeculativeDecoder::worth_drafting(std::size_t d) {
-  if (!options_.adaptive || stats_.rounds < kLearnRounds || !fusion_.has_value(d) || cost_.estimate(1) <= 0)
-    return true;
-  // A drafter whose proposing costs next to nothing is never skipped: the verify budget already
-  // leaves out its nodes that do not pay.
-  if (propose_seconds_[d] < kCheapPropose * cost_.estimate(1)) return true;
-  // Tokens per second of recent rounds with its proposal (its propose time, the whole verify
-  // pass) against without (the others' best accepted length, a pass without its own nodes).
-  const double others = fusion_.others_tokens(d), nodes = fusion_.tree_nodes(d);
-  const auto rows = [](double n) { return static_cast<std::uint32_t>(std::lround(n)) + 1; };
-  const double with = (1 + others + fusion_.value_tokens(d)) / (cost_.estimate(rows(nodes)) + propose_seconds_[d]);
-  const double without = (1 + others) / cost_.estimate(rows(std::max(0.0, nodes - fusion_.own_nodes(d))));
-  if (with >= without) {
-    probe_interval_[d] = kProbeEvery;
-    next_probe_[d] = 0;
-    return true;
-  }
-  // Skipped, but proposing again now and then keeps its value measured; each probe that finds it
-  // still not worth its cost waits twice as long for the next (up to kProbeMax rounds).
-  if (next_probe_[d] == 0) {
-    next_probe_[d] = round_ + probe_interval_[d];
-    return false;
-  }
-  if (round_ < next_probe_[d]) return false;
-  probe_interval_[d] = std::min(2 * probe_interval_[d], kProbeMax);
-  next_probe_[d] = round_ + probe_interval_[d];
-  return true;
-}
-
-std::uint32_t SpeculativeDecoder::draft_depth(std::size_t d, std::uint32_t max_depth) const {
-  if (options_.draft_length > 0) return std::min(max_depth, options_.draft_length);
-  if (!options_.adaptive || stats_.rounds < kLearnRounds || cost_.estimate(1) <= 0) return max_depth;
-  // The chain length k maximising (1 + expected accepted) / (verify of k + 1 rows + drafting k
-  // nodes), with the drafter's learnt chances by depth; one more than that, so the merge has a
-  // choice.
-  const double per_node = proposed_nodes_[d] > 0 ? propose_seconds_[d] / proposed_nodes_[d] : 0.0;
-  double reach = 1.0, expected = 1.0, best_rate = 1.0 / cost_.estimate(1);
-  std::uint32_t best = 0;
-  for (std::uint32_t k = 1; k <= max_depth; ++k) {
-    reach *= fusion_.depth_chance(d, k);
-    expected += reach;
-    const double rate = expected / (cost_.estimate(k + 1) + k * per_node);
-    if (rate > best_rate) best_rate = rate, best = k;
-  }
-  return std::min(max_depth, best + 1);
 }
 
 HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const PassPart& part, std::span<const std::uint32_t> rows,
@@ -325,50 +276,39 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
   budget.max_nodes = static_cast<std::uint32_t>(
       std::min<std::uint64_t>({options_.max_nodes, std::min(max_rows, s.max_batch()) - 1, slots}));
   if (budget.max_depth == 0) budget.max_nodes = 0;
-  std::vector<const DraftTree*> proposals;
-  for (std::size_t d = 0; d < drafters_.size(); ++d) {
-    trees_[d].clear();
-    if (budget.max_nodes > 0 && worth_drafting(d)) {
-      DraftRequest req;
-      req.context = context_;
-      req.max_nodes = budget.max_nodes;
-      req.max_depth = draft_depth(d, budget.max_depth);
-      req.sampling = !sampler.greedy();
-      const auto tp = Clock::now();
-      drafters_[d].propose(req, trees_[d]);
-      // The steady cost only: a drafter back from skipped rounds may catch up on them first.
-      if (proposed_last_[d] || !cost_seen_[d]) {
-        const double w = cost_seen_[d] ? kCostDecay : 0.0;  // the first sample sets the mean
-        propose_seconds_[d] = w * propose_seconds_[d] + (1 - w) * since(tp);
-        proposed_nodes_[d] = w * proposed_nodes_[d] + (1 - w) * double(trees_[d].size());
-        cost_seen_[d] = proposed_last_[d];  // a first sample after a gap is replaced by the next steady one
-      }
-      proposed_last_[d] = 1;
-    } else if (budget.max_nodes > 0) {
+  // The policy asks the drafters cheapest first, each only where it is expected to pay.
+  policy_.begin_round(budget.max_nodes);
+  double proposing = 0;
+  for (std::size_t d = 0; d < drafters_.size(); ++d) trees_[d].clear();
+  for (std::size_t d : policy_.order()) {
+    if (budget.max_nodes == 0) break;
+    const std::uint32_t depth = policy_.draft_depth(d, budget.max_depth);
+    if (depth == 0) {
       ++stats_.drafters[d].skipped;
-      proposed_last_[d] = 0;
+      continue;
     }
-    proposals.push_back(&trees_[d]);
+    DraftRequest req;
+    req.context = context_;
+    req.max_nodes = budget.max_nodes;
+    req.max_depth = depth;
+    req.sampling = !sampler.greedy();
+    const auto tp = Clock::now();
+    drafters_[d].propose(req, trees_[d]);
+    const double took = since(tp);
+    proposing += took;
+    ++stats_.drafters[d].proposals;
+    stats_.drafters[d].propose_seconds += took;
+    policy_.proposed(d, depth, took, trees_[d]);
   }
+  std::vector<const DraftTree*> proposals;
+  for (const DraftTree& t : trees_) proposals.push_back(&t);
   std::function<float(std::size_t, std::uint32_t, float)> conditional;
   if (options_.adaptive)
-    conditional = [this](std::size_t d, std::uint32_t depth, float q) { return fusion_.conditional(d, depth, q); };
+    conditional = [this](std::size_t d, std::uint32_t depth, float q) { return policy_.conditional(d, depth, q); };
+  // One merge; the policy keeps the best n nodes that maximise expected tokens per second.
   tree_.build(proposals, budget, n_vocab, conditional);
-  if (options_.adaptive && !tree_.empty()) {
-    // Keep the best n nodes that maximise expected tokens per second; now and then verify one
-    // anyway, so the acceptance estimates keep learning when the drafts looked too poor.
-    std::uint32_t n = cost_.best_count(tree_.scores_best_first());
-    // Every 16th round explores a bigger pass, so the cost model sees more than one size (every
-    // 8th measured 3% slower on bench/spec code_repeat: the per-size costs need fewer samples).
-    if (++explore_ % 16 == 0) n = std::max(n + 2, 2 * n);
-    if (n > 0) starved_ = 0;
-    else if (++starved_ >= 8) n = 1, starved_ = 0;
-    if (n < tree_.size()) {
-      TreeBudget cut = budget;
-      cut.max_nodes = n;
-      tree_.build(proposals, cut, n_vocab, conditional);
-    }
-  }
+  tree_.cut(policy_.verify_count(tree_.scores_best_first()));
+  plan_host_seconds_ = since(t0) - proposing;
   stats_.draft_seconds += since(t0);
 
   // 2. Verify: [pending, nodes...] in one pass (the caller's, maybe shared with other
@@ -398,15 +338,13 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
       std::span<const float>(part.out->logits).subspan(std::size_t(part.logit0) * n_vocab, std::size_t(n_rows) * n_vocab);
   const double verify_seconds = part.seconds;
   stats_.verify_seconds += verify_seconds;
-  // The first passes, and the first pass of more rows than any before, pay for warming caches and
-  // growing scratch memory: they would teach the cost model a slope the machine does not have.
-  if (stats_.rounds >= 4 && n_rows <= widest_pass_) cost_.record(n_rows, verify_seconds);
-  widest_pass_ = std::max(widest_pass_, n_rows);
+  policy_.verified(n_rows, verify_seconds);
 
   // 3. Accept: the walk draws the target's tokens as plain decoding would.
   auto t0 = Clock::now();
   const WalkResult walk = walk_tree(tree_, logits, n_vocab, sampler, context_);
-  stats_.accept_seconds += since(t0);
+  const double walk_seconds = since(t0);
+  stats_.accept_seconds += walk_seconds;
 
   // 4. Roll back: the KV cache keeps the pending token and the path; the drafters learn them.
   t0 = Clock::now();
@@ -441,11 +379,12 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
     drafters_[d].accept(info);
   }
   told_ = info.n_committed;
-  stats_.rollback_seconds += since(t0);
+  const double rollback_seconds = since(t0);
+  stats_.rollback_seconds += rollback_seconds;
 
-  // 5. Metrics.
+  // 5. Metrics, and the policy learns.
+  t0 = Clock::now();
   ++stats_.rounds;
-  ++round_;
   stats_.drafted += tree_.size();
   stats_.accepted += walk.path.size();
   stats_.emitted += walk.path.size() + 1;
@@ -475,9 +414,21 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
   std::vector<const DraftTree*> proposals;
   for (const DraftTree& t : trees_) proposals.push_back(&t);
   committed.push_back(walk.next);  // the continuation the target verified: path, then its token
-  fusion_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes,
-                static_cast<std::uint32_t>(tree_.size()));
+  // The host's work this round: the merge and the choices, the walk, metrics and learning (the
+  // learning's own time reaches the policy with the next round's figure).
+  policy_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes,
+                static_cast<std::uint32_t>(tree_.size()), plan_host_seconds_ + walk_seconds + since(t0), rollback_seconds);
   committed.pop_back();
+  stats_.host_seconds += plan_host_seconds_ + walk_seconds + since(t0);
+  stats_.estimated_speedup = policy_.estimated_speedup();
+  const double step = policy_.verify_seconds(1);
+  for (std::size_t d = 0; d < drafters_.size(); ++d) {
+    DrafterStats& ds = stats_.drafters[d];
+    const std::uint32_t depth = policy_.last_depth(d);
+    ds.propose_steps = step > 0 && depth > 0 ? policy_.propose_seconds(d, depth) / step : 0.0;
+    ds.gain.resize(RoundPolicy::kBuckets);
+    for (int b = 0; b < RoundPolicy::kBuckets; ++b) ds.gain[static_cast<std::size_t>(b)] = policy_.gain(d, b);
+  }
 
   out.insert(out.end(), committed.begin() + 1, committed.end());
   out.push_back(walk.next);

@@ -15,19 +15,18 @@
 
 #include "engine/session.hpp"
 #include "speculative/drafter_slot.hpp"
-#include "speculative/fusion_model.hpp"
+#include "speculative/round_policy.hpp"
 #include "speculative/spec_stats.hpp"
 #include "speculative/token_tree.hpp"
-#include "speculative/verify_cost.hpp"
 
 namespace graft {
 
 struct SpeculativeOptions {
   std::uint32_t max_nodes = 16;  // drafted tokens verified per round
   std::uint32_t max_depth = 8;   // longest path per round
-  // Learn from every round (fusion_model.hpp, verify_cost.hpp): verify only as many drafted
-  // nodes as pay for themselves, ask each drafter for as many tokens as pay, and skip a drafter
-  // whose expected gain is below its own cost. Off: every drafter, every node the budget allows.
+  // Learn from every round (round_policy.hpp): verify only as many drafted nodes as pay for
+  // themselves, ask each drafter for as many tokens as pay, and skip a drafter whose expected
+  // gain is below its own cost. Off: every drafter, every node the budget allows.
   bool adaptive = true;
   // Tokens asked of every drafter per round: 0 = learnt per drafter (with adaptive), N = pinned.
   std::uint32_t draft_length = 0;
@@ -95,6 +94,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   Status truncate(Session& session, std::uint32_t n);
 
   const SpeculativeStats& stats() const { return stats_; }
+  const RoundPolicy& policy() const { return policy_; }
   void clear_stats() { stats_.clear_counts(); }
   const std::vector<DrafterSlot>& drafters() const { return drafters_; }
 
@@ -107,9 +107,6 @@ class SpeculativeDecoder final : public TokenDecoder {
   // Hands tokens context[first, size - 1) of the prompt piece in `part` (the first rows of the
   // sequence's part, these tokens') to every drafter's begin.
   void begin_drafters(std::span<const TokenId> context, std::uint32_t first, const PassPart& part, std::uint32_t n_embd);
-  // Whether drafter d proposes this round, and how deep (fusion_model.hpp, docs/speculative.md).
-  bool worth_drafting(std::size_t d);
-  std::uint32_t draft_depth(std::size_t d, std::uint32_t max_depth) const;
 
   std::shared_ptr<const void> owners_;  // declared first: destroyed after the drafters
   std::vector<DrafterSlot> drafters_;
@@ -136,17 +133,9 @@ class SpeculativeDecoder final : public TokenDecoder {
   std::uint32_t plan_logit_row_ = 0;
 
   SpeculativeStats stats_;
-  VerifyCost cost_;
-  FusionModel fusion_;
-  // Per drafter, decayed means of its propose() time and of the nodes it proposed.
-  std::vector<double> propose_seconds_, proposed_nodes_;
-  std::vector<char> proposed_last_;  // it proposed in the previous round
-  std::vector<char> cost_seen_;      // propose_seconds_ holds a steady sample
-  std::vector<std::uint64_t> probe_interval_, next_probe_;  // skipped drafters' probes (0: none due)
-  std::uint64_t round_ = 0;  // rounds this decoder ran, all sequences (stats_ may be cleared)
-  std::uint32_t starved_ = 0;  // rounds in a row that verified no draft although some were proposed
-  std::uint32_t explore_ = 0;
-  std::uint32_t widest_pass_ = 0;  // most rows of a verify pass so far
+  // What to draft and verify; it learns across this decoder's sequences (a server's requests).
+  RoundPolicy policy_;
+  double plan_host_seconds_ = 0;  // the planned round's host work so far (merge, choices)
   std::vector<DraftTree> trees_;
   TokenTree tree_;
   std::vector<TokenId> context_, verify_tokens_;

@@ -2,81 +2,88 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <numeric>
 
 namespace graft {
 
 void TokenTree::build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab,
                       const std::function<float(std::size_t, std::uint32_t, float)>& conditional) {
-  // 1. The union of all trees as a trie over (parent, token), parents before children.
-  struct Cand {
-    TokenId token;
-    std::int32_t parent;
-    std::uint32_t depth;
-    float score;
-    const float* dist;
-    bool only_drawn;  // every proposer drew it from a distribution, and exactly one proposed it
-    std::uint64_t proposers;
-    int n_proposers;
-  };
-  std::vector<Cand> cand;
-  std::map<std::pair<std::int32_t, TokenId>, std::int32_t> index;
-  std::vector<std::vector<std::int32_t>> cand_of(trees.size());
+  // 1. The union of all trees as a trie over (parent, token), parents before children. Few
+  // nodes per round: a linear search over a parent's children beats a map.
+  cand_.clear();
+  cand_of_.assign(trees.size(), {});
+  std::vector<float> path;
   for (std::size_t d = 0; d < trees.size(); ++d) {
     const DraftTree& t = *trees[d];
-    std::vector<float> path(t.size());
-    cand_of[d].assign(t.size(), -1);
+    path.assign(t.size(), 0.0f);
+    cand_of_[d].assign(t.size(), -1);
     for (std::size_t j = 0; j < t.size(); ++j) {
       const std::int32_t tp = t.parents[j];
-      const std::int32_t parent = tp < 0 ? -1 : cand_of[d][static_cast<std::size_t>(tp)];
-      const std::uint32_t depth = parent < 0 ? 1 : cand[static_cast<std::size_t>(parent)].depth + 1;
+      const std::int32_t parent = tp < 0 ? -1 : cand_of_[d][static_cast<std::size_t>(tp)];
+      const std::uint32_t depth = parent < 0 ? 1 : cand_[static_cast<std::size_t>(parent)].depth + 1;
       path[j] = (tp < 0 ? 1.0f : path[static_cast<std::size_t>(tp)]) * (conditional ? conditional(d, depth, t.q[j]) : t.q[j]);
-      auto [it, fresh] = index.try_emplace({parent, t.tokens[j]}, static_cast<std::int32_t>(cand.size()));
-      if (fresh) cand.push_back(Cand{t.tokens[j], parent, depth, 0.0f, nullptr, true, 0, 0});
-      Cand& c = cand[static_cast<std::size_t>(it->second)];
-      c.score = std::max(c.score, path[j]);
-      c.proposers |= std::uint64_t{1} << (d % 64);
-      ++c.n_proposers;
+      std::int32_t c = -1;
+      for (std::size_t k = 0; k < cand_.size(); ++k)
+        if (cand_[k].parent == parent && cand_[k].token == t.tokens[j]) {
+          c = static_cast<std::int32_t>(k);
+          break;
+        }
+      if (c < 0) {
+        c = static_cast<std::int32_t>(cand_.size());
+        cand_.push_back(Cand{t.tokens[j], parent, depth, 0.0f, nullptr, true, 0, 0});
+      }
+      Cand& x = cand_[static_cast<std::size_t>(c)];
+      x.score = std::max(x.score, path[j]);
+      x.proposers |= std::uint64_t{1} << (d % 64);
+      ++x.n_proposers;
       if (t.dist[j] >= 0)
-        c.dist = t.distributions.data() + static_cast<std::size_t>(t.dist[j]) * n_vocab;
+        x.dist = t.distributions.data() + static_cast<std::size_t>(t.dist[j]) * n_vocab;
       else
-        c.only_drawn = false;
-      cand_of[d][j] = it->second;
+        x.only_drawn = false;
+      cand_of_[d][j] = c;
     }
   }
 
   // 2. The best max_nodes by score (ties: shallower, then earlier), within max_depth. A child's
   // score never exceeds its parent's and ties go to the shallower, so parents come first.
-  std::vector<std::int32_t> order(cand.size());
+  std::vector<std::int32_t> order(cand_.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
-    const Cand &x = cand[static_cast<std::size_t>(a)], &y = cand[static_cast<std::size_t>(b)];
+    const Cand &x = cand_[static_cast<std::size_t>(a)], &y = cand_[static_cast<std::size_t>(b)];
     if (x.score != y.score) return x.score > y.score;
     return x.depth < y.depth;
   });
-  std::vector<char> keep(cand.size(), 0);
-  std::uint32_t kept = 0;
+  std::vector<char> keep(cand_.size(), 0);
+  selected_.clear();
+  selected_scores_.clear();
   for (std::int32_t c : order) {
-    if (kept >= budget.max_nodes) break;
-    const Cand& x = cand[static_cast<std::size_t>(c)];
+    if (selected_.size() >= budget.max_nodes) break;
+    const Cand& x = cand_[static_cast<std::size_t>(c)];
     if (x.depth > budget.max_depth || (x.parent >= 0 && !keep[static_cast<std::size_t>(x.parent)])) continue;
     keep[static_cast<std::size_t>(c)] = 1;
-    ++kept;
+    selected_.push_back(c);
+    selected_scores_.push_back(x.score);
   }
+  layout(selected_.size());
+}
 
+void TokenTree::cut(std::size_t n) { layout(std::min(n, selected_.size())); }
+
+void TokenTree::layout(std::size_t n_keep) {
   // 3. Kept nodes renumbered in candidate order (parents first), children lists, and the first
   // drawn child of each node keeps its distribution.
+  std::vector<char> keep(cand_.size(), 0);
+  for (std::size_t i = 0; i < n_keep; ++i) keep[static_cast<std::size_t>(selected_[i])] = 1;
   tokens_.clear();
   parents_.clear();
   depth_.clear();
   score_.clear();
   dist_.clear();
   proposers_.clear();
-  std::vector<std::int32_t> new_index(cand.size(), -1);
-  for (std::size_t c = 0; c < cand.size(); ++c) {
+  std::vector<std::int32_t> new_index(cand_.size(), -1);
+  for (std::size_t c = 0; c < cand_.size(); ++c) {
     if (!keep[c]) continue;
-    const Cand& x = cand[c];
+    const Cand& x = cand_[c];
     new_index[c] = static_cast<std::int32_t>(tokens_.size());
     tokens_.push_back(x.token);
     parents_.push_back(x.parent < 0 ? -1 : new_index[static_cast<std::size_t>(x.parent)]);
@@ -101,18 +108,12 @@ void TokenTree::build(std::span<const DraftTree* const> trees, const TreeBudget&
       drawn_seen = drawn_seen || dist_[i];
     }
   }
-  from_drafter_.assign(trees.size(), {});
-  for (std::size_t d = 0; d < trees.size(); ++d) {
-    from_drafter_[d].resize(cand_of[d].size());
-    for (std::size_t j = 0; j < cand_of[d].size(); ++j)
-      from_drafter_[d][j] = new_index[static_cast<std::size_t>(cand_of[d][j])];
+  from_drafter_.assign(cand_of_.size(), {});
+  for (std::size_t d = 0; d < cand_of_.size(); ++d) {
+    from_drafter_[d].resize(cand_of_[d].size());
+    for (std::size_t j = 0; j < cand_of_[d].size(); ++j)
+      from_drafter_[d][j] = new_index[static_cast<std::size_t>(cand_of_[d][j])];
   }
-}
-
-std::vector<float> TokenTree::scores_best_first() const {
-  std::vector<float> s = score_;
-  std::sort(s.begin(), s.end(), std::greater<>());
-  return s;
 }
 
 std::span<const std::int32_t> TokenTree::children(std::int32_t i) const {

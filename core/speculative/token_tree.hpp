@@ -34,6 +34,9 @@ class TokenTree {
   // product of q.
   void build(std::span<const DraftTree* const> trees, const TreeBudget& budget, std::uint32_t n_vocab,
              const std::function<float(std::size_t, std::uint32_t, float)>& conditional = {});
+  // Keeps only the first n nodes the budget took (best first; parents always come before their
+  // children there), without merging again: the round's policy chooses n from scores_best_first().
+  void cut(std::size_t n);
 
   std::size_t size() const { return tokens_.size(); }
   bool empty() const { return tokens_.empty(); }
@@ -41,8 +44,8 @@ class TokenTree {
   std::int32_t parent(std::size_t i) const { return parents_[i]; }
   std::uint32_t depth(std::size_t i) const { return depth_[i]; }
   float score(std::size_t i) const { return score_[i]; }
-  // The kept nodes' scores, best first: the order the budget took them in.
-  std::vector<float> scores_best_first() const;
+  // The scores of the nodes build() kept, best first: the order the budget took them in.
+  std::span<const float> scores_best_first() const { return selected_scores_; }
   // The distribution node i's token was drawn from (n_vocab floats), or null.
   const float* distribution(std::size_t i) const { return dist_[i]; }
   // Children of node i (-1: of the pending token), in node order.
@@ -60,6 +63,25 @@ class TokenTree {
   void ancestor_mask(std::vector<std::uint8_t>& out) const;
 
  private:
+  struct Cand {
+    TokenId token;
+    std::int32_t parent;
+    std::uint32_t depth;
+    float score;
+    const float* dist;
+    bool only_drawn;  // every proposer drew it from a distribution
+    std::uint64_t proposers;
+    int n_proposers;
+  };
+  // Lays out the first n selected candidates as the tree's nodes.
+  void layout(std::size_t n);
+
+  // The merge: every proposed node once, and the budget's choice in the order it chose them.
+  std::vector<Cand> cand_;
+  std::vector<std::vector<std::int32_t>> cand_of_;  // [drafter][its node] -> candidate
+  std::vector<std::int32_t> selected_;
+  std::vector<float> selected_scores_;
+  // The laid-out tree.
   std::vector<TokenId> tokens_;
   std::vector<std::int32_t> parents_;
   std::vector<std::uint32_t> depth_;

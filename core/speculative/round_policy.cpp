@@ -1,0 +1,197 @@
+#include "speculative/round_policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+namespace graft {
+
+namespace {
+constexpr std::uint64_t kLearnRounds = 3;  // rounds before the cost-based choices start
+constexpr std::uint64_t kProbeEvery = 16;  // a skipped drafter is asked again after this many rounds,
+constexpr std::uint64_t kProbeMax = 128;   // ... doubling while it stays not worth its cost
+constexpr double kNegligible = 0.02;       // of a decode step: a proposal this cheap is always asked
+constexpr double kGainDecay = 0.9;         // a bucket's gain: about its last 10 rounds
+constexpr double kPriorWeight = 1.0;       // pseudo-rounds of the prior in a bucket's gain
+constexpr double kPriorGain = 1.0;         // tokens, before a drafter's first measured round
+constexpr double kNodesDecay = 0.8;        // the verified nodes a drafter adds: about its last 5 rounds
+constexpr double kRoundDecay = 0.95;       // the speed estimate: about the last 20 rounds
+constexpr std::uint32_t kExploreEvery = 16;  // every 16th round verifies a wider tree (the cost curve sees sizes)
+constexpr std::uint32_t kStarvedRounds = 8;  // after 8 rounds verifying nothing, the best node is verified anyway
+}  // namespace
+
+RoundPolicy::RoundPolicy(std::size_t n, const RoundPolicyOptions& options)
+    : options_(options), fusion_(n), drafters_(n), order_(n) {
+  std::iota(order_.begin(), order_.end(), std::size_t{0});
+  for (PerDrafter& p : drafters_) p.probe_interval = kProbeEvery;
+}
+
+int RoundPolicy::bucket(double e) {
+  return e < 0.25 ? 0 : e < 1 ? 1 : e < 2 ? 2 : e < 4 ? 3 : 4;
+}
+
+bool RoundPolicy::warm() const {
+  return options_.adaptive && rounds_ >= kLearnRounds && verify_.estimate(1) > 0;
+}
+
+double RoundPolicy::propose_seconds(std::size_t d, std::uint32_t depth) const {
+  return drafters_[d].cost.estimate(std::max<std::uint32_t>(depth, 1));
+}
+
+double RoundPolicy::gain(std::size_t d, int b) const {
+  const PerDrafter& p = drafters_[d];
+  // Before a bucket has its own rounds: what the drafter gets alone, less what the drafters
+  // before it promise there (a gain cannot exceed its own accepted length), or its mean gain
+  // over the other buckets where that is more.
+  constexpr std::array<double, kBuckets> kPromised{0.0, 0.5, 1.5, 3.0, 5.0};
+  double prior = kPriorGain;
+  if (p.alone.w > 0)
+    prior = std::max(p.gain_all.sum / p.gain_all.w, p.alone.sum / p.alone.w - kPromised[static_cast<std::size_t>(b)]);
+  const Mean& m = p.gain[static_cast<std::size_t>(b)];
+  return (m.sum + kPriorWeight * prior) / (m.w + kPriorWeight);
+}
+
+void RoundPolicy::begin_round(std::uint32_t max_nodes) {
+  max_nodes_ = max_nodes;
+  chances_.clear();
+  spent_ = 0;
+  for (PerDrafter& p : drafters_) p.asked = false, p.depth = 0;
+  // Cheapest first (a drafter not yet measured counts as free, so it is measured at once).
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](std::size_t a, std::size_t b) { return propose_seconds(a, 1) < propose_seconds(b, 1); });
+}
+
+std::pair<double, std::uint32_t> RoundPolicy::round_value() const {
+  std::vector<float> c(chances_);
+  std::sort(c.begin(), c.end(), std::greater<>());
+  if (c.size() > max_nodes_) c.resize(max_nodes_);
+  const std::uint32_t n = warm() ? std::min<std::uint32_t>(verify_.best_count(c), static_cast<std::uint32_t>(c.size()))
+                                 : static_cast<std::uint32_t>(c.size());
+  return {1.0 + std::accumulate(c.begin(), c.begin() + n, 0.0), n};
+}
+
+std::uint32_t RoundPolicy::best_depth(std::size_t d, std::uint32_t max_depth) const {
+  // The chain length k maximising (1 + expected accepted) / (verify of k + 1 rows + proposing
+  // k), with the drafter's learnt chances by depth; one more than that, so the merge has a choice.
+  double reach = 1.0, expected = 1.0, best_rate = 1.0 / verify_.estimate(1);
+  std::uint32_t best = 0;
+  for (std::uint32_t k = 1; k <= max_depth; ++k) {
+    reach *= fusion_.depth_chance(d, k);
+    expected += reach;
+    const double rate = expected / (verify_.estimate(k + 1) + propose_seconds(d, k));
+    if (rate > best_rate) best_rate = rate, best = k;
+  }
+  return std::min(max_depth, best + 1);
+}
+
+std::uint32_t RoundPolicy::draft_depth(std::size_t d, std::uint32_t max_depth) {
+  PerDrafter& p = drafters_[d];
+  p.bucket = bucket(round_value().first - 1.0);
+  std::uint32_t k = max_depth;
+  if (options_.draft_length > 0) k = std::min(max_depth, options_.draft_length);
+  else if (warm()) k = best_depth(d, max_depth);
+  if (k == 0) return 0;
+  if (!warm() || worth_asking(d, k)) return k;
+  return 0;
+}
+
+bool RoundPolicy::worth_asking(std::size_t d, std::uint32_t k) {
+  PerDrafter& p = drafters_[d];
+  const double c = propose_seconds(d, k), t1 = verify_.estimate(1);
+  if (!p.cost_seen || c < kNegligible * t1) return true;
+  // The round without d, then with it: its expected gain in this bucket, its proposal, and the
+  // verify rows its nodes add.
+  const auto [e0, n0] = round_value();
+  const double host = (host_.w > 0 ? host_.sum / host_.w : 0.0) + (rest_.w > 0 ? rest_.sum / rest_.w : 0.0);
+  const double t0 = spent_ + verify_.estimate(n0 + 1) + host;
+  const double added = p.added_nodes.w > 0 ? p.added_nodes.sum / p.added_nodes.w : double(k);
+  const auto rows = static_cast<std::uint32_t>(std::min<double>(n0 + 1 + std::lround(added), max_nodes_ + 1));
+  const double t1_with = t0 + c + verify_.estimate(std::max(rows, n0 + 1)) - verify_.estimate(n0 + 1);
+  if ((e0 + gain(d, p.bucket)) / t1_with >= e0 / t0) {
+    p.probe_interval = kProbeEvery;
+    p.next_probe = 0;
+    return true;
+  }
+  // Skipped, but asked again now and then so its gain stays measured; each probe that finds it
+  // still not worth its cost waits twice as long for the next.
+  if (p.next_probe == 0) {
+    p.next_probe = rounds_ + p.probe_interval;
+    return false;
+  }
+  if (rounds_ < p.next_probe) return false;
+  p.probe_interval = std::min(2 * p.probe_interval, kProbeMax);
+  p.next_probe = rounds_ + p.probe_interval;
+  return true;
+}
+
+void RoundPolicy::proposed(std::size_t d, std::uint32_t depth, double seconds, const DraftTree& tree) {
+  PerDrafter& p = drafters_[d];
+  p.asked = true;
+  p.depth = depth;
+  p.last_depth = depth;
+  spent_ += seconds;
+  // The steady cost only: a drafter back from skipped rounds may first catch up on them.
+  if (p.proposed_last || !p.cost_seen) p.cost.record(std::max<std::uint32_t>(depth, 1), seconds);
+  p.cost_seen = true;
+  // Its nodes' chances of acceptance (products along their paths), for the drafters after it.
+  std::vector<float> path(tree.size());
+  for (std::size_t j = 0; j < tree.size(); ++j) {
+    const std::int32_t parent = tree.parents[j];
+    path[j] = (parent < 0 ? 1.0f : path[static_cast<std::size_t>(parent)]) * fusion_.conditional(d, tree.depth(j), tree.q[j]);
+    chances_.push_back(path[j]);
+  }
+}
+
+std::uint32_t RoundPolicy::verify_count(std::span<const float> chances) {
+  const auto all = static_cast<std::uint32_t>(chances.size());
+  if (!options_.adaptive || all == 0) return all;
+  std::uint32_t n = verify_.best_count(chances);
+  // Now and then a wider pass, so the cost curve keeps seeing more than one size.
+  if (++explore_ % kExploreEvery == 0) n = std::max(n + 2, 2 * n);
+  // Now and then a draft although none looked worth it, so the chances keep learning.
+  if (n > 0) starved_ = 0;
+  else if (++starved_ >= kStarvedRounds) n = 1, starved_ = 0;
+  return std::min(n, all);
+}
+
+void RoundPolicy::verified(std::uint32_t rows, double seconds) {
+  if (rounds_ >= 4 && rows <= widest_) verify_.record(rows, seconds);
+  widest_ = std::max(widest_, rows);
+  round_verify_ = seconds;
+}
+
+void RoundPolicy::learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
+                        std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes, double host_seconds,
+                        double rest_seconds) {
+  fusion_.learn(trees, truth, own_nodes, tree_nodes);
+  const auto alone = fusion_.accepted_lengths();
+  // Each asked drafter's gain over those asked before it this round, under the bucket it was
+  // asked in (what they promised then).
+  std::uint32_t before = 0;
+  for (std::size_t d : order_) {
+    PerDrafter& p = drafters_[d];
+    p.proposed_last = p.asked;
+    if (!p.asked) continue;
+    const std::uint32_t mine = d < alone.size() ? alone[d] : 0;
+    const double g = mine > before ? double(mine - before) : 0.0;
+      p.gain[static_cast<std::size_t>(p.bucket)].add(g, kGainDecay);
+    p.gain_all.add(g, kGainDecay);
+    p.alone.add(double(mine), kGainDecay);
+    p.added_nodes.add(d < own_nodes.size() ? double(own_nodes[d]) : 0.0, kNodesDecay);
+    before = std::max(before, mine);
+  }
+  host_.add(host_seconds, kRoundDecay);
+  rest_.add(rest_seconds, kRoundDecay);
+  round_tokens_.add(double(truth.size()), kRoundDecay);
+  round_seconds_.add(spent_ + round_verify_ + host_seconds + rest_seconds, kRoundDecay);
+  ++rounds_;
+}
+
+double RoundPolicy::estimated_speedup() const {
+  const double t1 = verify_.estimate(1);
+  if (round_seconds_.w <= 0 || round_seconds_.sum <= 0 || t1 <= 0) return 0;
+  return round_tokens_.sum / round_seconds_.sum * t1;
+}
+
+}  // namespace graft
