@@ -21,12 +21,22 @@ prompt=$'import os\nimport sys\n\n\ndef main(argv):\n    '
 # Speculative decoding, all three drafters fused: the n-gram drafter, the model's own MTP head and
 # the DFlash2 block drafter (the zoo model has both; for another model only ngram) propose tokens,
 # their proposals merge into one tree and the model verifies it, one forward pass per round; the
-# mix learns which drafter pays (and skips one whose cost exceeds its gain). Greedy, on a prompt
+# round policy learns which drafter pays where (and skips one whose cost exceeds its gain). Greedy, on a prompt
 # from bench/spec; the text is exactly what --no-draft prints, and each drafter's acceptance, its
 # share of the accepted tokens and the time split are printed at the end.
 draft=(--draft "ngram,mtp,dflash2" --draft-model models/zoo-dflash2-2x256.gguf)
 [[ -z ${MODEL:-} ]] || draft=(--draft ngram)
+# First the same prompt without drafters, for the speed to compare with: the policy prints each
+# drafter's proposal cost in decode steps and the tokens it expects it to add, and its own
+# estimate of the speedup. On the zoo model a neural drafter's proposal costs about as much as a
+# decode step of this 4-layer toy, so the policy soon asks mostly the n-gram drafter; on a real
+# model (or bench/spec/make_padded.sh's cost-realistic target) it asks the others where they pay.
+prompt_file=bench/spec/prompts/code_repeat/02_point_vector.txt
+echo
+echo "== plain decoding (--no-draft), greedy, for comparison =="
+"$build/bin/graft" run --profile profiles/cpu.toml --model "$model" -n 256 --temp 0 --prompt-file "$prompt_file" \
+  --no-draft >/dev/null
 echo
 echo "== speculative decoding (${draft[*]}), greedy =="
-"$build/bin/graft" run --profile profiles/cpu.toml --model "$model" -n 128 --temp 0 \
-  --prompt-file bench/spec/prompts/code_repeat/02_point_vector.txt "${draft[@]}"
+"$build/bin/graft" run --profile profiles/cpu.toml --model "$model" -n 256 --temp 0 \
+  --prompt-file "$prompt_file" "${draft[@]}"

@@ -99,6 +99,22 @@ run_cmd=("$(dirname "$0")/run.sh" "${run_args[@]}" --out "$results/runs.jsonl")
   fi
 } >"$results/COMMAND.txt"
 
+# The verify pass's cost curve on the same model, build and threads (time of k rows / one row,
+# k = 1..16): what every speedup in the tables is bought with. Run before the corpus, alone.
+if [[ -z $jsonl ]]; then
+  vc_build="$root/build" vc_model="$root/models/zoo-qwen3-4x256.gguf" vc_threads=2
+  for ((i = 0; i < ${#run_args[@]}; i += 2)); do
+    case ${run_args[i]} in
+      --build) vc_build=$(cd "$started_in" && realpath "${run_args[i + 1]}") ;;
+      --model) vc_model=$(cd "$started_in" && realpath "${run_args[i + 1]}") ;;
+      --threads) vc_threads=${run_args[i + 1]} ;;
+    esac
+  done
+  echo "  (in $root) $vc_build/bin/graft bench -m $vc_model -t $vc_threads -f bench/spec/prompts/code_new/02_lru_cache.txt --draft ngram --verify-cost 16 > verify_cost.txt" >>"$results/COMMAND.txt"
+  (cd "$root" && "$vc_build/bin/graft" bench -m "$vc_model" -t "$vc_threads" -f bench/spec/prompts/code_new/02_lru_cache.txt \
+    --draft ngram --verify-cost 16) >"$results/verify_cost.txt" 2>&1 || echo "make_results.sh: the verify-cost run failed (verify_cost.txt)" >&2
+fi
+
 status=0
 if [[ -n $jsonl ]]; then
   if [[ $jsonl == *.gz ]]; then cp "$jsonl" "$results/runs.jsonl.gz"; else gzip -9 -n -c "$jsonl" >"$results/runs.jsonl.gz"; fi
@@ -124,6 +140,10 @@ fi
 cd "$results"
 rc=0
 python3 "$here/summarize.py" --times runs.jsonl.gz >tables.md || rc=$?
+if [[ -s verify_cost.txt ]]; then
+  { echo; echo "The verify pass on this model (graft bench --verify-cost 16; verify_cost.txt):"; echo;
+    grep -E '^(model|threads|decode|verify| {8})' verify_cost.txt | sed 's/^/    /'; } >>tables.md
+fi
 ((rc == 0)) || { status=1; echo "make_results.sh: summarize.py exited $rc (tables.md says why)" >&2; }
 if ((plot)); then
   rc=0

@@ -255,6 +255,60 @@ def main(argv):
         print(table(["category", "config", "drafter", "proposed", "accepted", "acceptance", "mean accepted length",
                      "share of accepted", "of accepted tokens"], rows, "lllrrrrrr"))
 
+    # Each mix against the best of its own members alone in the category (pooled tok/s, and the median
+    # over the runs of the mix's tok/s over that drafter's run of the same prompt and rep).
+    singles = [cfg for cfg in configs if cfg != "none" and "," not in cfg]
+    mixes = [cfg for cfg in configs if "," in cfg]
+    if singles and mixes:
+        rows = []
+        for c in an["categories"] + ["all"]:
+            for m in mixes:
+                cand = [(aggs[(c, s)]["tps"], s) for s in singles
+                        if s in m.split(",") and (c, s) in aggs and aggs[(c, s)]["tps"]]
+                if (c, m) not in aggs or not cand:
+                    continue
+                best_tps, best = max(cand)
+                best_runs = {(r["category"], r["prompt"], r.get("rep")): r for r in runs if r["config"] == best}
+                per_run = [run_tps(r) / run_tps(best_runs[k]) for r in runs if r["config"] == m and (c == "all" or
+                           r["category"] == c) for k in [(r["category"], r["prompt"], r.get("rep"))]
+                           if k in best_runs and run_tps(r) and run_tps(best_runs[k])]
+                rows.append([c, m, best, fmt(best_tps, ".1f"), fmt(aggs[(c, m)]["tps"], ".1f"),
+                             fmt(ratio(aggs[(c, m)]["tps"], best_tps), ".2f"), fmt(median(per_run), ".2f")])
+        print()
+        print("Each mix against the best of its members alone, per category (by pooled decode tok/s):")
+        print()
+        print(table(["category", "mix", "best single", "its tok/s", "mix tok/s", "mix / best", "median ratio"], rows,
+                    "lllrrrr"))
+
+    # What drafting costs: per configuration and drafter (all categories), proposals per round,
+    # rounds skipped, a proposal's time and that time in decode steps (the `none` runs' seconds per
+    # token, pooled over the same prompts), and the host's own work per round.
+    none_all = aggs.get(("all", "none"))
+    step = ratio(none_all["seconds"], none_all["tokens"]) if none_all else None
+    rows = []
+    for cfg in configs:
+        if cfg == "none":
+            continue
+        rs = [r for r in runs if r["config"] == cfg]
+        rounds = sum(int(speculative(r).get("rounds", 0)) for r in rs)
+        host = sum(float((speculative(r).get("seconds") or {}).get("host", 0.0)) for r in rs)
+        for name in drafter_names(cfg, {n: 1 for r in rs for n in (speculative(r).get("drafters") or {})}):
+            ds = [(speculative(r).get("drafters") or {}).get(name) or {} for r in rs]
+            n = sum(int(d.get("proposals", 0)) for d in ds)
+            sec = sum(float(d.get("propose_seconds", 0.0)) for d in ds)
+            skipped = sum(int(d.get("skipped", 0)) for d in ds)
+            each = ratio(sec, n)
+            rows.append([cfg, name, n, fmt(ratio(n, rounds), ".2f"), skipped, fmt(each * 1e3 if each is not None else None,
+                         ".3f"), fmt(ratio(each, step) if each is not None and step else None, ".3f"),
+                         fmt(ratio(host, rounds) * 1e6 if rounds else None, ".1f")])
+    if rows and any(r[2] for r in rows):
+        print()
+        print("Drafting costs (all categories; a decode step = the `none` runs' %s ms per token):"
+              % fmt(step * 1e3 if step else None, ".3f"))
+        print()
+        print(table(["config", "drafter", "proposals", "per round", "rounds skipped", "ms per proposal",
+                     "decode steps per proposal", "host us per round"], rows, "llrrrrrr"))
+
     # Acceptance by depth, per drafter and configuration, all categories pooled.
     rows = []
     depths = 0
