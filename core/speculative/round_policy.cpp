@@ -19,6 +19,7 @@ constexpr double kNodesDecay = 0.8;        // the verified nodes a drafter adds:
 constexpr double kRoundDecay = 0.95;       // the speed estimate: about the last 20 rounds
 constexpr std::uint32_t kExploreEvery = 16;  // every 16th round verifies a wider tree (the cost curve sees sizes)
 constexpr std::uint32_t kStarvedRounds = 8;  // after 8 rounds verifying nothing, the best node is verified anyway
+constexpr std::uint32_t kWarmNodes = 4;      // nodes verified per round before the cost curve is known
 }  // namespace
 
 RoundPolicy::RoundPolicy(std::size_t n, const RoundPolicyOptions& options)
@@ -57,9 +58,10 @@ void RoundPolicy::begin_round(std::uint32_t max_nodes) {
   chances_.clear();
   spent_ = 0;
   for (PerDrafter& p : drafters_) p.asked = false, p.depth = 0;
-  // Cheapest first (a drafter not yet measured counts as free, so it is measured at once).
-  std::stable_sort(order_.begin(), order_.end(),
-                   [&](std::size_t a, std::size_t b) { return propose_seconds(a, 1) < propose_seconds(b, 1); });
+  // Cheapest first, each at the depth it was last asked for (a drafter not yet measured counts as
+  // free, so it is measured at once).
+  const auto cost = [&](std::size_t d) { return propose_seconds(d, std::max<std::uint32_t>(1, drafters_[d].last_depth)); };
+  std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) { return cost(a) < cost(b); });
 }
 
 std::pair<double, std::uint32_t> RoundPolicy::round_value() const {
@@ -108,14 +110,19 @@ bool RoundPolicy::worth_asking(std::size_t d, std::uint32_t k) {
   const double added = p.added_nodes.w > 0 ? p.added_nodes.sum / p.added_nodes.w : double(k);
   const auto rows = static_cast<std::uint32_t>(std::min<double>(n0 + 1 + std::lround(added), max_nodes_ + 1));
   const double t1_with = t0 + c + verify_.estimate(std::max(rows, n0 + 1)) - verify_.estimate(n0 + 1);
-  if ((e0 + gain(d, p.bucket)) / t1_with >= e0 / t0) {
+  const double g = gain(d, p.bucket);
+  if ((e0 + g) / t1_with >= e0 / t0) {
     p.probe_interval = kProbeEvery;
     p.next_probe = 0;
     return true;
   }
   // Skipped, but asked again now and then so its gain stays measured; each probe that finds it
-  // still not worth its cost waits twice as long for the next.
+  // still not worth its cost waits twice as long for the next. The first wait is longer the
+  // further its gain is from paying (up to 8 times: a probe costs its proposal and its rows).
   if (p.next_probe == 0) {
+    const double needed = e0 * (t1_with / t0 - 1.0);
+    const double far = std::clamp(needed / std::max(g, 0.05), 1.0, 8.0);
+    p.probe_interval = std::min<std::uint64_t>(kProbeMax, static_cast<std::uint64_t>(std::lround(kProbeEvery * far)));
     p.next_probe = rounds_ + p.probe_interval;
     return false;
   }
@@ -146,6 +153,8 @@ void RoundPolicy::proposed(std::size_t d, std::uint32_t depth, double seconds, c
 std::uint32_t RoundPolicy::verify_count(std::span<const float> chances) {
   const auto all = static_cast<std::uint32_t>(chances.size());
   if (!options_.adaptive || all == 0) return all;
+  // Before the cost curve is known, a few nodes: a wide pass can cost several decode steps.
+  if (!warm()) return std::min(all, kWarmNodes);
   std::uint32_t n = verify_.best_count(chances);
   // Now and then a wider pass, so the cost curve keeps seeing more than one size.
   if (++explore_ % kExploreEvery == 0) n = std::max(n + 2, 2 * n);
@@ -156,7 +165,9 @@ std::uint32_t RoundPolicy::verify_count(std::span<const float> chances) {
 }
 
 void RoundPolicy::verified(std::uint32_t rows, double seconds) {
-  if (rounds_ >= 4 && rows <= widest_) verify_.record(rows, seconds);
+  // Not the first pass, nor the first pass wider than any before: they pay for warming caches and
+  // growing scratch memory, a slope the machine does not have.
+  if (rounds_ >= 1 && rows <= widest_) verify_.record(rows, seconds);
   widest_ = std::max(widest_, rows);
   round_verify_ = seconds;
 }
