@@ -10,7 +10,7 @@
 # usage: bench/spec/run.sh [--build DIR] [--threads T] [--n N]
 #            [--configs "none ngram mtp dflash2 ngram,mtp ngram,dflash2 mtp,dflash2 ngram,mtp,dflash2"]
 #            [--category C[,C...]] [--limit K] [--reps R] [--model FILE] [--draft-model FILE]
-#            [--profile FILE.toml] [--out FILE.jsonl]
+#            [--profile FILE.toml] [--policy-dir DIR] [--out FILE.jsonl]
 #   --build        build tree with bin/graft (default: the repository's build/)
 #   --threads      CPU threads per run (default 2)
 #   --n            tokens to generate per run (default 256; the prompts are at most 160 tokens and
@@ -25,6 +25,9 @@
 #                  names dflash2, and only to those (default models/zoo-dflash2-2x256.gguf)
 #   --profile      a TOML profile passed to every run (e.g. [[drafter]] keys, [speculative] adaptive);
 #                  the command line's -m, -c, -n, --temp, -t and --draft override its keys
+#   --policy-dir   keep each configuration's round policy across its runs: --spec-policy DIR/CONFIG.json
+#                  (docs/speculative.md; the first run of a configuration learns from scratch, the
+#                  next start from what the ones before learnt). Default: every run learns afresh
 #   --out          the jsonl file (default BUILD/bench-spec/run-YYYYmmdd-HHMMSS.jsonl); it is replaced
 # Relative paths are taken from the directory the script is started in.
 set -euo pipefail
@@ -38,6 +41,7 @@ reps=1
 model=""
 draft_model=""
 profile=""
+policy_dir=""
 out=""
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -58,6 +62,7 @@ while [[ $# -gt 0 ]]; do
     --model) model=$2 ;;
     --draft-model) draft_model=$2 ;;
     --profile) profile=$2 ;;
+    --policy-dir) policy_dir=$2 ;;
     --out) out=$2 ;;
     *) die "unknown option $1" ;;
   esac
@@ -84,6 +89,7 @@ else
   draft_model="$root/models/zoo-dflash2-2x256.gguf"
 fi
 if [[ -n $out ]]; then out=$(abspath "$out"); fi
+if [[ -n $policy_dir ]]; then policy_dir=$(abspath "$policy_dir"); mkdir -p "$policy_dir"; fi
 profile_args=()
 if [[ -n $profile ]]; then
   profile=$(abspath "$profile")
@@ -173,6 +179,7 @@ for rep in $(seq "$reps"); do
       else
         draft=(--draft "$config")
         if uses_dflash2 "$config"; then draft+=(--draft-model "$draft_model"); fi
+        if [[ -n $policy_dir ]]; then draft+=(--spec-policy "$policy_dir/$config.json"); fi
       fi
       cmd=("$graft" run "${profile_args[@]}" -m "$model" -c 512 -f "$f" -n "$n" --temp 0 -t "$threads" --json "${draft[@]}")
       rc=0

@@ -1,7 +1,9 @@
 // graft run: stream generated text to stdout, stats to stderr; --json for exact comparisons.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -20,7 +22,10 @@ int cmd_run(const Args& args) {
       "batch,b", po::value<std::int64_t>()->value_name("N")->default_value(256), "prompt tokens per forward pass")(
       "no-bos", "do not add the vocabulary's BOS token to a text prompt")(
       "stop", po::value<std::vector<std::string>>()->value_name("TEXT")->composing(),
-      "stop when the output contains TEXT (not printed; repeatable)");
+      "stop when the output contains TEXT (not printed; repeatable)")(
+      "spec-trace", po::value<std::string>()->value_name("FILE"),
+      "with speculative decoding: one JSON line per round into FILE (who was asked, what each proposed and would "
+      "have had accepted alone, verified nodes, times)");
   int exit_code = 0;
   auto parsed = parse_command("run", args, desc, exit_code);
   if (!parsed) return exit_code;
@@ -81,6 +86,20 @@ int cmd_run(const Args& args) {
     return 1;
   }
   std::unique_ptr<SpeculativeDecoder> decoder = std::move(*made);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace(nullptr, std::fclose);
+  if (vm.count("spec-trace")) {
+    const std::string path = vm["spec-trace"].as<std::string>();
+    if (!decoder) {
+      std::fprintf(stderr, "graft run: --spec-trace needs speculative decoding (--draft LIST)\n");
+      return 2;
+    }
+    trace.reset(std::fopen(path.c_str(), "w"));
+    if (!trace) {
+      std::fprintf(stderr, "graft run: cannot write the trace file %s: %s\n", path.c_str(), std::strerror(errno));
+      return 1;
+    }
+    decoder->trace_to(trace.get());
+  }
   Session& s = **session;
   const bool json = vm.count("json") > 0;
   GenerationOptions gen;
@@ -111,6 +130,8 @@ int cmd_run(const Args& args) {
     std::fprintf(stderr, "graft run: %s\n", st.message().c_str());
     return 1;
   }
+  if (decoder)
+    if (Status saved = decoder->save_policy(); !saved.ok()) std::fprintf(stderr, "graft run: warning: %s\n", saved.message().c_str());
   const Sampler& sampler = *s.sampler();
   const std::string& text = s.text();
 

@@ -96,6 +96,9 @@ void add_profile_options(po::options_description& desc) {
       "the model file of the dflash2 drafter (NAME=FILE: of drafter NAME); profile key model in its [[drafter]] "
       "table");
   add("no-draft", "no speculative decoding, whatever the profile says");
+  add("spec-policy", po::value<std::string>()->value_name("FILE"),
+      "keep what the speculative round policy learnt in FILE across runs (read when it fits, written at the end); "
+      "profile key speculative.policy_file");
 }
 
 Expected<po::variables_map> parse_options(const Args& args, const po::options_description& desc,
@@ -204,6 +207,13 @@ Status apply_overrides(Profile& profile, const po::variables_map& vm) {
                                            " to; name it in --draft (e.g. --draft ngram," + name + ")");
     it->config.set("model", file);
     it->key_locations["model"] = "command line: --draft-model";
+  }
+
+  if (vm.count("spec-policy")) {
+    const std::string file = vm["spec-policy"].as<std::string>();
+    if (file.empty()) return flag_error("spec-policy", "must not be empty");
+    profile.speculative.policy_file = file;
+    profile.locations["speculative.policy_file"] = "command line: --spec-policy";
   }
 
   if (vm.count("plugin-dir")) {

@@ -46,6 +46,9 @@ struct SpeculativeSettings {
   std::int64_t max_depth = 8;
   bool adaptive = true;
   std::int64_t draft_length = 0;  // 0: learnt per drafter; N: pinned
+  // Opt-in: the round policy's learnt costs, chances and gains kept in this file across runs
+  // (read at start when it exists and fits the model and drafters, written at the end).
+  std::filesystem::path policy_file;
 };
 
 struct Profile {

@@ -48,6 +48,9 @@ const KeySpec kSpeculative[] = {
     {.key = "draft_length", .field = GRAFT_FIELD(Int, p.speculative.draft_length), .min = 0, .max = 64,
      .help = "tokens asked of every drafter per round; 0 = learnt per drafter (with adaptive), else pinned "
              "(experiments)"},
+    {.key = "policy_file", .field = GRAFT_FIELD(Path, p.speculative.policy_file), .non_empty = true,
+     .help = "keep what the round policy learnt (costs, chances, gains) in this file across runs: read at start "
+             "when it fits the model and drafters, written at the end; relative to the profile"},
 };
 
 const KeySpec kDrafter[] = {

@@ -1,5 +1,7 @@
 #include "server/generation_queue.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -74,6 +76,12 @@ GenerationQueue::~GenerationQueue() {
   }
   cv_.notify_all();
   worker_.join();
+  // The opt-in policy file keeps the slot that learnt from the most rounds.
+  const SpeculativeDecoder* most = nullptr;
+  for (const auto& d : decoders_)
+    if (d && (!most || d->policy().rounds() > most->policy().rounds())) most = d.get();
+  if (most)
+    if (Status saved = most->save_policy(); !saved.ok()) spdlog::warn("{}", saved.message());
 }
 
 void GenerationQueue::submit(std::shared_ptr<GenerationJob> job) {

@@ -82,6 +82,17 @@ Expected<std::unique_ptr<Drafters>> Drafters::load(const Pipeline& pipeline, std
   d->options_.max_depth = static_cast<std::uint32_t>(profile.speculative.max_depth);
   d->options_.adaptive = profile.speculative.adaptive;
   d->options_.draft_length = static_cast<std::uint32_t>(profile.speculative.draft_length);
+  if (!profile.speculative.policy_file.empty()) {
+    // The file fits one model, its drafters (by name, in order) and the round's budget.
+    d->policy_file_ = profile.speculative.policy_file;
+    nlohmann::json names = nlohmann::json::array();
+    for (const PluginChoice& c : profile.drafters) names.push_back(c.name);
+    d->policy_identity_ = {{"model", pipeline.profile().model.filename().string()},
+                           {"model_bytes", pipeline.file().file_size()},
+                           {"drafters", names},
+                           {"max_nodes", profile.speculative.max_nodes},
+                           {"max_depth", profile.speculative.max_depth}};
+  }
   d->n_vocab_ = pipeline.model().params().n_vocab;
   d->n_layers_ = pipeline.model().params().n_main_layers();
   // A verify pass is one forward pass: the pending token and every node in one batch.
@@ -127,7 +138,9 @@ Expected<std::unique_ptr<SpeculativeDecoder>> Drafters::new_decoder() const {
   }
   // The drafters' makers stay alive with them (a drafter may keep a reference to its host).
   auto owners = std::make_shared<std::pair<std::vector<Entry>, std::shared_ptr<PipelineDrafterHost>>>(entries_, host_);
-  return std::make_unique<SpeculativeDecoder>(std::move(slots), options_, std::move(owners));
+  auto decoder = std::make_unique<SpeculativeDecoder>(std::move(slots), options_, std::move(owners));
+  if (!policy_file_.empty()) decoder->use_policy_file(policy_file_, policy_identity_);
+  return decoder;
 }
 
 }  // namespace graft

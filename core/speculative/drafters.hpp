@@ -45,6 +45,8 @@ class Drafters {
   std::vector<Entry> entries_;
   std::shared_ptr<PipelineDrafterHost> host_;
   SpeculativeOptions options_;
+  std::filesystem::path policy_file_;
+  nlohmann::json policy_identity_;
   std::uint32_t n_vocab_ = 0;
   std::uint32_t n_layers_ = 0;
 };

@@ -1,6 +1,8 @@
 #include "speculative/fusion_model.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 namespace graft {
 
@@ -113,6 +115,42 @@ void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const
     mean(tree_nodes_[d], double(tree_nodes));
     value_seen_[d] = 1;
   }
+}
+
+namespace {
+template <std::size_t N, class Cell>
+nlohmann::json cells_json(const std::array<Cell, N>& a) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const Cell& c : a) j.push_back({c.trials, c.accepted});
+  return j;
+}
+template <std::size_t N, class Cell>
+void cells_from(const nlohmann::json& j, std::array<Cell, N>& a) {
+  if (j.size() != N) throw std::invalid_argument("a table of the wrong size");
+  for (std::size_t i = 0; i < N; ++i) {
+    const double t = j.at(i).at(0).get<double>(), k = j.at(i).at(1).get<double>();
+    if (!std::isfinite(t) || !std::isfinite(k) || t < 0 || k < 0 || k > t + 1e-9)
+      throw std::invalid_argument("a cell with impossible counts");
+    a[i] = Cell{t, k};
+  }
+}
+}  // namespace
+
+nlohmann::json FusionModel::to_json() const {
+  nlohmann::json j = nlohmann::json::array();
+  for (const Drafter& c : cells_) j.push_back({{"fine", cells_json(c.fine)}, {"by_q", cells_json(c.by_q)}, {"by_depth", cells_json(c.by_depth)}});
+  return j;
+}
+
+void FusionModel::from_json(const nlohmann::json& j) {
+  if (j.size() != cells_.size()) throw std::invalid_argument("another number of drafters");
+  std::vector<Drafter> cells(cells_.size());
+  for (std::size_t d = 0; d < cells.size(); ++d) {
+    cells_from(j.at(d).at("fine"), cells[d].fine);
+    cells_from(j.at(d).at("by_q"), cells[d].by_q);
+    cells_from(j.at(d).at("by_depth"), cells[d].by_depth);
+  }
+  cells_ = std::move(cells);
 }
 
 }  // namespace graft

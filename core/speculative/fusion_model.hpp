@@ -12,6 +12,8 @@
 // - Chain chances by depth (`depth_chance`), for each drafter's adaptive draft length.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <array>
 #include <cstdint>
 #include <span>
@@ -49,6 +51,11 @@ class FusionModel {
   // how many nodes of the verified tree (tree_nodes in all) only d proposed.
   void learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
              std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes);
+
+  // The chances learnt (not the per-sequence context signal), to keep across runs; from_json
+  // throws on a wrong shape.
+  nlohmann::json to_json() const;
+  void from_json(const nlohmann::json& j);
 
   static constexpr int kDepthBuckets = 6;  // depth 1, 2, 3, 4, 5-6, 7+
   static constexpr int kQBins = 10;

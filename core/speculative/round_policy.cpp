@@ -4,14 +4,15 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <stdexcept>
 
 namespace graft {
 
 namespace {
-constexpr std::uint64_t kLearnRounds = 3;  // rounds before the cost-based choices start
+constexpr std::uint64_t kLearnRounds = 1;  // rounds before the cost-based choices start: every drafter timed once
 constexpr std::uint64_t kProbeEvery = 16;  // a skipped drafter is asked again after this many rounds,
 constexpr std::uint64_t kProbeMax = 128;   // ... doubling while it stays not worth its cost
-constexpr double kNegligible = 0.02;       // of a decode step: a proposal this cheap is always asked
+constexpr double kNegligible = 0.05;       // of a decode step: a proposal this cheap is always asked
 constexpr double kGainDecay = 0.9;         // a bucket's gain: about its last 10 rounds
 constexpr double kPriorWeight = 1.0;       // pseudo-rounds of the prior in a bucket's gain
 constexpr double kPriorGain = 1.0;         // tokens, before a drafter's first measured round
@@ -138,8 +139,8 @@ void RoundPolicy::proposed(std::size_t d, std::uint32_t depth, double seconds, c
   p.depth = depth;
   p.last_depth = depth;
   spent_ += seconds;
-  // The steady cost only: a drafter back from skipped rounds may first catch up on them.
-  if (p.proposed_last || !p.cost_seen) p.cost.record(std::max<std::uint32_t>(depth, 1), seconds);
+  // Every proposal counts, catching up on skipped rounds included: that is what asking costs.
+  p.cost.record(std::max<std::uint32_t>(depth, 1), seconds);
   p.cost_seen = true;
   // Its nodes' chances of acceptance (products along their paths), for the drafters after it.
   std::vector<float> path(tree.size());
@@ -165,10 +166,10 @@ std::uint32_t RoundPolicy::verify_count(std::span<const float> chances) {
 }
 
 void RoundPolicy::verified(std::uint32_t rows, double seconds) {
-  // Not the first pass, nor the first pass wider than any before: they pay for warming caches and
-  // growing scratch memory, a slope the machine does not have.
-  if (rounds_ >= 1 && rows <= widest_) verify_.record(rows, seconds);
-  widest_ = std::max(widest_, rows);
+  // Every pass from the first: the prompt's prefill ran just before, so the weights are in cache
+  // and the scratch memory grown as they will be (a pass slower than twice the estimate, a
+  // preemption, is clipped by the curve).
+  verify_.record(rows, seconds);
   round_verify_ = seconds;
 }
 
@@ -182,7 +183,6 @@ void RoundPolicy::learn(std::span<const DraftTree* const> trees, std::span<const
   std::uint32_t before = 0;
   for (std::size_t d : order_) {
     PerDrafter& p = drafters_[d];
-    p.proposed_last = p.asked;
     if (!p.asked) continue;
     const std::uint32_t mine = d < alone.size() ? alone[d] : 0;
     const double g = mine > before ? double(mine - before) : 0.0;
@@ -203,6 +203,54 @@ double RoundPolicy::estimated_speedup() const {
   const double t1 = verify_.estimate(1);
   if (round_seconds_.w <= 0 || round_seconds_.sum <= 0 || t1 <= 0) return 0;
   return round_tokens_.sum / round_seconds_.sum * t1;
+}
+
+namespace {
+constexpr const char* kFormat = "graft round policy 1";
+}  // namespace
+
+nlohmann::json RoundPolicy::to_json() const {
+  const auto mean = [](const Mean& m) { return nlohmann::json::array({m.w, m.sum}); };
+  nlohmann::json drafters = nlohmann::json::array();
+  for (const PerDrafter& p : drafters_) {
+    nlohmann::json gains = nlohmann::json::array();
+    for (const Mean& g : p.gain) gains.push_back(mean(g));
+    drafters.push_back({{"cost", p.cost.to_json()}, {"gain", gains}, {"gain_all", mean(p.gain_all)},
+                        {"alone", mean(p.alone)}, {"added_nodes", mean(p.added_nodes)}, {"depth", p.last_depth}});
+  }
+  return {{"format", kFormat}, {"verify", verify_.to_json()}, {"fusion", fusion_.to_json()}, {"drafters", drafters},
+          {"host", mean(host_)}, {"rest", mean(rest_)}};
+}
+
+void RoundPolicy::from_json(const nlohmann::json& j) {
+  if (j.at("format").get<std::string>() != kFormat) throw std::invalid_argument("not a round policy of this version");
+  const auto mean = [](const nlohmann::json& v) {
+    Mean m{v.at(0).get<double>(), v.at(1).get<double>()};
+    if (!std::isfinite(m.w) || !std::isfinite(m.sum) || m.w < 0) throw std::invalid_argument("a mean with a bad weight");
+    return m;
+  };
+  const auto& jd = j.at("drafters");
+  if (jd.size() != drafters_.size()) throw std::invalid_argument("another number of drafters");
+  RoundPolicy loaded(*this);  // all or nothing
+  loaded.verify_.from_json(j.at("verify"));
+  loaded.fusion_.from_json(j.at("fusion"));
+  for (std::size_t d = 0; d < drafters_.size(); ++d) {
+    PerDrafter& p = loaded.drafters_[d];
+    p.cost.from_json(jd.at(d).at("cost"));
+    const auto& gains = jd.at(d).at("gain");
+    if (gains.size() != kBuckets) throw std::invalid_argument("another number of gain buckets");
+    for (std::size_t b = 0; b < kBuckets; ++b) p.gain[b] = mean(gains.at(b));
+    p.gain_all = mean(jd.at(d).at("gain_all"));
+    p.alone = mean(jd.at(d).at("alone"));
+    p.added_nodes = mean(jd.at(d).at("added_nodes"));
+    p.last_depth = jd.at(d).at("depth").get<std::uint32_t>();
+    p.cost_seen = p.cost.estimate(1) > 0;
+  }
+  loaded.host_ = mean(j.at("host"));
+  loaded.rest_ = mean(j.at("rest"));
+  // Known costs: choices by them from the first round, passes recorded from the first.
+  loaded.rounds_ = std::max<std::uint64_t>(rounds_, kLearnRounds);
+  *this = std::move(loaded);
 }
 
 }  // namespace graft

@@ -58,8 +58,7 @@ class RoundPolicy {
   // P(node accepted | parent accepted) for drafter d's node at `depth` with probability q.
   float conditional(std::size_t d, std::uint32_t depth, float q) const { return fusion_.conditional(d, depth, q); }
 
-  // After the pass: it verified `rows` rows in `seconds` (not counted in the first passes and
-  // the first pass wider than any before: caches and scratch memory warm up).
+  // After the pass: it verified `rows` rows in `seconds`.
   void verified(std::uint32_t rows, double seconds);
   // The round's outcome: trees[d] every drafter's proposal (empty: none), truth the verified
   // continuation, own_nodes[d] the verified nodes only d proposed, tree_nodes all verified nodes,
@@ -78,8 +77,20 @@ class RoundPolicy {
   double propose_seconds(std::size_t d, std::uint32_t depth) const;
   // The depth d was last asked for (0: never).
   std::uint32_t last_depth(std::size_t d) const { return drafters_[d].last_depth; }
+  // This round (after learn(): the round just learnt): whether d was asked, under which bucket,
+  // and its own accepted length.
+  bool asked(std::size_t d) const { return drafters_[d].asked; }
+  int asked_bucket(std::size_t d) const { return drafters_[d].bucket; }
+  std::span<const std::uint32_t> accepted_lengths() const { return fusion_.accepted_lengths(); }
   double gain(std::size_t d, int bucket) const;
   std::uint64_t rounds() const { return rounds_; }
+
+  // What it learnt (costs, chances, gains; not this sequence's context or the speed estimate), to
+  // keep across runs (`[speculative] policy_file`); from_json throws on a file of another shape
+  // (nlohmann's errors, std::invalid_argument) and then changes nothing. A loaded policy makes
+  // its choices from the first round.
+  nlohmann::json to_json() const;
+  void from_json(const nlohmann::json& j);
 
   static constexpr int kBuckets = 5;  // what the drafters before promise: < 0.25, < 1, < 2, < 4, more tokens
   static int bucket(double expected_tokens);
@@ -95,7 +106,7 @@ class RoundPolicy {
     Mean gain_all;     // over every bucket
     Mean alone;        // its own accepted length, whatever the others had
     Mean added_nodes;  // verified nodes it alone added
-    bool cost_seen = false, proposed_last = false;
+    bool cost_seen = false;
     std::uint64_t probe_interval = 0, next_probe = 0;  // skipped: when it is asked again (0: not scheduled)
     std::uint32_t last_depth = 0;
     // This round:
@@ -120,7 +131,7 @@ class RoundPolicy {
   std::uint32_t max_nodes_ = 0;
   // Over rounds.
   std::uint64_t rounds_ = 0;
-  std::uint32_t explore_ = 0, starved_ = 0, widest_ = 0;
+  std::uint32_t explore_ = 0, starved_ = 0;
   Mean host_, rest_, round_tokens_, round_seconds_;
   double round_propose_ = 0, round_verify_ = 0;
 };

@@ -7,6 +7,11 @@
 #include <cstring>
 #include <numeric>
 
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
 #include "speculative/tree_walk.hpp"
 
 namespace graft {
@@ -43,6 +48,48 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
     tap_of_.push_back(std::move(idx));
   }
   trees_.resize(drafters_.size());
+  propose_took_.assign(drafters_.size(), 0.0);
+}
+
+void SpeculativeDecoder::use_policy_file(std::filesystem::path path, nlohmann::json identity) {
+  policy_file_ = std::move(path);
+  policy_identity_ = std::move(identity);
+  std::error_code ec;
+  if (!std::filesystem::exists(policy_file_, ec)) return;  // the first run writes it
+  std::ifstream in(policy_file_, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  std::string why;
+  if (j.is_discarded() || !j.is_object()) why = "it is not a JSON object";
+  else if (j.value("fits", nlohmann::json()) != policy_identity_)
+    why = "it was written for " + j.value("fits", nlohmann::json()).dump() + ", not " + policy_identity_.dump();
+  else
+    try {
+      policy_.from_json(j.at("policy"));
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  if (!why.empty())
+    spdlog::warn("speculative policy file {}: not used ({}); the policy learns from scratch and the file is replaced "
+                 "at the end", policy_file_.string(), why);
+}
+
+Status SpeculativeDecoder::save_policy() const {
+  if (policy_file_.empty()) return Status::success();
+  const std::string text = nlohmann::json{{"fits", policy_identity_}, {"policy", policy_.to_json()}}.dump() + "\n";
+  std::filesystem::path tmp = policy_file_;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush())
+      return Status(Errc::io_error, "cannot write the speculative policy file " + tmp.string());
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, policy_file_, ec);
+  if (ec) return Status(Errc::io_error, "cannot write the speculative policy file " + policy_file_.string() + ": " + ec.message());
+  return Status::success();
 }
 
 HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const PassPart& part, std::span<const std::uint32_t> rows,
@@ -279,6 +326,7 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
   // The policy asks the drafters cheapest first, each only where it is expected to pay.
   policy_.begin_round(budget.max_nodes);
   double proposing = 0;
+  std::fill(propose_took_.begin(), propose_took_.end(), 0.0);
   for (std::size_t d = 0; d < drafters_.size(); ++d) trees_[d].clear();
   for (std::size_t d : policy_.order()) {
     if (budget.max_nodes == 0) break;
@@ -295,6 +343,7 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
     const auto tp = Clock::now();
     drafters_[d].propose(req, trees_[d]);
     const double took = since(tp);
+    propose_took_[d] = took;
     proposing += took;
     ++stats_.drafters[d].proposals;
     stats_.drafters[d].propose_seconds += took;
@@ -420,6 +469,19 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
                 static_cast<std::uint32_t>(tree_.size()), plan_host_seconds_ + walk_seconds + since(t0), rollback_seconds);
   committed.pop_back();
   stats_.host_seconds += plan_host_seconds_ + walk_seconds + since(t0);
+  if (trace_) {
+    nlohmann::json asked = nlohmann::json::object();
+    const auto alone = policy_.accepted_lengths();
+    for (std::size_t d = 0; d < drafters_.size(); ++d)
+      if (policy_.asked(d))
+        asked[drafters_[d].name()] = {{"bucket", policy_.asked_bucket(d)}, {"nodes", trees_[d].size()},
+                                      {"propose_us", 1e6 * propose_took_[d]}, {"alone", d < alone.size() ? alone[d] : 0},
+                                      {"own_verified", own_nodes[d]}};
+    const nlohmann::json line = {{"round", stats_.rounds}, {"asked", asked}, {"verified", tree_.size()},
+                                 {"accepted", walk.path.size()}, {"verify_us", 1e6 * verify_seconds},
+                                 {"host_us", 1e6 * (plan_host_seconds_ + walk_seconds)}, {"rollback_us", 1e6 * rollback_seconds}};
+    std::fprintf(trace_, "%s\n", line.dump().c_str());
+  }
   stats_.estimated_speedup = policy_.estimated_speedup();
   const double step = policy_.verify_seconds(1);
   for (std::size_t d = 0; d < drafters_.size(); ++d) {

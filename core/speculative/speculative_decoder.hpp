@@ -10,8 +10,12 @@
 // --parallel N): run_planned() runs them together, each sequence reading back its own rows.
 #pragma once
 
+#include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/session.hpp"
 #include "speculative/drafter_slot.hpp"
@@ -95,6 +99,17 @@ class SpeculativeDecoder final : public TokenDecoder {
 
   const SpeculativeStats& stats() const { return stats_; }
   const RoundPolicy& policy() const { return policy_; }
+  // The opt-in file that keeps the policy across runs (profile key speculative.policy_file):
+  // `identity` names the model and drafters it fits. Reads it when it exists; one that does not fit
+  // or cannot be read is left alone with one warning (the policy then learns from scratch, and
+  // save_policy() replaces the file). The output never depends on it.
+  void use_policy_file(std::filesystem::path path, nlohmann::json identity);
+  // Writes the policy there (atomically); success when no file is set.
+  Status save_policy() const;
+  // One JSON line per round to `out` (null: none): who was asked, how deep, what each proposed and
+  // would have had accepted alone, the verified nodes, the accepted path and the times
+  // (`graft run --spec-trace FILE`; docs/speculative.md). The caller keeps `out` open.
+  void trace_to(std::FILE* out) { trace_ = out; }
   void clear_stats() { stats_.clear_counts(); }
   const std::vector<DrafterSlot>& drafters() const { return drafters_; }
 
@@ -135,7 +150,11 @@ class SpeculativeDecoder final : public TokenDecoder {
   SpeculativeStats stats_;
   // What to draft and verify; it learns across this decoder's sequences (a server's requests).
   RoundPolicy policy_;
+  std::filesystem::path policy_file_;
+  nlohmann::json policy_identity_;
   double plan_host_seconds_ = 0;  // the planned round's host work so far (merge, choices)
+  std::vector<double> propose_took_;  // this round's proposal times per drafter
+  std::FILE* trace_ = nullptr;
   std::vector<DraftTree> trees_;
   TokenTree tree_;
   std::vector<TokenId> context_, verify_tokens_;

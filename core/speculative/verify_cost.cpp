@@ -1,6 +1,8 @@
 #include "speculative/verify_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 namespace graft {
 
@@ -68,6 +70,28 @@ std::uint32_t VerifyCost::best_count(std::span<const float> chances) const {
     if (rate > best_rate) best_rate = rate, best = n;
   }
   return best;
+}
+
+nlohmann::json VerifyCost::to_json() const {
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const Size& z : sizes_) sizes.push_back({z.w, z.seconds});
+  return {{"w", w_}, {"x", x_}, {"y", y_}, {"xx", xx_}, {"xy", xy_}, {"sizes", sizes}};
+}
+
+void VerifyCost::from_json(const nlohmann::json& j) {
+  const auto num = [&](const nlohmann::json& v) {
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0) throw std::invalid_argument("a negative or non-finite number");
+    return x;
+  };
+  VerifyCost c;
+  c.w_ = num(j.at("w")), c.x_ = num(j.at("x")), c.y_ = num(j.at("y")), c.xx_ = num(j.at("xx")), c.xy_ = num(j.at("xy"));
+  const auto& sizes = j.at("sizes");
+  if (sizes.size() > kMaxSizes) throw std::invalid_argument("too many sizes");
+  // Loaded sizes count as measured just now: they price their size until newer passes replace them.
+  c.passes_ = 1;
+  for (const auto& z : sizes) c.sizes_.push_back(Size{num(z.at(0)), num(z.at(1)), c.passes_});
+  *this = c;
 }
 
 }  // namespace graft

@@ -9,6 +9,8 @@
 // chances) / t(n + 1).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -25,6 +27,10 @@ class VerifyCost {
   double estimate(std::uint32_t rows) const;
   // How many of the nodes (acceptance chances, best first) to verify.
   std::uint32_t best_count(std::span<const float> chances) const;
+  // What it learnt, to keep across runs (round_policy.hpp); from_json throws nlohmann's errors on a
+  // wrong shape and rejects negative or non-finite numbers (std::invalid_argument).
+  nlohmann::json to_json() const;
+  void from_json(const nlohmann::json& j);
 
  private:
   double line(std::uint32_t rows) const;

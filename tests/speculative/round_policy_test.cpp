@@ -215,4 +215,44 @@ TEST(RoundPolicy, EstimatesTheSpeedupFromTheRoundsItTimed) {
   EXPECT_NEAR(p.estimated_speedup(), 1.81, 0.25);
 }
 
+TEST(RoundPolicy, WhatItLearntSurvivesAJsonRoundTripAndDecidesFromTheFirstRound) {
+  // Learnt as in the first test, then loaded into a fresh policy: it skips the expensive drafter
+  // that adds nothing from its first round (a fresh one asks it in its learning rounds).
+  std::mt19937 rng(6);
+  const std::vector<Drafter> drafters{
+      {0.05, [](const auto& truth, std::uint32_t depth) { return guess(truth, depth, 3); }},
+      {2.0, [](const auto& truth, std::uint32_t depth) { return guess(truth, depth, 1); }}};
+  RoundPolicy learnt(2, RoundPolicyOptions{});
+  for (int r = 0; r < 60; ++r) round(learnt, drafters, random_truth(rng), linear_verify);
+  const nlohmann::json j = nlohmann::json::parse(learnt.to_json().dump());
+  RoundPolicy fresh(2, RoundPolicyOptions{}), loaded(2, RoundPolicyOptions{});
+  loaded.from_json(j);
+  EXPECT_EQ(loaded.to_json(), learnt.to_json());
+  EXPECT_NEAR(loaded.verify_seconds(5), learnt.verify_seconds(5), 1e-12);
+  EXPECT_EQ(round(fresh, drafters, random_truth(rng), linear_verify).asked[1], 1);
+  int asked = 0;
+  for (int r = 0; r < 10; ++r) asked += round(loaded, drafters, random_truth(rng), linear_verify).asked[1];
+  EXPECT_EQ(asked, 0);
+}
+
+TEST(RoundPolicy, AFileOfAnotherShapeIsRefusedWholeAndChangesNothing) {
+  RoundPolicy p(2, RoundPolicyOptions{});
+  std::mt19937 rng(7);
+  const std::vector<Drafter> drafters{{0.05, [](const auto& truth, std::uint32_t d) { return guess(truth, d, 2); }},
+                                      {0.5, [](const auto& truth, std::uint32_t d) { return guess(truth, d, 1); }}};
+  for (int r = 0; r < 20; ++r) round(p, drafters, random_truth(rng), linear_verify);
+  const nlohmann::json before = p.to_json();
+  nlohmann::json other = before;
+  other["drafters"].erase(1);  // a file for one drafter
+  EXPECT_THROW(p.from_json(other), std::exception);
+  nlohmann::json negative = before;
+  negative["verify"]["w"] = -1.0;
+  EXPECT_THROW(p.from_json(negative), std::exception);
+  nlohmann::json version = before;
+  version["format"] = "graft round policy 0";
+  EXPECT_THROW(p.from_json(version), std::exception);
+  EXPECT_THROW(p.from_json(nlohmann::json::parse("[1, 2]")), std::exception);
+  EXPECT_EQ(p.to_json(), before);
+}
+
 }  // namespace

@@ -152,7 +152,9 @@ Status DFlashDrafter::propose(const DraftRequest& request, DraftTree& out) {
   if (request.context.size() != std::size_t(pass_->context()) + 1)
     return Status(Errc::invalid_argument, "dflash2: out of step with the context (" + n(request.context.size()) +
                                               " tokens, " + n(pass_->context()) + " in the drafter)");
-  const std::uint32_t depth = std::min({o_.max_draft, request.max_depth, policy_.rows() - 1});
+  // The block's lm_head runs for the slots the tree can use only: no deeper than asked, and no
+  // more slots than the node budget can reach (a slot's node needs one of every slot before it).
+  const std::uint32_t depth = std::min({o_.max_draft, request.max_depth, request.max_nodes, policy_.rows() - 1});
   if (depth == 0 || request.max_nodes == 0) return Status::success();
   const std::int32_t anchor = request.context.back();  // the pending token: slot 0 of the block
   GRAFT_TRY(pass_->run_block(anchor, depth + 1));
