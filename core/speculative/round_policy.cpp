@@ -21,6 +21,8 @@ constexpr double kRoundDecay = 0.95;       // the speed estimate: about the last
 constexpr std::uint32_t kExploreEvery = 16;  // every 16th round verifies a wider tree (the cost curve sees sizes)
 constexpr std::uint32_t kStarvedRounds = 8;  // after 8 rounds verifying nothing, the best node is verified anyway
 constexpr std::uint32_t kWarmNodes = 4;      // nodes verified per round before the cost curve is known
+constexpr std::uint32_t kFirstDepth = 3;     // a drafter's first proposal, before its cost is known
+constexpr double kProbeCostUnit = 0.5;       // decode steps: a probe dearer than this waits longer
 }  // namespace
 
 RoundPolicy::RoundPolicy(std::size_t n, const RoundPolicyOptions& options)
@@ -93,7 +95,10 @@ std::uint32_t RoundPolicy::draft_depth(std::size_t d, std::uint32_t max_depth) {
   p.bucket = bucket(round_value().first - 1.0);
   std::uint32_t k = max_depth;
   if (options_.draft_length > 0) k = std::min(max_depth, options_.draft_length);
-  else if (warm()) k = best_depth(d, max_depth);
+  else if (warm() && p.cost_seen) k = best_depth(d, max_depth);
+  // A drafter never timed proposes shallow first: its first proposal is also its most expensive
+  // lesson (a 7-slot block of a drafter model can cost several decode steps of a small target).
+  else if (options_.adaptive && !p.cost_seen) k = std::min(max_depth, kFirstDepth);
   if (k == 0) return 0;
   if (!warm() || worth_asking(d, k)) return k;
   return 0;
@@ -121,8 +126,9 @@ bool RoundPolicy::worth_asking(std::size_t d, std::uint32_t k) {
   // still not worth its cost waits twice as long for the next. The first wait is longer the
   // further its gain is from paying (up to 8 times: a probe costs its proposal and its rows).
   if (p.next_probe == 0) {
+    // ... and the more a probe costs: a proposal of several decode steps is probed rarely.
     const double needed = e0 * (t1_with / t0 - 1.0);
-    const double far = std::clamp(needed / std::max(g, 0.05), 1.0, 8.0);
+    const double far = std::clamp(needed / std::max(g, 0.05) * std::max(1.0, c / (kProbeCostUnit * t1)), 1.0, 8.0);
     p.probe_interval = std::min<std::uint64_t>(kProbeMax, static_cast<std::uint64_t>(std::lround(kProbeEvery * far)));
     p.next_probe = rounds_ + p.probe_interval;
     return false;
