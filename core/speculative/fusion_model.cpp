@@ -10,18 +10,11 @@ namespace {
 constexpr double kPriorWeight = 2.0;    // pseudo-trials at rate q before any evidence (per q bin)
 constexpr double kBackoffWeight = 4.0;  // pseudo-trials at the coarser rate in a fine cell
 constexpr double kRecentDecay = 0.8;    // the context signal: about the last 5 rounds
-constexpr double kValueDecay = 0.8;     // value and own nodes: about the last 5 rounds it proposed in
 constexpr double kStartHit = 0.5;       // the signal's middle bucket before any round
 }  // namespace
 
 FusionModel::FusionModel(std::size_t n)
-    : cells_(n),
-      recent_hit_(n, kStartHit),
-      value_(n, 0.0),
-      own_nodes_(n, 0.0),
-      others_(n, 0.0),
-      tree_nodes_(n, 0.0),
-      value_seen_(n, 0) {}
+    : cells_(n), recent_hit_(n, kStartHit) {}
 
 int FusionModel::depth_bucket(std::uint32_t depth) {
   if (depth <= 4) return static_cast<int>(std::max<std::uint32_t>(depth, 1)) - 1;
@@ -56,8 +49,7 @@ float FusionModel::depth_chance(std::size_t d, std::uint32_t depth) const {
   return static_cast<float>((c.accepted + kPriorWeight * 0.5) / (c.trials + kPriorWeight));
 }
 
-void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
-                        std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes) {
+void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth) {
   const std::size_t n = std::min(trees.size(), cells_.size());
   std::vector<std::uint32_t>& alone = alone_;
   alone.assign(n, 0);
@@ -99,21 +91,6 @@ void FusionModel::learn(std::span<const DraftTree* const> trees, std::span<const
     }
     // The signal moves after this round's evidence was filed under the old one.
     recent_hit_[d] = kRecentDecay * recent_hit_[d] + (1 - kRecentDecay) * (first_hit ? 1.0 : 0.0);
-  }
-  // Value: what d's longest accepted chain adds beyond the best of the others' this round.
-  for (std::size_t d = 0; d < n; ++d) {
-    if (trees[d]->size() == 0) continue;
-    std::uint32_t others = 0;
-    for (std::size_t e = 0; e < n; ++e)
-      if (e != d) others = std::max(others, alone[e]);
-    const double gain = alone[d] > others ? double(alone[d] - others) : 0.0;
-    const double own = d < own_nodes.size() ? double(own_nodes[d]) : 0.0;
-    auto mean = [&](double& m, double x) { m = value_seen_[d] ? kValueDecay * m + (1 - kValueDecay) * x : x; };
-    mean(value_[d], gain);
-    mean(own_nodes_[d], own);
-    mean(others_[d], double(others));
-    mean(tree_nodes_[d], double(tree_nodes));
-    value_seen_[d] = 1;
   }
 }
 

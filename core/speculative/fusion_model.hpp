@@ -7,8 +7,8 @@
 //   by the q the drafter gave the node (ten bins) and by a context signal: how well this drafter
 //   has done lately (three buckets of its recent hit rate). Sparse cells back off to the
 //   drafter's q bin, which backs off to q itself before any evidence.
-// - Value (`value_tokens`): tokens per round the drafter's proposal adds beyond the best of the
-//   others' (for one drafter alone: its own accepted length), decayed over recent rounds.
+// - Each drafter's own accepted length this round (`accepted_lengths`), from which the round
+//   policy learns what each adds beyond the others (round_policy.hpp).
 // - Chain chances by depth (`depth_chance`), for each drafter's adaptive draft length.
 #pragma once
 
@@ -34,23 +34,12 @@ class FusionModel {
   // P(drafter d's proposal extends the accepted path to `depth` | it reached depth - 1), whatever
   // q and however many siblings it offered there: its chain as the round will likely see it.
   float depth_chance(std::size_t d, std::uint32_t depth) const;
-  // Recent tokens per round d's proposal added beyond the others' (decayed mean; 0 unknown).
-  double value_tokens(std::size_t d) const { return value_[d]; }
-  // Recent draft nodes per round d alone contributed to the verified tree (decayed mean).
-  double own_nodes(std::size_t d) const { return own_nodes_[d]; }
-  // In the same rounds: the best accepted length of the other drafters' proposals, and the
-  // verified tree's nodes (decayed means).
-  double others_tokens(std::size_t d) const { return others_[d]; }
-  double tree_nodes(std::size_t d) const { return tree_nodes_[d]; }
-  bool has_value(std::size_t d) const { return value_seen_[d]; }
   // The last round's accepted length of each drafter's own proposal (0: none, or it proposed nothing).
   std::span<const std::uint32_t> accepted_lengths() const { return alone_; }
 
   // One round: trees[d] is drafter d's proposal (empty: it did not propose; it learns nothing),
-  // truth the verified continuation (accepted path tokens, then the target's token), own_nodes[d]
-  // how many nodes of the verified tree (tree_nodes in all) only d proposed.
-  void learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
-             std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes);
+  // truth the verified continuation (accepted path tokens, then the target's token).
+  void learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth);
 
   // The chances learnt (not the per-sequence context signal), to keep across runs; from_json
   // throws on a wrong shape.
@@ -77,8 +66,6 @@ class FusionModel {
 
   std::vector<Drafter> cells_;
   std::vector<double> recent_hit_;  // decayed rate of d's first-depth guess being the target's token
-  std::vector<double> value_, own_nodes_, others_, tree_nodes_;
-  std::vector<char> value_seen_;
   std::vector<std::uint32_t> alone_;
 };
 

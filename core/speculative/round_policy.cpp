@@ -16,6 +16,7 @@ constexpr double kNegligible = 0.05;       // of a decode step: a proposal this 
 constexpr double kGainDecay = 0.9;         // a bucket's gain: about its last 10 rounds
 constexpr double kPriorWeight = 1.0;       // pseudo-rounds of the prior in a bucket's gain
 constexpr double kPriorGain = 1.0;         // tokens, before a drafter's first measured round
+constexpr double kExploreBonus = 0.5;      // tokens of optimism in a bucket with no rounds yet
 constexpr double kNodesDecay = 0.8;        // the verified nodes a drafter adds: about its last 5 rounds
 constexpr double kRoundDecay = 0.95;       // the speed estimate: about the last 20 rounds
 constexpr std::uint32_t kExploreEvery = 16;  // every 16th round verifies a wider tree (the cost curve sees sizes)
@@ -49,9 +50,9 @@ double RoundPolicy::gain(std::size_t d, int b) const {
   // before it promise there (a gain cannot exceed its own accepted length), or its mean gain
   // over the other buckets where that is more.
   constexpr std::array<double, kBuckets> kPromised{0.0, 0.5, 1.5, 3.0, 5.0};
-  double prior = kPriorGain;
-  if (p.alone.w > 0)
-    prior = std::max(p.gain_all.sum / p.gain_all.w, p.alone.sum / p.alone.w - kPromised[static_cast<std::size_t>(b)]);
+  const double alone = (p.alone.sum + kPriorWeight * kPriorGain) / (p.alone.w + kPriorWeight);
+  double prior = alone - kPromised[static_cast<std::size_t>(b)];
+  if (p.gain_all.w > 0) prior = std::max(prior, p.gain_all.sum / p.gain_all.w);
   const Mean& m = p.gain[static_cast<std::size_t>(b)];
   return (m.sum + kPriorWeight * prior) / (m.w + kPriorWeight);
 }
@@ -116,8 +117,11 @@ bool RoundPolicy::worth_asking(std::size_t d, std::uint32_t k) {
   const double added = p.added_nodes.w > 0 ? p.added_nodes.sum / p.added_nodes.w : double(k);
   const auto rows = static_cast<std::uint32_t>(std::min<double>(n0 + 1 + std::lround(added), max_nodes_ + 1));
   const double t1_with = t0 + c + verify_.estimate(std::max(rows, n0 + 1)) - verify_.estimate(n0 + 1);
+  // Asked on the gain it may still turn out to have: one unlucky round must not rule out a
+  // drafter for a hundred rounds (the bonus shrinks as the bucket's rounds add up).
   const double g = gain(d, p.bucket);
-  if ((e0 + g) / t1_with >= e0 / t0) {
+  const double bonus = kExploreBonus / (1.0 + double(p.rounds_in[static_cast<std::size_t>(p.bucket)]));
+  if ((e0 + g + bonus) / t1_with >= e0 / t0) {
     p.probe_interval = kProbeEvery;
     p.next_probe = 0;
     return true;
@@ -145,8 +149,10 @@ void RoundPolicy::proposed(std::size_t d, std::uint32_t depth, double seconds, c
   p.depth = depth;
   p.last_depth = depth;
   spent_ += seconds;
-  // Every proposal counts, catching up on skipped rounds included: that is what asking costs.
-  p.cost.record(std::max<std::uint32_t>(depth, 1), seconds);
+  // The steady cost only: a drafter asked after skipped rounds first catches up on them (a
+  // bounded batch), which would price it as if it were always asked after a gap, and so skipped
+  // more, and so dearer again.
+  if (p.asked_last || !p.cost_seen) p.cost.record(std::max<std::uint32_t>(depth, 1), seconds);
   p.cost_seen = true;
   // Its nodes' chances of acceptance (products along their paths), for the drafters after it.
   std::vector<float> path(tree.size());
@@ -180,19 +186,20 @@ void RoundPolicy::verified(std::uint32_t rows, double seconds) {
 }
 
 void RoundPolicy::learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
-                        std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes, double host_seconds,
-                        double rest_seconds) {
-  fusion_.learn(trees, truth, own_nodes, tree_nodes);
+                        std::span<const std::uint32_t> own_nodes, double host_seconds, double rest_seconds) {
+  fusion_.learn(trees, truth);
   const auto alone = fusion_.accepted_lengths();
   // Each asked drafter's gain over those asked before it this round, under the bucket it was
   // asked in (what they promised then).
   std::uint32_t before = 0;
   for (std::size_t d : order_) {
     PerDrafter& p = drafters_[d];
+    p.asked_last = p.asked;
     if (!p.asked) continue;
     const std::uint32_t mine = d < alone.size() ? alone[d] : 0;
     const double g = mine > before ? double(mine - before) : 0.0;
       p.gain[static_cast<std::size_t>(p.bucket)].add(g, kGainDecay);
+    ++p.rounds_in[static_cast<std::size_t>(p.bucket)];
     p.gain_all.add(g, kGainDecay);
     p.alone.add(double(mine), kGainDecay);
     p.added_nodes.add(d < own_nodes.size() ? double(own_nodes[d]) : 0.0, kNodesDecay);
@@ -212,7 +219,7 @@ double RoundPolicy::estimated_speedup() const {
 }
 
 namespace {
-constexpr const char* kFormat = "graft round policy 1";
+constexpr const char* kFormat = "graft round policy 1";  // a new field or meaning: a new number
 }  // namespace
 
 nlohmann::json RoundPolicy::to_json() const {
@@ -221,7 +228,7 @@ nlohmann::json RoundPolicy::to_json() const {
   for (const PerDrafter& p : drafters_) {
     nlohmann::json gains = nlohmann::json::array();
     for (const Mean& g : p.gain) gains.push_back(mean(g));
-    drafters.push_back({{"cost", p.cost.to_json()}, {"gain", gains}, {"gain_all", mean(p.gain_all)},
+    drafters.push_back({{"cost", p.cost.to_json()}, {"gain", gains}, {"rounds_in", p.rounds_in}, {"gain_all", mean(p.gain_all)},
                         {"alone", mean(p.alone)}, {"added_nodes", mean(p.added_nodes)}, {"depth", p.last_depth}});
   }
   return {{"format", kFormat}, {"verify", verify_.to_json()}, {"fusion", fusion_.to_json()}, {"drafters", drafters},
@@ -246,6 +253,9 @@ void RoundPolicy::from_json(const nlohmann::json& j) {
     const auto& gains = jd.at(d).at("gain");
     if (gains.size() != kBuckets) throw std::invalid_argument("another number of gain buckets");
     for (std::size_t b = 0; b < kBuckets; ++b) p.gain[b] = mean(gains.at(b));
+    const auto& rounds_in = jd.at(d).at("rounds_in");
+    if (rounds_in.size() != kBuckets) throw std::invalid_argument("another number of gain buckets");
+    for (std::size_t b = 0; b < kBuckets; ++b) p.rounds_in[b] = rounds_in.at(b).get<std::uint64_t>();
     p.gain_all = mean(jd.at(d).at("gain_all"));
     p.alone = mean(jd.at(d).at("alone"));
     p.added_nodes = mean(jd.at(d).at("added_nodes"));

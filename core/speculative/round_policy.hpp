@@ -61,13 +61,11 @@ class RoundPolicy {
   // After the pass: it verified `rows` rows in `seconds`.
   void verified(std::uint32_t rows, double seconds);
   // The round's outcome: trees[d] every drafter's proposal (empty: none), truth the verified
-  // continuation, own_nodes[d] the verified nodes only d proposed, tree_nodes all verified nodes,
-  // host_seconds the host's work this round (everything but proposals and the pass).
-  // rest_seconds the rest of the round's time outside the pass and the proposals (committing the
-  // rows, the drafters told): all of it counts in the round's cost.
+  // continuation, own_nodes[d] the verified nodes only d proposed, host_seconds the host's work
+  // this round (merge, choices, walk, learning), rest_seconds the rest outside the pass and the
+  // proposals (committing the rows, the drafters told): all of it counts in the round's cost.
   void learn(std::span<const DraftTree* const> trees, std::span<const TokenId> truth,
-             std::span<const std::uint32_t> own_nodes, std::uint32_t tree_nodes, double host_seconds,
-             double rest_seconds);
+             std::span<const std::uint32_t> own_nodes, double host_seconds, double rest_seconds);
 
   // The policy's estimate of this decoding's speed over plain decoding: recent tokens per second
   // of the rounds (proposals, pass, host work) against one decode step, t(1). 0 before it knows.
@@ -103,10 +101,11 @@ class RoundPolicy {
   struct PerDrafter {
     VerifyCost cost;  // proposal seconds by depth (as "rows" = depth)
     std::array<Mean, kBuckets> gain{};
+    std::array<std::uint64_t, kBuckets> rounds_in{};  // rounds it was asked in under each bucket
     Mean gain_all;     // over every bucket
     Mean alone;        // its own accepted length, whatever the others had
     Mean added_nodes;  // verified nodes it alone added
-    bool cost_seen = false;
+    bool cost_seen = false, asked_last = false;
     std::uint64_t probe_interval = 0, next_probe = 0;  // skipped: when it is asked again (0: not scheduled)
     std::uint32_t last_depth = 0;
     // This round:

@@ -9,9 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "speculative/policy_file.hpp"
 #include "speculative/tree_walk.hpp"
 
 namespace graft {
@@ -49,47 +47,19 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
   }
   trees_.resize(drafters_.size());
   propose_took_.assign(drafters_.size(), 0.0);
+  accept_took_.assign(drafters_.size(), 0.0);
 }
 
 void SpeculativeDecoder::use_policy_file(std::filesystem::path path, nlohmann::json identity) {
   policy_file_ = std::move(path);
   policy_identity_ = std::move(identity);
-  std::error_code ec;
-  if (!std::filesystem::exists(policy_file_, ec)) return;  // the first run writes it
-  std::ifstream in(policy_file_, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  std::string why;
-  if (j.is_discarded() || !j.is_object()) why = "it is not a JSON object";
-  else if (j.value("fits", nlohmann::json()) != policy_identity_)
-    why = "it was written for " + j.value("fits", nlohmann::json()).dump() + ", not " + policy_identity_.dump();
-  else
-    try {
-      policy_.from_json(j.at("policy"));
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-  if (!why.empty())
+  if (const std::string why = read_policy_file(policy_file_, policy_identity_, policy_); !why.empty())
     spdlog::warn("speculative policy file {}: not used ({}); the policy learns from scratch and the file is replaced "
                  "at the end", policy_file_.string(), why);
 }
 
 Status SpeculativeDecoder::save_policy() const {
-  if (policy_file_.empty()) return Status::success();
-  const std::string text = nlohmann::json{{"fits", policy_identity_}, {"policy", policy_.to_json()}}.dump() + "\n";
-  std::filesystem::path tmp = policy_file_;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush())
-      return Status(Errc::io_error, "cannot write the speculative policy file " + tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, policy_file_, ec);
-  if (ec) return Status(Errc::io_error, "cannot write the speculative policy file " + policy_file_.string() + ": " + ec.message());
-  return Status::success();
+  return policy_file_.empty() ? Status::success() : write_policy_file(policy_file_, policy_identity_, policy_);
 }
 
 HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const PassPart& part, std::span<const std::uint32_t> rows,
@@ -187,6 +157,13 @@ std::uint32_t SpeculativeDecoder::start(Session& s, std::span<const TokenId> pro
     keep = 0;
     (void)s.reset();
     for (DrafterSlot& d : drafters_) d.restart();
+  }
+  // The widest verify pass's logits, written once now: pages first touched in a round cost tens of
+  // microseconds each on a VM host, in the rounds the tree first grows.
+  const std::size_t widest = std::size_t(options_.max_nodes + 1) * s.model().params().n_vocab;
+  if (out_.logits.capacity() < widest) {
+    out_.logits.resize(widest);
+    out_.logits.clear();
   }
   last_prompt_token_pending_ = false;
   prompt_.assign(prompt.begin(), prompt.end());
@@ -425,7 +402,9 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
     }
     info.accepted_nodes = mine;
     info.hidden = hidden_for(d, part, kept, E);
+    const auto ta = Clock::now();
     drafters_[d].accept(info);
+    accept_took_[d] = since(ta);
   }
   told_ = info.n_committed;
   const double rollback_seconds = since(t0);
@@ -466,7 +445,7 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
   // The host's work this round: the merge and the choices, the walk, metrics and learning (the
   // learning's own time reaches the policy with the next round's figure).
   policy_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes,
-                static_cast<std::uint32_t>(tree_.size()), plan_host_seconds_ + walk_seconds + since(t0), rollback_seconds);
+                plan_host_seconds_ + walk_seconds + since(t0), rollback_seconds);
   committed.pop_back();
   stats_.host_seconds += plan_host_seconds_ + walk_seconds + since(t0);
   if (trace_) {
@@ -477,9 +456,12 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
         asked[drafters_[d].name()] = {{"bucket", policy_.asked_bucket(d)}, {"nodes", trees_[d].size()},
                                       {"propose_us", 1e6 * propose_took_[d]}, {"alone", d < alone.size() ? alone[d] : 0},
                                       {"own_verified", own_nodes[d]}};
+    nlohmann::json accept_us = nlohmann::json::object();
+    for (std::size_t d = 0; d < drafters_.size(); ++d) accept_us[drafters_[d].name()] = 1e6 * accept_took_[d];
     const nlohmann::json line = {{"round", stats_.rounds}, {"asked", asked}, {"verified", tree_.size()},
                                  {"accepted", walk.path.size()}, {"verify_us", 1e6 * verify_seconds},
-                                 {"host_us", 1e6 * (plan_host_seconds_ + walk_seconds)}, {"rollback_us", 1e6 * rollback_seconds}};
+                                 {"host_us", 1e6 * (plan_host_seconds_ + walk_seconds)}, {"rollback_us", 1e6 * rollback_seconds},
+                                 {"accept_us", accept_us}};
     std::fprintf(trace_, "%s\n", line.dump().c_str());
   }
   stats_.estimated_speedup = policy_.estimated_speedup();

@@ -153,7 +153,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   std::filesystem::path policy_file_;
   nlohmann::json policy_identity_;
   double plan_host_seconds_ = 0;  // the planned round's host work so far (merge, choices)
-  std::vector<double> propose_took_;  // this round's proposal times per drafter
+  std::vector<double> propose_took_, accept_took_;  // this round's proposal and accept() times per drafter
   std::FILE* trace_ = nullptr;
   std::vector<DraftTree> trees_;
   TokenTree tree_;

@@ -20,8 +20,7 @@ DraftTree chain(const std::vector<TokenId>& tokens, float q = 1.0f) {
 }
 
 void learn(FusionModel& m, const std::vector<const DraftTree*>& trees, const std::vector<TokenId>& truth) {
-  const std::vector<std::uint32_t> own(trees.size(), 0);
-  m.learn(trees, truth, own, 0);
+  m.learn(trees, truth);
 }
 
 TEST(FusionModel, ScoresNodesTheBudgetCutAgainstTheVerifiedContinuation) {
@@ -45,16 +44,18 @@ TEST(FusionModel, ScoresNodesTheBudgetCutAgainstTheVerifiedContinuation) {
   EXPECT_LT(m.depth_chance(0, 4), 0.2f);
 }
 
-TEST(FusionModel, ValueIsWhatADrafterAddsBeyondTheOthers) {
-  FusionModel m(2);
-  const DraftTree longer = chain({1, 2, 3}), shorter = chain({1, 7});
-  for (int i = 0; i < 60; ++i) learn(m, {&longer, &shorter}, {1, 2, 3, 4});
-  EXPECT_NEAR(m.value_tokens(0), 2.0, 0.01);  // 3 accepted where the other reaches 1
-  EXPECT_NEAR(m.value_tokens(1), 0.0, 1e-12);
-  // Alone, a drafter's value is its own accepted length.
-  FusionModel alone(1);
-  for (int i = 0; i < 60; ++i) learn(alone, {&shorter}, {1, 2, 3, 4});
-  EXPECT_NEAR(alone.value_tokens(0), 1.0, 0.01);
+TEST(FusionModel, EachDrafterIsScoredAloneAgainstTheVerifiedContinuation) {
+  // Full information: each proposal's own accepted length, whichever one the tree verified.
+  FusionModel m(3);
+  const DraftTree longer = chain({1, 2, 3}), shorter = chain({1, 7}), none;
+  learn(m, {&longer, &shorter, &none}, {1, 2, 3, 4});
+  ASSERT_EQ(m.accepted_lengths().size(), 3u);
+  EXPECT_EQ(m.accepted_lengths()[0], 3u);
+  EXPECT_EQ(m.accepted_lengths()[1], 1u);
+  EXPECT_EQ(m.accepted_lengths()[2], 0u);
+  // A chain longer than the verified continuation is scored as far as it goes.
+  learn(m, {&longer, &shorter, &none}, {1, 2});
+  EXPECT_EQ(m.accepted_lengths()[0], 2u);
 }
 
 TEST(FusionModel, EachDrafterGetsTheBudgetInTheContextItIsRightIn) {

@@ -75,7 +75,7 @@ RoundResult round(RoundPolicy& p, const std::vector<Drafter>& drafters, const st
   std::vector<std::uint32_t> own(drafters.size(), 0);
   for (std::size_t i = 0; i < tree.size(); ++i)
     if (std::popcount(tree.proposers(i)) == 1) ++own[static_cast<std::size_t>(std::countr_zero(tree.proposers(i)))];
-  p.learn(proposals, continuation, own, r.verified, 0.0, 0.0);
+  p.learn(proposals, continuation, own, 0.0, 0.0);
   return r;
 }
 
@@ -172,9 +172,8 @@ TEST(RoundPolicy, AFlatCostCurveVerifiesWideTreesAndASteepOneNarrowOnes) {
     const std::uint32_t rows = 1 + static_cast<std::uint32_t>(pass % 17);
     flat.verified(rows, kStep);
     steep.verified(rows, kStep * rows);  // each row costs a whole step: only a sure node pays
-    // (the first passes are not counted, as the decoder's warm-up)
-    flat.learn({}, std::vector<TokenId>{1}, {}, 0, 0.0, 0.0);
-    steep.learn({}, std::vector<TokenId>{1}, {}, 0, 0.0, 0.0);
+    flat.learn({}, std::vector<TokenId>{1}, {}, 0.0, 0.0);
+    steep.learn({}, std::vector<TokenId>{1}, {}, 0.0, 0.0);
   }
   EXPECT_EQ(flat.verify_count(chances), 16u);
   EXPECT_LE(steep.verify_count(chances), 1u);

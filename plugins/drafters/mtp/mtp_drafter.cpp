@@ -91,8 +91,11 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   d->logits_.resize(d->V_);
   // The queue's memory up front (it is trimmed at twice the window): no growth in the rounds.
   if (options.resume_window > 0) {
-    d->pending_tokens_.reserve(2 * options.resume_window + options.max_draft + 1);
-    d->pending_hidden_.reserve(std::size_t(2 * options.resume_window + options.max_draft + 1) * d->E_);
+    // Written once, so the rounds never fault a page of them in.
+    d->pending_tokens_.resize(2 * options.resume_window + options.max_draft + 1);
+    d->pending_hidden_.resize(std::size_t(2 * options.resume_window + options.max_draft + 1) * d->E_);
+    d->pending_tokens_.clear();
+    d->pending_hidden_.clear();
   }
   d->g_host_.resize(d->E_);
   return std::unique_ptr<Drafter>(std::move(d));
