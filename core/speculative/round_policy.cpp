@@ -18,6 +18,7 @@ constexpr double kPriorWeight = 1.0;       // pseudo-rounds of the prior in a bu
 constexpr double kPriorGain = 1.0;         // tokens, before a drafter's first measured round
 constexpr double kExploreBonus = 0.5;      // tokens of optimism in a bucket with no rounds yet
 constexpr double kNodesDecay = 0.8;        // the verified nodes a drafter adds: about its last 5 rounds
+constexpr double kCostDecay = 0.9;         // a drafter's mean proposal time: about its last 10
 constexpr double kRoundDecay = 0.95;       // the speed estimate: about the last 20 rounds
 constexpr std::uint32_t kExploreEvery = 16;  // every 16th round verifies a wider tree (the cost curve sees sizes)
 constexpr std::uint32_t kStarvedRounds = 8;  // after 8 rounds verifying nothing, the best node is verified anyway
@@ -108,7 +109,9 @@ std::uint32_t RoundPolicy::draft_depth(std::size_t d, std::uint32_t max_depth) {
 bool RoundPolicy::worth_asking(std::size_t d, std::uint32_t k) {
   PerDrafter& p = drafters_[d];
   const double c = propose_seconds(d, k), t1 = verify_.estimate(1);
-  if (!p.cost_seen || c < kNegligible * t1) return true;
+  // Negligible by its measured proposals themselves, not the curve's estimate at a depth it was
+  // rarely asked for (an n-gram lookup's few microseconds must never be priced out).
+  if (!p.cost_seen || p.mean_cost.sum < kNegligible * t1 * p.mean_cost.w) return true;
   // The round without d, then with it: its expected gain in this bucket, its proposal, and the
   // verify rows its nodes add.
   const auto [e0, n0] = round_value();
@@ -152,7 +155,10 @@ void RoundPolicy::proposed(std::size_t d, std::uint32_t depth, double seconds, c
   // The steady cost only: a drafter asked after skipped rounds first catches up on them (a
   // bounded batch), which would price it as if it were always asked after a gap, and so skipped
   // more, and so dearer again.
-  if (p.asked_last || !p.cost_seen) p.cost.record(std::max<std::uint32_t>(depth, 1), seconds);
+  if (p.asked_last || !p.cost_seen) {
+    p.cost.record(std::max<std::uint32_t>(depth, 1), seconds);
+    p.mean_cost.add(seconds, kCostDecay);
+  }
   p.cost_seen = true;
   // Its nodes' chances of acceptance (products along their paths), for the drafters after it.
   std::vector<float> path(tree.size());
@@ -229,7 +235,8 @@ nlohmann::json RoundPolicy::to_json() const {
     nlohmann::json gains = nlohmann::json::array();
     for (const Mean& g : p.gain) gains.push_back(mean(g));
     drafters.push_back({{"cost", p.cost.to_json()}, {"gain", gains}, {"rounds_in", p.rounds_in}, {"gain_all", mean(p.gain_all)},
-                        {"alone", mean(p.alone)}, {"added_nodes", mean(p.added_nodes)}, {"depth", p.last_depth}});
+                        {"alone", mean(p.alone)}, {"added_nodes", mean(p.added_nodes)}, {"mean_cost", mean(p.mean_cost)},
+                        {"depth", p.last_depth}});
   }
   return {{"format", kFormat}, {"verify", verify_.to_json()}, {"fusion", fusion_.to_json()}, {"drafters", drafters},
           {"host", mean(host_)}, {"rest", mean(rest_)}};
@@ -259,6 +266,7 @@ void RoundPolicy::from_json(const nlohmann::json& j) {
     p.gain_all = mean(jd.at(d).at("gain_all"));
     p.alone = mean(jd.at(d).at("alone"));
     p.added_nodes = mean(jd.at(d).at("added_nodes"));
+    p.mean_cost = mean(jd.at(d).at("mean_cost"));
     p.last_depth = jd.at(d).at("depth").get<std::uint32_t>();
     p.cost_seen = p.cost.estimate(1) > 0;
   }

@@ -105,6 +105,7 @@ class RoundPolicy {
     Mean gain_all;     // over every bucket
     Mean alone;        // its own accepted length, whatever the others had
     Mean added_nodes;  // verified nodes it alone added
+    Mean mean_cost;    // its steady proposals' seconds, whatever their depth
     bool cost_seen = false, asked_last = false;
     std::uint64_t probe_interval = 0, next_probe = 0;  // skipped: when it is asked again (0: not scheduled)
     std::uint32_t last_depth = 0;

@@ -5,6 +5,7 @@
 // range). And what a new user hit: oversubscribed threads, a KV cache larger than memory.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 #include <thread>
 
@@ -48,7 +49,8 @@ TEST_F(cli_exit, UsageErrorsExitTwo) {
   const std::vector<std::string> usage_errors = {
       "frobnicate", "run" + m + " --tmep 1", "run" + m + " --temp 150", "run" + m + " -c 8",
       "run" + m + " --prompt-ids \"1 999\"", "bench" + m + " --reps 0", "perplexity" + m, "info",
-      "plugins --bogus", "profile check", "tokenize" + m + " --bogus"};
+      "plugins --bogus", "profile check", "tokenize" + m + " --bogus", "run" + m + " -p x --spec-policy \"\"",
+      "run" + m + " -p x --spec-trace " + (dir_->path() / "trace.jsonl").string()};
   for (const std::string& args : usage_errors) {
     auto r = graft(args);
     EXPECT_EQ(r.exit_code, 2) << "graft " << args << "\n" << r.output;
@@ -69,6 +71,15 @@ TEST_F(cli_exit, ServeFlagsOutOfRangeExitTwoWithTheReason) {
     EXPECT_EQ(r.exit_code, 2) << "graft " << args << "\n" << r.output;
     EXPECT_EQ(r.output, message);
   }
+}
+
+// A trace of speculative rounds asked for a run without drafters: the flag, not the file, is wrong.
+TEST_F(cli_exit, ASpeculativeTraceWithoutDraftersIsAUsageError) {
+  auto r = graft("run --model " + model_ + " -p x -n 2 --spec-trace " + (dir_->path() / "t.jsonl").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("graft run: --spec-trace needs speculative decoding (--draft LIST)\n"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_->path() / "t.jsonl"));
 }
 
 TEST_F(cli_exit, RunTimeErrorsExitOne) {
