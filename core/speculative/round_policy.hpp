@@ -13,11 +13,14 @@
 //   n-gram miss leaves it everything;
 // - the host's own work per round (merge, walk, learning), which on a GPU is not negligible.
 //
-// Drafter d is asked when (E + G_d) / (T + c_d + extra verify rows) > E / T, E and T being the
-// expected tokens and time of the round without it; G_d is a mean with a prior (its gain over all
-// buckets, before that one token), so one measured round can already rule out a drafter that
-// costs several decode steps. A skipped drafter is asked again after 16 rounds, then 32, ... 128,
-// so its gain stays measured. The mechanism (speculative_decoder.hpp) calls, per round:
+// Drafter d is asked when (E + G_d + bonus) / (T + c_d + extra verify rows) >= E / T, E and T
+// being the expected tokens and time of the round without it; G_d is a mean with a prior (its own
+// accepted length less what the others promise, or its gain over all buckets), and the bonus, half
+// a token shrinking as 1 / (1 + its rounds in the bucket), keeps one unlucky round from ruling it
+// out, while one measured round already rules out a drafter that costs several decode steps. A
+// skipped drafter is asked again after 16 rounds or more (longer the further it is from paying
+// and the dearer a probe), doubling up to 128, so its gain stays measured. The first round asks
+// every drafter, at most 3 deep, to time it. The mechanism (speculative_decoder.hpp) calls, per round:
 // begin_round(), then for each d in order(): draft_depth(d) and, if it proposed, proposed(d, ...);
 // verify_count(); after the pass verified() and learn().
 #pragma once
