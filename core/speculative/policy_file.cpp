@@ -1,5 +1,7 @@
 #include "speculative/policy_file.hpp"
 
+#include "common/atomic_file.hpp"
+
 #include <fstream>
 #include <sstream>
 
@@ -26,17 +28,7 @@ std::string read_policy_file(const std::filesystem::path& path, const nlohmann::
 
 Status write_policy_file(const std::filesystem::path& path, const nlohmann::json& identity, const RoundPolicy& policy) {
   const std::string text = nlohmann::json{{"fits", identity}, {"policy", policy.to_json()}}.dump() + "\n";
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) return Status(Errc::io_error, "cannot write the speculative policy file " + tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status(Errc::io_error, "cannot write the speculative policy file " + path.string() + ": " + ec.message());
-  return Status::success();
+  return write_file_atomically(path, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
 }
 
 }  // namespace graft

@@ -17,7 +17,7 @@ namespace graft {
 // Loads `path` into `policy` when it exists and fits `identity`. Returns why it was not used ("" when
 // it was, or when there is no file yet); `policy` is then unchanged.
 std::string read_policy_file(const std::filesystem::path& path, const nlohmann::json& identity, RoundPolicy& policy);
-// Writes the policy there atomically (a temporary file renamed over it).
+// Writes the policy there atomically (common/atomic_file.hpp).
 Status write_policy_file(const std::filesystem::path& path, const nlohmann::json& identity, const RoundPolicy& policy);
 
 }  // namespace graft

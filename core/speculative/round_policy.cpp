@@ -94,7 +94,8 @@ std::uint32_t RoundPolicy::best_depth(std::size_t d, std::uint32_t max_depth) co
 
 std::uint32_t RoundPolicy::draft_depth(std::size_t d, std::uint32_t max_depth) {
   PerDrafter& p = drafters_[d];
-  p.bucket = bucket(round_value().first - 1.0);
+  const auto value = round_value();  // what the drafters asked before it promise
+  p.bucket = bucket(value.first - 1.0);
   std::uint32_t k = max_depth;
   if (options_.draft_length > 0) k = std::min(max_depth, options_.draft_length);
   else if (warm() && p.cost_seen) k = best_depth(d, max_depth);
@@ -102,11 +103,11 @@ std::uint32_t RoundPolicy::draft_depth(std::size_t d, std::uint32_t max_depth) {
   // lesson (a 7-slot block of a drafter model can cost several decode steps of a small target).
   else if (options_.adaptive && !p.cost_seen) k = std::min(max_depth, kFirstDepth);
   if (k == 0) return 0;
-  if (!warm() || worth_asking(d, k)) return k;
+  if (!warm() || worth_asking(d, k, value)) return k;
   return 0;
 }
 
-bool RoundPolicy::worth_asking(std::size_t d, std::uint32_t k) {
+bool RoundPolicy::worth_asking(std::size_t d, std::uint32_t k, std::pair<double, std::uint32_t> value) {
   PerDrafter& p = drafters_[d];
   const double c = propose_seconds(d, k), t1 = verify_.estimate(1);
   // Negligible by its measured proposals themselves, not the curve's estimate at a depth it was
@@ -114,7 +115,7 @@ bool RoundPolicy::worth_asking(std::size_t d, std::uint32_t k) {
   if (!p.cost_seen || p.mean_cost.sum < kNegligible * t1 * p.mean_cost.w) return true;
   // The round without d, then with it: its expected gain in this bucket, its proposal, and the
   // verify rows its nodes add.
-  const auto [e0, n0] = round_value();
+  const auto [e0, n0] = value;
   const double host = (host_.w > 0 ? host_.sum / host_.w : 0.0) + (rest_.w > 0 ? rest_.sum / rest_.w : 0.0);
   const double t0 = spent_ + verify_.estimate(n0 + 1) + host;
   const double added = p.added_nodes.w > 0 ? p.added_nodes.sum / p.added_nodes.w : double(k);

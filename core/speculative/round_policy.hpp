@@ -119,7 +119,8 @@ class RoundPolicy {
   };
   // Expected tokens of verifying the best n of the round's chances so far (1 + their sum), and n.
   std::pair<double, std::uint32_t> round_value() const;
-  bool worth_asking(std::size_t d, std::uint32_t depth);
+  // value: round_value() before d, as draft_depth computed it.
+  bool worth_asking(std::size_t d, std::uint32_t depth, std::pair<double, std::uint32_t> value);
   std::uint32_t best_depth(std::size_t d, std::uint32_t max_depth) const;
   bool warm() const;
 

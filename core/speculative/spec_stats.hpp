@@ -36,7 +36,7 @@ struct DrafterStats {
   // (one-row passes) at the depth it was last asked for, and the tokens per round it is expected
   // to add beyond the drafters asked before it, by how much those promised (RoundPolicy::kBuckets).
   double propose_steps = 0;
-  std::vector<double> gain;
+  std::vector<double> gain{};
   DepthCounts depth{};
   double acceptance() const { return proposed ? double(accepted) / double(proposed) : 0; }
   double mean_accepted_length() const { return rounds ? double(accepted) / double(rounds) : 0; }

@@ -302,7 +302,6 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
   if (budget.max_depth == 0) budget.max_nodes = 0;
   // The policy asks the drafters cheapest first, each only where it is expected to pay.
   policy_.begin_round(budget.max_nodes);
-  double proposing = 0;
   std::fill(propose_took_.begin(), propose_took_.end(), 0.0);
   for (std::size_t d = 0; d < drafters_.size(); ++d) trees_[d].clear();
   for (std::size_t d : policy_.order()) {
@@ -321,7 +320,6 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
     drafters_[d].propose(req, trees_[d]);
     const double took = since(tp);
     propose_took_[d] = took;
-    proposing += took;
     ++stats_.drafters[d].proposals;
     stats_.drafters[d].propose_seconds += took;
     policy_.proposed(d, depth, took, trees_[d]);
@@ -334,7 +332,7 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
   // One merge; the policy keeps the best n nodes that maximise expected tokens per second.
   tree_.build(proposals, budget, n_vocab, conditional);
   tree_.cut(policy_.verify_count(tree_.scores_best_first()));
-  plan_host_seconds_ = since(t0) - proposing;
+  plan_host_seconds_ = since(t0) - std::accumulate(propose_took_.begin(), propose_took_.end(), 0.0);
   stats_.draft_seconds += since(t0);
 
   // 2. Verify: [pending, nodes...] in one pass (the caller's, maybe shared with other
@@ -443,11 +441,12 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
   for (const DraftTree& t : trees_) proposals.push_back(&t);
   committed.push_back(walk.next);  // the continuation the target verified: path, then its token
   // The host's work this round: the merge and the choices, the walk, metrics and learning (the
-  // learning's own time reaches the policy with the next round's figure).
-  policy_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes,
-                plan_host_seconds_ + walk_seconds + since(t0), rollback_seconds);
+  // policy gets it without the learning's own time, which it cannot time itself).
+  const double host = plan_host_seconds_ + walk_seconds + since(t0);
+  const auto t_learn = Clock::now();
+  policy_.learn(proposals, std::span<const TokenId>(committed).subspan(1), own_nodes, host, rollback_seconds);
   committed.pop_back();
-  stats_.host_seconds += plan_host_seconds_ + walk_seconds + since(t0);
+  stats_.host_seconds += host + since(t_learn);
   if (trace_) {
     nlohmann::json asked = nlohmann::json::object();
     const auto alone = policy_.accepted_lengths();
@@ -460,7 +459,7 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
     for (std::size_t d = 0; d < drafters_.size(); ++d) accept_us[drafters_[d].name()] = 1e6 * accept_took_[d];
     const nlohmann::json line = {{"round", stats_.rounds}, {"asked", asked}, {"verified", tree_.size()},
                                  {"accepted", walk.path.size()}, {"verify_us", 1e6 * verify_seconds},
-                                 {"host_us", 1e6 * (plan_host_seconds_ + walk_seconds)}, {"rollback_us", 1e6 * rollback_seconds},
+                                 {"host_us", 1e6 * host}, {"rollback_us", 1e6 * rollback_seconds},
                                  {"accept_us", accept_us}};
     std::fprintf(trace_, "%s\n", line.dump().c_str());
   }
