@@ -79,7 +79,7 @@ GenerationQueue::~GenerationQueue() {
   // The opt-in policy file keeps the slot that learnt from the most rounds.
   const SpeculativeDecoder* most = nullptr;
   for (const auto& d : decoders_)
-    if (d && (!most || d->policy().rounds() > most->policy().rounds())) most = d.get();
+    if (d && (!most || d->policy().learnt_rounds() > most->policy().learnt_rounds())) most = d.get();
   if (most)
     if (Status saved = most->save_policy(); !saved.ok()) spdlog::warn("{}", saved.message());
 }
@@ -215,6 +215,14 @@ void GenerationQueue::start_admitted() {
     // Keep the KV of the prompt's prefix this sequence already holds (at least the last prompt
     // token is run again: its logits give the first token); with drafters, as far as they hold it too.
     if (!decoders_.empty()) {
+      // What the slots learnt is shared between requests: a fresh slot starts from the most
+      // experienced one's policy instead of learning the drafters' worth again.
+      const SpeculativeDecoder* most = nullptr;
+      for (const auto& d : decoders_)
+        if (!most || d->policy().learnt_rounds() > most->policy().learnt_rounds()) most = d.get();
+      if (decoders_[i]->adopt_policy(*most))
+        spdlog::debug("sequence {}: speculative policy taken over from another sequence ({} rounds learnt)", i,
+                      most->policy().learnt_rounds());
       slot.rounds0 = decoders_[i]->stats().rounds;
       slot.emitted0 = decoders_[i]->stats().emitted;
       slot.shifting = false;

@@ -9,6 +9,7 @@
 namespace graft {
 
 namespace {
+constexpr std::uint64_t kAdoptMargin = 16;  // rounds (should_adopt)
 constexpr std::uint64_t kLearnRounds = 1;  // rounds before the cost-based choices start: every drafter timed once
 constexpr std::uint64_t kProbeEvery = 16;  // a skipped drafter is asked again after this many rounds,
 constexpr std::uint64_t kProbeMax = 128;   // ... doubling while it stays not worth its cost
@@ -217,6 +218,13 @@ void RoundPolicy::learn(std::span<const DraftTree* const> trees, std::span<const
   round_tokens_.add(double(truth.size()), kRoundDecay);
   round_seconds_.add(spent_ + round_verify_ + host_seconds + rest_seconds, kRoundDecay);
   ++rounds_;
+  ++learnt_rounds_;
+}
+
+bool RoundPolicy::should_adopt(std::uint64_t mine, std::uint64_t theirs) {
+  // At least twice the experience, and a probe interval's worth more: two slots of about the same
+  // experience keep their own.
+  return theirs >= 2 * mine + kAdoptMargin;
 }
 
 double RoundPolicy::estimated_speedup() const {
@@ -240,7 +248,7 @@ nlohmann::json RoundPolicy::to_json() const {
                         {"depth", p.last_depth}});
   }
   return {{"format", kFormat}, {"verify", verify_.to_json()}, {"fusion", fusion_.to_json()}, {"drafters", drafters},
-          {"host", mean(host_)}, {"rest", mean(rest_)}};
+          {"host", mean(host_)}, {"rest", mean(rest_)}, {"learnt_rounds", learnt_rounds_}};
 }
 
 void RoundPolicy::from_json(const nlohmann::json& j) {
@@ -273,6 +281,7 @@ void RoundPolicy::from_json(const nlohmann::json& j) {
   }
   loaded.host_ = mean(j.at("host"));
   loaded.rest_ = mean(j.at("rest"));
+  loaded.learnt_rounds_ = j.value("learnt_rounds", std::uint64_t{0});  // absent in files of the first sessions
   // Known costs: choices by them from the first round, passes recorded from the first.
   loaded.rounds_ = std::max<std::uint64_t>(rounds_, kLearnRounds);
   *this = std::move(loaded);

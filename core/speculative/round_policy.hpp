@@ -85,6 +85,14 @@ class RoundPolicy {
   std::span<const std::uint32_t> accepted_lengths() const { return fusion_.accepted_lengths(); }
   double gain(std::size_t d, int bucket) const;
   std::uint64_t rounds() const { return rounds_; }
+  // The rounds what it knows was learnt from: its own and those of a policy it took over
+  // (from_json), so a policy passed from one server slot to another, or through a file, keeps
+  // counting.
+  std::uint64_t learnt_rounds() const { return learnt_rounds_; }
+  // Whether a policy that learnt from `mine` rounds should take over one that learnt from
+  // `theirs`: a fresh or little-used one should (its next request starts with the other's
+  // choices instead of learning them again); one with experience of its own keeps it.
+  static bool should_adopt(std::uint64_t mine, std::uint64_t theirs);
 
   // What it learnt (costs, chances, gains; not this sequence's context or the speed estimate), to
   // keep across runs (`[speculative] policy_file`); from_json throws on a file of another shape
@@ -135,6 +143,7 @@ class RoundPolicy {
   std::uint32_t max_nodes_ = 0;
   // Over rounds.
   std::uint64_t rounds_ = 0;
+  std::uint64_t learnt_rounds_ = 0;
   std::uint32_t explore_ = 0, starved_ = 0;
   Mean host_, rest_, round_tokens_, round_seconds_;
   double round_propose_ = 0, round_verify_ = 0;

@@ -62,6 +62,17 @@ Status SpeculativeDecoder::save_policy() const {
   return policy_file_.empty() ? Status::success() : write_policy_file(policy_file_, policy_identity_, policy_);
 }
 
+bool SpeculativeDecoder::adopt_policy(const SpeculativeDecoder& other) {
+  if (&other == this || !RoundPolicy::should_adopt(policy_.learnt_rounds(), other.policy_.learnt_rounds())) return false;
+  try {
+    policy_.from_json(other.policy_.to_json());  // the same drafters: the same shape
+  } catch (const std::exception& e) {
+    spdlog::warn("speculative policy: not taken over from another sequence ({})", e.what());
+    return false;
+  }
+  return true;
+}
+
 HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const PassPart& part, std::span<const std::uint32_t> rows,
                                             std::uint32_t n_embd) {
   const auto& idx = tap_of_[d];

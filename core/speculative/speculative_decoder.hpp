@@ -106,6 +106,10 @@ class SpeculativeDecoder final : public TokenDecoder {
   void use_policy_file(std::filesystem::path path, nlohmann::json identity);
   // Writes the policy there (atomically); success when no file is set.
   Status save_policy() const;
+  // Takes over what `other` (a decoder over the same model and drafters: another server slot)
+  // learnt, where RoundPolicy::should_adopt says its experience is worth more than this one's;
+  // true when it did. Between requests only: the output never depends on it.
+  bool adopt_policy(const SpeculativeDecoder& other);
   // One JSON line per round to `out` (null: none): who was asked, how deep, what each proposed and
   // would have had accepted alone, the verified nodes, the accepted path and the times
   // (`graft run --spec-trace FILE`; docs/speculative.md). The caller keeps `out` open.

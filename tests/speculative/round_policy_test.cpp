@@ -234,6 +234,25 @@ TEST(RoundPolicy, WhatItLearntSurvivesAJsonRoundTripAndDecidesFromTheFirstRound)
   EXPECT_EQ(asked, 0);
 }
 
+TEST(RoundPolicy, ExperienceCountsAcrossATakeOverAndOnlyMuchMoreOfItIsTakenOver) {
+  std::mt19937 rng(8);
+  const std::vector<Drafter> drafters{{0.05, [](const auto& truth, std::uint32_t d) { return guess(truth, d, 3); }}};
+  RoundPolicy learnt(1, RoundPolicyOptions{}), fresh(1, RoundPolicyOptions{});
+  for (int r = 0; r < 40; ++r) round(learnt, drafters, random_truth(rng), linear_verify);
+  EXPECT_EQ(learnt.learnt_rounds(), 40u);
+  fresh.from_json(learnt.to_json());
+  EXPECT_EQ(fresh.learnt_rounds(), 40u);  // what it knows came from 40 rounds
+  round(fresh, drafters, random_truth(rng), linear_verify);
+  EXPECT_EQ(fresh.learnt_rounds(), 41u);
+  // A fresh policy takes over any real experience; one with its own keeps it unless the other's is
+  // at least twice as long and 16 rounds longer.
+  EXPECT_TRUE(RoundPolicy::should_adopt(0, 16));
+  EXPECT_FALSE(RoundPolicy::should_adopt(0, 15));
+  EXPECT_FALSE(RoundPolicy::should_adopt(100, 200));
+  EXPECT_TRUE(RoundPolicy::should_adopt(100, 216));
+  EXPECT_FALSE(RoundPolicy::should_adopt(40, 40));
+}
+
 TEST(RoundPolicy, AFileOfAnotherShapeIsRefusedWholeAndChangesNothing) {
   RoundPolicy p(2, RoundPolicyOptions{});
   std::mt19937 rng(7);

@@ -76,4 +76,30 @@ TEST(PolicyFile, ARunWritesItTheNextStartsFromItAndTheOutputNeverChanges) {
   fs::remove(file);
 }
 
+// Server slots share what they learnt: a fresh decoder takes over an experienced one's policy (the
+// same state, choices from its first round) and still generates exactly plain greedy decoding's
+// ids; the experienced one does not take over the fresher one's.
+TEST(PolicyFile, AFreshSequenceTakesOverAnExperiencedOnesPolicy) {
+  auto p = pipeline("", "f32", nullptr);
+  ASSERT_TRUE(p);
+  const auto prompt = tokenize(*p, corpus()[1].second);
+  const Generated plain = generate(*p, prompt, greedy(), 96, nullptr);
+  SpeculativeSettings spec;
+  spec.enabled = true;
+  auto set = Drafters::load(*p, {drafter("ngram"), drafter("mtp")}, spec);
+  ASSERT_TRUE(set) << set.status().message();
+  auto slot0 = (*set)->new_decoder(), slot1 = (*set)->new_decoder();
+  ASSERT_TRUE(slot0 && slot1);
+  EXPECT_FALSE((*slot1)->adopt_policy(**slot0));  // nothing learnt yet on either side
+  EXPECT_EQ(generate(*p, prompt, greedy(), 96, slot0->get()).ids, plain.ids);
+  const std::uint64_t learnt = (*slot0)->policy().learnt_rounds();
+  ASSERT_GE(learnt, 16u);
+  ASSERT_TRUE((*slot1)->adopt_policy(**slot0));
+  EXPECT_EQ((*slot1)->policy().to_json(), (*slot0)->policy().to_json());
+  EXPECT_EQ((*slot1)->policy().learnt_rounds(), learnt);
+  EXPECT_FALSE((*slot0)->adopt_policy(**slot1));
+  EXPECT_EQ(generate(*p, prompt, greedy(), 96, slot1->get()).ids, plain.ids);
+  EXPECT_GT((*slot1)->policy().learnt_rounds(), learnt);
+}
+
 }  // namespace
