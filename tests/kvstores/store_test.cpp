@@ -34,6 +34,20 @@ class FakeBackend final : public Backend {
   }
   Status add(const TensorView&, const TensorView&, const TensorView&) override { return not_implemented("x"); }
   Status silu_mul(const TensorView&, const TensorView&, const TensorView&) override { return not_implemented("x"); }
+  Status sigmoid_mul(const TensorView&, const TensorView&, const TensorView&) override { return not_implemented("x"); }
+  Status l2_norm(const TensorView&, float, const TensorView&) override { return not_implemented("x"); }
+  Status delta_net_gates(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                         const TensorView&) override {
+    return not_implemented("x");
+  }
+  Status causal_conv_silu(const TensorView&, const TensorView&, const TensorView&, const std::int32_t*, const TensorView&,
+                          const TensorView&) override {
+    return not_implemented("x");
+  }
+  Status gated_delta_net(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                         const TensorView&, const std::int32_t*, const TensorView&, const TensorView&) override {
+    return not_implemented("x");
+  }
 
  private:
   bool gpu_;

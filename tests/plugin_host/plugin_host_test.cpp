@@ -37,8 +37,8 @@ TEST(PluginLibrary, AbiMismatchNamesBothVersionsAndTheFile) {
   ASSERT_FALSE(lib);
   EXPECT_EQ(lib.status().code(), Errc::abi_mismatch);
   EXPECT_EQ(lib.status().message(),
-            file.string() + ": plugin ABI version 999 does not match host ABI version 4; rebuild the plugin "
-                            "against graft SDK ABI 4");
+            file.string() + ": plugin ABI version 999 does not match host ABI version 5; rebuild the plugin "
+                            "against graft SDK ABI 5");
 }
 
 TEST(PluginLibrary, SharedLibraryWithoutDescriptorIsNotAPlugin) {
@@ -210,7 +210,7 @@ TEST(GraftPluginsCommand, ListsGoodPluginsAndFailsOnBrokenOnes) {
   auto bad = run_command(std::string(GRAFT_EXE) + " plugins --plugin-dir " + kFakeDir.string());
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_NE(bad.output.find("error: " + (kFakeDir / "libgraft_drafter_badabi.so").string() +
-                            ": plugin ABI version 999 does not match host ABI version 4"),
+                            ": plugin ABI version 999 does not match host ABI version 5"),
             std::string::npos)
       << bad.output;
   EXPECT_NE(bad.output.find("drafter  counting       1.2.3"), std::string::npos) << bad.output;

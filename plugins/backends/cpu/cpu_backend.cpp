@@ -107,6 +107,26 @@ class CpuBackend final : public Backend {
   Status silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) override {
     return guarded("silu_mul", [&] { return op_silu_mul(ctx(), gate, up, y); });
   }
+  Status sigmoid_mul(const TensorView& x, const TensorView& g, const TensorView& y) override {
+    return guarded("sigmoid_mul", [&] { return op_sigmoid_mul(ctx(), x, g, y); });
+  }
+  Status l2_norm(const TensorView& x, float eps, const TensorView& y) override {
+    return guarded("l2_norm", [&] { return op_l2_norm(ctx(), x, eps, y); });
+  }
+  Status delta_net_gates(const TensorView& alpha, const TensorView& beta, const TensorView& dt_bias,
+                         const TensorView& ssm_a, const TensorView& g, const TensorView& b) override {
+    return guarded("delta_net_gates", [&] { return op_delta_net_gates(ctx(), alpha, beta, dt_bias, ssm_a, g, b); });
+  }
+  Status causal_conv_silu(const TensorView& x, const TensorView& w, const TensorView& state, const std::int32_t* parents,
+                          const TensorView& y, const TensorView& state_out) override {
+    return guarded("causal_conv_silu", [&] { return op_causal_conv_silu(ctx(), x, w, state, parents, y, state_out); });
+  }
+  Status gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                         const TensorView& b, const TensorView& state, const std::int32_t* parents, const TensorView& out,
+                         const TensorView& state_out) override {
+    return guarded("gated_delta_net",
+                   [&] { return op_gated_delta_net(ctx(), q, k, v, g, b, state, parents, out, state_out); });
+  }
 
  private:
   OpContext ctx() { return OpContext{*kernels_, pool_}; }

@@ -29,7 +29,27 @@ struct Kernels {
   void (*rope_norm_row)(const float* x, const float* cos, const float* sin, std::size_t n_pairs, float* y);
   // Split halves: (y[i], y[i+n_pairs]) = rotate((x[i], x[i+n_pairs]), cos[i], sin[i]).
   void (*rope_neox_row)(const float* x, const float* cos, const float* sin, std::size_t n_pairs, float* y);
+  // y = x / (1 + exp(-g))
+  void (*sigmoid_mul_row)(const float* x, const float* g, float* y, std::size_t n);
+  // One row of the gated delta rule for one head: s is the head's state, dv rows of dk floats
+  // (row m holds S[., m]); dk a multiple of 16. Per row m, with the dot products in the defined
+  // lane order below: s[m] *= decay; d = beta * (v[m] - dot(s[m], k)); s[m] += k * d (fused
+  // multiply-adds); out[m] = dot(s[m], q) * scale. The dot product is 16 lane sums of fused
+  // multiply-adds (lane l takes the elements i = l mod 16, in order), then lanes l and l + 8, l
+  // and l + 4, l and l + 2, l and l + 1 added: every level gives the same bits.
+  void (*delta_rule_row)(float* s, const float* q, const float* k, const float* v, float decay, float beta,
+                         float scale, float* out, std::size_t dk, std::size_t dv);
 };
+
+// The lane order of delta_rule_row's dot products, for the scalar kernel and the tests.
+inline float lane_dot16(const float* a, const float* b, std::size_t n) noexcept {
+  float acc[16] = {};
+  for (std::size_t i = 0; i < n; i += 16)
+    for (std::size_t l = 0; l < 16; ++l) acc[l] = __builtin_fmaf(a[i + l], b[i + l], acc[l]);
+  for (std::size_t w = 8; w >= 1; w /= 2)
+    for (std::size_t l = 0; l < w; ++l) acc[l] += acc[l + w];
+  return acc[0];
+}
 
 const Kernels& scalar_kernels() noexcept;
 #if defined(__x86_64__) || defined(__i386__)

@@ -86,6 +86,55 @@ void silu_mul_row(const float* gate, const float* up, float* y, std::size_t n) {
   }
 }
 
+inline __m256 sigmoid_mul(__m256 x, __m256 g) {
+  const __m256 e = exp_ps(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)));
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+void sigmoid_mul_row(const float* x, const float* g, float* y, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + W <= n; i += W) _mm256_storeu_ps(y + i, sigmoid_mul(_mm256_loadu_ps(x + i), _mm256_loadu_ps(g + i)));
+  if (i < n) {
+    const __m256i m = tail_mask(n - i);
+    _mm256_maskstore_ps(y + i, m, sigmoid_mul(_mm256_maskload_ps(x + i, m), _mm256_maskload_ps(g + i, m)));
+  }
+}
+
+// The 16 lanes of the defined dot-product order as two 8-float registers: lanes 0-7 and 8-15.
+inline float reduce16(__m256 lo, __m256 hi) {
+  const __m256 h = _mm256_add_ps(lo, hi);                                                  // l + (l+8)
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));   // + 4 apart
+  const __m128 t = _mm_add_ps(q, _mm_movehl_ps(q, q));                                   // + 2 apart
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));                          // + 1 apart
+}
+
+void delta_rule_row(float* s, const float* q, const float* k, const float* v, float decay, float beta, float scale,
+                    float* out, std::size_t dk, std::size_t dv) {
+  const __m256 vdecay = _mm256_set1_ps(decay);
+  for (std::size_t m = 0; m < dv; ++m, s += dk) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (std::size_t i = 0; i < dk; i += 16) {
+      const __m256 s0 = _mm256_mul_ps(_mm256_loadu_ps(s + i), vdecay);
+      const __m256 s1 = _mm256_mul_ps(_mm256_loadu_ps(s + i + 8), vdecay);
+      _mm256_storeu_ps(s + i, s0);
+      _mm256_storeu_ps(s + i + 8, s1);
+      lo = _mm256_fmadd_ps(s0, _mm256_loadu_ps(k + i), lo);
+      hi = _mm256_fmadd_ps(s1, _mm256_loadu_ps(k + i + 8), hi);
+    }
+    const __m256 d = _mm256_set1_ps(beta * (v[m] - reduce16(lo, hi)));
+    lo = hi = _mm256_setzero_ps();
+    for (std::size_t i = 0; i < dk; i += 16) {
+      const __m256 s0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), d, _mm256_loadu_ps(s + i));
+      const __m256 s1 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 8), d, _mm256_loadu_ps(s + i + 8));
+      _mm256_storeu_ps(s + i, s0);
+      _mm256_storeu_ps(s + i + 8, s1);
+      lo = _mm256_fmadd_ps(s0, _mm256_loadu_ps(q + i), lo);
+      hi = _mm256_fmadd_ps(s1, _mm256_loadu_ps(q + i + 8), hi);
+    }
+    out[m] = reduce16(lo, hi) * scale;
+  }
+}
+
 // Rotations use separate multiplies and adds (no FMA), so they give the scalar path's bits.
 void rope_norm_row(const float* x, const float* cos, const float* sin, std::size_t n_pairs, float* y) {
   const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
@@ -133,7 +182,8 @@ void rope_neox_row(const float* x, const float* cos, const float* sin, std::size
 namespace graft::cpu {
 
 namespace {
-constexpr Kernels kAvx2{SimdLevel::avx2, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row};
+constexpr Kernels kAvx2{SimdLevel::avx2, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row,
+                        sigmoid_mul_row, delta_rule_row};
 }  // namespace
 
 const Kernels& avx2_kernels() noexcept { return kAvx2; }

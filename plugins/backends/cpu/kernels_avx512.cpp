@@ -82,6 +82,44 @@ void silu_mul_row(const float* gate, const float* up, float* y, std::size_t n) {
   }
 }
 
+void sigmoid_mul_row(const float* x, const float* g, float* y, std::size_t n) {
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  for (std::size_t i = 0; i < n; i += W) {
+    const __mmask16 m = n - i >= W ? __mmask16(0xffff) : tail_mask(n - i);
+    const __m512 e = exp_ps(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_maskz_loadu_ps(m, g + i)), sign)));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+  }
+}
+
+// The defined dot-product order's final additions: lanes l + (l+8), then 4, 2 and 1 apart.
+inline float reduce16(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));  // avx512f only
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  const __m128 t = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+void delta_rule_row(float* s, const float* q, const float* k, const float* v, float decay, float beta, float scale,
+                    float* out, std::size_t dk, std::size_t dv) {
+  const __m512 vdecay = _mm512_set1_ps(decay);
+  for (std::size_t m = 0; m < dv; ++m, s += dk) {
+    __m512 acc = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < dk; i += W) {
+      const __m512 si = _mm512_mul_ps(_mm512_loadu_ps(s + i), vdecay);
+      _mm512_storeu_ps(s + i, si);
+      acc = _mm512_fmadd_ps(si, _mm512_loadu_ps(k + i), acc);
+    }
+    const __m512 d = _mm512_set1_ps(beta * (v[m] - reduce16(acc)));
+    acc = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < dk; i += W) {
+      const __m512 si = _mm512_fmadd_ps(_mm512_loadu_ps(k + i), d, _mm512_loadu_ps(s + i));
+      _mm512_storeu_ps(s + i, si);
+      acc = _mm512_fmadd_ps(si, _mm512_loadu_ps(q + i), acc);
+    }
+    out[m] = reduce16(acc) * scale;
+  }
+}
+
 // Rotations use separate multiplies and adds (no FMA), so they give the scalar path's bits.
 void rope_norm_row(const float* x, const float* cos, const float* sin, std::size_t n_pairs, float* y) {
   const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
@@ -125,7 +163,8 @@ void rope_neox_row(const float* x, const float* cos, const float* sin, std::size
 namespace graft::cpu {
 
 namespace {
-constexpr Kernels kAvx512{SimdLevel::avx512, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row};
+constexpr Kernels kAvx512{SimdLevel::avx512, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row,
+                            sigmoid_mul_row, delta_rule_row};
 }  // namespace
 
 const Kernels& avx512_kernels() noexcept { return kAvx512; }

@@ -42,7 +42,22 @@ void rope_neox_row(const float* x, const float* cos, const float* sin, std::size
   }
 }
 
-constexpr Kernels kScalar{SimdLevel::scalar, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row};
+void sigmoid_mul_row(const float* x, const float* g, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-g[i]));
+}
+
+void delta_rule_row(float* s, const float* q, const float* k, const float* v, float decay, float beta, float scale,
+                    float* out, std::size_t dk, std::size_t dv) {
+  for (std::size_t m = 0; m < dv; ++m, s += dk) {
+    for (std::size_t i = 0; i < dk; ++i) s[i] *= decay;
+    const float d = beta * (v[m] - lane_dot16(s, k, dk));
+    for (std::size_t i = 0; i < dk; ++i) s[i] = __builtin_fmaf(k[i], d, s[i]);
+    out[m] = lane_dot16(s, q, dk) * scale;
+  }
+}
+
+constexpr Kernels kScalar{SimdLevel::scalar, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row,
+                          sigmoid_mul_row, delta_rule_row};
 
 }  // namespace
 

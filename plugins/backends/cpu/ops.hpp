@@ -35,5 +35,14 @@ Status op_rope(const OpContext& c, const TensorView& x, const std::int32_t* posi
                const TensorView& y);
 Status op_add(const OpContext& c, const TensorView& a, const TensorView& b, const TensorView& y);
 Status op_silu_mul(const OpContext& c, const TensorView& gate, const TensorView& up, const TensorView& y);
+Status op_sigmoid_mul(const OpContext& c, const TensorView& x, const TensorView& g, const TensorView& y);
+Status op_l2_norm(const OpContext& c, const TensorView& x, float eps, const TensorView& y);
+Status op_delta_net_gates(const OpContext& c, const TensorView& alpha, const TensorView& beta, const TensorView& dt_bias,
+                          const TensorView& ssm_a, const TensorView& g, const TensorView& b);
+Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const TensorView& w, const TensorView& state,
+                           const std::int32_t* parents, const TensorView& y, const TensorView& state_out);
+Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorView& k, const TensorView& v,
+                          const TensorView& g, const TensorView& b, const TensorView& state,
+                          const std::int32_t* parents, const TensorView& out, const TensorView& state_out);
 
 }  // namespace graft::cpu

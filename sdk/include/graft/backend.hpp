@@ -94,6 +94,39 @@ class Backend : public PluginObject {
   virtual Status add(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
   // y = silu(gate) * up, all row-strided and of one shape; y may be gate or up.
   virtual Status silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) = 0;
+
+  // ---- the ops of gated (linear) attention: qwen35's gated delta-net and gated full attention ----
+  // y = x * sigmoid(g) (an output gate), all row-strided and of one shape; y may be x or g.
+  virtual Status sigmoid_mul(const TensorView& x, const TensorView& g, const TensorView& y) = 0;
+  // y = x / max(sqrt(sum(x^2)), eps) per row (the sum in double, as ggml_l2_norm). x and y
+  // row-strided; y may be x.
+  virtual Status l2_norm(const TensorView& x, float eps, const TensorView& y) = 0;
+  // The delta-net's gates from its raw projections, per row of Hv heads: g = softplus(alpha +
+  // dt_bias) * ssm_a (the log of the step's decay; ssm_a = -exp(A_log) <= 0) and b = sigmoid(beta).
+  // alpha, beta, g, b: [Hv, rows...] row-strided; dt_bias, ssm_a: packed [Hv]. g may be alpha, b
+  // may be beta.
+  virtual Status delta_net_gates(const TensorView& alpha, const TensorView& beta, const TensorView& dt_bias,
+                                 const TensorView& ssm_a, const TensorView& g, const TensorView& b) = 0;
+  // A depthwise causal convolution then silu, over rows that follow a recurrent window:
+  // y[c, t] = silu(sum_i w[i, c] * window_t[c][i]) where window_t is the Kc - 1 raw inputs before
+  // row t, then x[., t] (oldest first). x, y: [C, T] row-strided; w: packed [Kc, C]; state: packed
+  // [Kc - 1, C] (per channel its last Kc - 1 raw inputs, oldest first).
+  // parents: null for a chain (row t follows row t - 1, row 0 the state); otherwise T entries,
+  // parents[t] the row before t (< t), or -1 for the state: the rows of a token tree, each after
+  // its ancestors. state_out (data null: none) receives the window after the last row (a chain
+  // only); it may be state.
+  virtual Status causal_conv_silu(const TensorView& x, const TensorView& w, const TensorView& state,
+                                  const std::int32_t* parents, const TensorView& y, const TensorView& state_out) = 0;
+  // The gated delta rule, recurrently, one row after another (qwen35.md section 4): per v head j
+  // (q/k head j mod Hk), with S the head's state, S[i][m] at state[j][m][i]:
+  //   S = exp(g[j]) * S;  d[m] = b[j] * (v[m] - sum_i S[i][m] k[i]);  S[i][m] += k[i] d[m];
+  //   out[m] = (sum_i S[i][m] q[i]) / sqrt(Dk)
+  // q, k: [Dk, Hk, T]; v, out: [Dv, Hv, T]; g, b: [Hv, T]; all row-strided. state: packed
+  // [Dk, Dv, Hv]. Hv a multiple of Hk. parents and state_out as in causal_conv_silu. A row's
+  // result is that of running its rows (its ancestors, then it) one at a time, bit for bit.
+  virtual Status gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                                 const TensorView& b, const TensorView& state, const std::int32_t* parents,
+                                 const TensorView& out, const TensorView& state_out) = 0;
 };
 
 }  // namespace GRAFT_ABI_NAMESPACE
