@@ -20,6 +20,8 @@ constexpr std::int64_t kChannels = 2 * kHk * kDk + kHv * kDv;  // 10240
 // Output of the recurrence after T rows, against the f64 one: f32 dot products of 128 terms and
 // a state kept in f32 over the rows (relative to the output's scale).
 constexpr double kDeltaNetRelTol = 2e-5;
+// The chunked form against the recurrence, both in double: the same sums in another order.
+constexpr double kChunkedAbsTol = 1e-9;
 // The convolution: 4 f32 products summed in order, then silu (exp within a few ulp).
 constexpr double kConvRelTol = 1e-6, kConvAbsTol = 1e-7;
 constexpr double kGateRelTol = 2e-6;
@@ -76,6 +78,60 @@ std::vector<double> delta_reference(const DeltaInputs& in, const std::vector<std
   return out;
 }
 
+// The chunked (WY / UT) form of the same recurrence, in double, as a GPU kernel computes prefill
+// (qwen35.md section 5): per chunk of cs rows with G_t the running sum of g inside it,
+// A[t][s] = b_t (k_t . k_s) e^(G_t - G_s) for s < t, (I + A) D = b V - (b e^G K) S0 solved by
+// forward substitution, O_t = e^(G_t) S0^T q_t + sum_(s <= t) e^(G_t - G_s) (q_t . k_s) D_s, and
+// S = e^(G_last) S0 + sum_s e^(G_last - G_s) k_s D_s^T. The CPU runs the recurrence instead
+// (docs/backends.md: no faster there, and exact); this checks the form the CUDA kernel will use.
+std::vector<double> delta_chunked_reference(const DeltaInputs& in, std::int64_t cs, std::vector<double>* final_state) {
+  std::vector<double> S(in.state.begin(), in.state.end()), out(in.T * kDv * kHv);
+  const double scale = 1.0 / std::sqrt(double(kDk));
+  for (std::int64_t j = 0; j < kHv; ++j) {
+    double* s0 = &S[j * kDk * kDv];  // s0[m * kDk + i] = S[i][m]
+    for (std::int64_t c0 = 0; c0 < in.T; c0 += cs) {
+      const std::int64_t L = std::min(cs, in.T - c0);
+      auto q = [&](std::int64_t t) { return &in.q[((c0 + t) * kHk + j % kHk) * kDk]; };
+      auto k = [&](std::int64_t t) { return &in.k[((c0 + t) * kHk + j % kHk) * kDk]; };
+      auto v = [&](std::int64_t t) { return &in.v[((c0 + t) * kHv + j) * kDv]; };
+      auto beta = [&](std::int64_t t) { return double(in.b[(c0 + t) * kHv + j]); };
+      std::vector<double> G(L);
+      for (std::int64_t t = 0; t < L; ++t) G[t] = (t ? G[t - 1] : 0.0) + in.g[(c0 + t) * kHv + j];
+      auto dot = [](const float* a, const float* b) {
+        double d = 0;
+        for (std::int64_t i = 0; i < kDk; ++i) d += double(a[i]) * b[i];
+        return d;
+      };
+      // D: forward substitution of (I + A) D = b V - (b e^G K) S0, one row of Dv per t.
+      std::vector<double> D(L * kDv);
+      for (std::int64_t t = 0; t < L; ++t)
+        for (std::int64_t m = 0; m < kDv; ++m) {
+          double ks0 = 0;
+          for (std::int64_t i = 0; i < kDk; ++i) ks0 += double(k(t)[i]) * s0[m * kDk + i];
+          double rhs = beta(t) * (v(t)[m] - std::exp(G[t]) * ks0);
+          for (std::int64_t s = 0; s < t; ++s) rhs -= beta(t) * dot(k(t), k(s)) * std::exp(G[t] - G[s]) * D[s * kDv + m];
+          D[t * kDv + m] = rhs;
+        }
+      for (std::int64_t t = 0; t < L; ++t)
+        for (std::int64_t m = 0; m < kDv; ++m) {
+          double qs0 = 0;
+          for (std::int64_t i = 0; i < kDk; ++i) qs0 += double(q(t)[i]) * s0[m * kDk + i];
+          double o = std::exp(G[t]) * qs0;
+          for (std::int64_t s = 0; s <= t; ++s) o += std::exp(G[t] - G[s]) * dot(q(t), k(s)) * D[s * kDv + m];
+          out[((c0 + t) * kHv + j) * kDv + m] = o * scale;
+        }
+      for (std::int64_t m = 0; m < kDv; ++m)
+        for (std::int64_t i = 0; i < kDk; ++i) {
+          double x = std::exp(G[L - 1]) * s0[m * kDk + i];
+          for (std::int64_t s = 0; s < L; ++s) x += std::exp(G[L - 1] - G[s]) * k(s)[i] * D[s * kDv + m];
+          s0[m * kDk + i] = x;
+        }
+    }
+  }
+  if (final_state) *final_state = S;
+  return out;
+}
+
 struct DeltaRun {
   Status status;
   std::vector<float> out, state_out;
@@ -118,6 +174,29 @@ TEST_P(DeltaNet, TheRecurrenceMatchesADoubleReferenceAtRealShapes) {
   ASSERT_TRUE(got.status.ok()) << got.status.message();
   EXPECT_LT(max_rel_error(got.out, want), kDeltaNetRelTol);
   EXPECT_LT(max_rel_error(got.state_out, want_state), kDeltaNetRelTol);
+}
+
+// The chunked form (chunks of 64, the last one partial) equals the recurrence in double, and the
+// op's f32 recurrence equals both within its tolerance, outputs and final state.
+// (Once, on the default level: every setup gives the same bits, above.)
+TEST(DeltaNetChunked, TheChunkedFormEqualsTheRecurrence) {
+  auto backend = make_cpu(2);
+  ASSERT_TRUE(backend);
+  const DeltaInputs in = delta_inputs(150, 150);
+  std::vector<double> rec_state, chunk_state;
+  std::vector<std::int64_t> all(150);
+  for (std::int64_t t = 0; t < 150; ++t) all[t] = t;
+  const auto rec = delta_reference(in, all, &rec_state);
+  const auto chunked = delta_chunked_reference(in, 64, &chunk_state);
+  double err = 0, state_err = 0;
+  for (std::size_t i = 0; i < rec.size(); ++i) err = std::max(err, std::abs(rec[i] - chunked[i]));
+  for (std::size_t i = 0; i < rec_state.size(); ++i) state_err = std::max(state_err, std::abs(rec_state[i] - chunk_state[i]));
+  EXPECT_LT(err, kChunkedAbsTol);
+  EXPECT_LT(state_err, kChunkedAbsTol);
+  const DeltaRun got = run_delta(*backend, in, 0, 150, in.state, nullptr, true);
+  ASSERT_TRUE(got.status.ok());
+  EXPECT_LT(max_rel_error(got.out, chunked), kDeltaNetRelTol);
+  EXPECT_LT(max_rel_error(got.state_out, chunk_state), kDeltaNetRelTol);
 }
 
 // A chain of T rows in one call gives the bits of T calls of one row each, its final state
