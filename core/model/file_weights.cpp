@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "model/architecture.hpp"
 #include "model/decoder_block.hpp"
 #include "model/model.hpp"
 #include "model/model_weights.hpp"
@@ -13,7 +14,8 @@ namespace graft {
 
 ModelParams block_params(const BlockShape& s) {
   ModelParams p;
-  p.arch = s.qk_norm ? Arch::qwen3 : Arch::llama;
+  p.arch = find_architecture(s.qk_norm ? "qwen3" : "llama");
+  p.arch_name = p.arch->name;
   p.n_embd = s.n_embd;
   p.n_head = s.n_head;
   p.n_head_kv = s.n_head_kv;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/architecture.hpp"
+
 namespace graft {
 
 namespace {
@@ -17,16 +19,11 @@ Expected<ModelParams> ModelParams::from_gguf(const gguf::File& f) {
   auto arch = f.get_string("general.architecture");
   if (!arch) return Status(Errc::invalid_argument, f.name() + ": no general.architecture: not a model file");
   p.arch_name = *arch;
-  if (*arch == "llama") {
-    p.arch = Arch::llama;
-  } else if (*arch == "qwen3") {
-    p.arch = Arch::qwen3;
-    p.rope_neox = true;
-    p.qk_norm = true;
-  } else {
-    return Status(Errc::unsupported,
-                  fmt::format("{}: architecture '{}' is not supported (supported: llama, qwen3)", f.name(), *arch));
-  }
+  p.arch = find_architecture(*arch);
+  if (!p.arch)
+    return Status(Errc::unsupported, fmt::format("{}: architecture '{}' is not supported (supported: {})", f.name(), *arch,
+                                                 architecture_names()));
+  p.arch->defaults(p);
   p.name = f.get_string("general.name").value_or(*arch);
   const std::string a = *arch + ".";
 
@@ -58,7 +55,6 @@ Expected<ModelParams> ModelParams::from_gguf(const gguf::File& f) {
   if (p.n_head % p.n_head_kv)
     return Status(Errc::invalid_argument, fmt::format("{}: head_count {} is not a multiple of head_count_kv {}", f.name(),
                                                       p.n_head, p.n_head_kv));
-  if (p.arch == Arch::qwen3) p.rope_freq_base = 1e6f;
   if (auto v = f.get_real(a + "rope.freq_base")) p.rope_freq_base = static_cast<float>(*v);
   if (auto v = f.get_real(a + "rope.scale_linear")) p.rope_freq_scale = 1.0f / static_cast<float>(*v);
   if (auto v = f.get_real(a + "rope.scaling.factor"); v && *v > 0) {
@@ -67,7 +63,6 @@ Expected<ModelParams> ModelParams::from_gguf(const gguf::File& f) {
       return Status(Errc::unsupported, fmt::format("{}: rope scaling '{}' is not supported yet", f.name(), type));
     if (type == "linear") p.rope_freq_scale = 1.0f / static_cast<float>(*v);
   }
-  p.rms_eps = p.arch == Arch::qwen3 ? 1e-6f : 1e-5f;
   if (auto v = f.get_real(a + "attention.layer_norm_rms_epsilon")) p.rms_eps = static_cast<float>(*v);
   if (auto v = f.get_int(a + "nextn_predict_layers"); v && *v > 0) {
     if (*v >= p.n_layer)
@@ -82,6 +77,8 @@ Expected<ModelParams> ModelParams::from_gguf(const gguf::File& f) {
                                                       f.name(), embd->ne[0], embd->ne[1], p.n_embd));
   p.n_vocab = static_cast<std::uint32_t>(embd->ne[1]);
   p.tied_output = f.tensor("output.weight") == nullptr;
+  p.layer_kinds.assign(p.n_main_layers(), LayerKind::attention);
+  if (p.arch->read_params) GRAFT_TRY(p.arch->read_params(f, p));
   return p;
 }
 

@@ -4,16 +4,19 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "graft/kv_store.hpp"
 #include "graft/status.hpp"
 #include "gguf/gguf_file.hpp"
 
 namespace graft {
 
-enum class Arch { llama, qwen3 };
+struct Architecture;
+enum class LayerKind : std::uint8_t;
 
 struct ModelParams {
-  Arch arch = Arch::llama;
+  const Architecture* arch = nullptr;  // model/architecture.hpp (llama's when not from a file)
   std::string arch_name;  // general.architecture
   std::string name;       // general.name, for display
   std::uint32_t n_vocab = 0;
@@ -32,6 +35,7 @@ struct ModelParams {
   bool qk_norm = false;        // qwen3 per-head RMSNorm on Q and K
   bool tied_output = false;    // output.weight absent: lm_head = token_embd
   std::uint32_t n_nextn = 0;   // MTP blocks stored after the main layers (not run by the forward pass)
+  std::vector<LayerKind> layer_kinds;  // one per main layer
 
   std::uint32_t n_main_layers() const { return n_layer - n_nextn; }
   // The KV cache the main layers need for `capacity` tokens.
@@ -39,7 +43,8 @@ struct ModelParams {
     return KvGeometry{n_main_layers(), n_head_kv, head_dim, head_dim, capacity};
   }
 
-  // Every missing or inconsistent key is a one-line error naming it.
+  // Every missing or inconsistent key is a one-line error naming it; an architecture graft does not
+  // know is refused naming the ones it does.
   static Expected<ModelParams> from_gguf(const gguf::File& file);
 };
 

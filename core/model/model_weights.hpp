@@ -12,6 +12,7 @@
 #include "graft/host.hpp"
 #include "graft/weight_format.hpp"
 #include "gguf/gguf_file.hpp"
+#include "model/architecture.hpp"
 #include "model/model_params.hpp"
 
 namespace graft {
@@ -39,9 +40,10 @@ struct VectorWeight {
   TensorView view;
 };
 
-// One transformer block. Shapes as GGUF stores them, [ne0 = k, ne1 = m] for a matrix used as
+// One transformer block (every kind: LayerKind). Shapes as GGUF stores them, [ne0 = k, ne1 = m] for a matrix used as
 // y = x W^T; E = n_embd, D = head_dim, H = n_head, HKV = n_head_kv, F = n_ff.
 struct LayerWeights {
+  LayerKind kind = LayerKind::attention;
   VectorWeight attn_norm;  // [E]
   VectorWeight ffn_norm;   // [E]
   VectorWeight q_norm;     // [D] (qwen3)
@@ -85,6 +87,10 @@ struct ModelWeights {
   static Expected<ModelWeights> bind(const gguf::File& file, const ModelParams& params, const HostServices& host,
                                      const Backend& backend);
 };
+
+// blk.<index>.* of a softmax-attention layer (llama's and qwen3's names) with the dimensions of p.
+class TensorBinder;
+Status bind_attention_layer(TensorBinder& b, const ModelParams& p, std::uint32_t index, LayerWeights& L);
 
 // blk.<index>.* of a file with the block dimensions of p: a main layer, an MTP (nextn) block, a
 // drafter's layer. Not stacked or prepared. Errors name the file and tensor.
