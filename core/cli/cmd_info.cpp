@@ -14,6 +14,8 @@
 #include "cli/commands.hpp"
 #include "common/human_bytes.hpp"
 #include "gguf/gguf_file.hpp"
+#include "model/architecture.hpp"
+#include "model/model_params.hpp"
 #include "plugin_host/weight_formats.hpp"
 
 namespace graft::cli {
@@ -115,6 +117,17 @@ void print_text(const File& f, const gguf::TypeTable& table, const std::map<Type
     }
   }
   std::printf("total:       %" PRIu64 " parameters, %" PRIu64 " bytes (%s)\n", params, bytes, human_bytes(bytes).c_str());
+  // A model of an architecture graft knows: its layers by kind (qwen35's hybrid pattern).
+  if (auto mp = graft::ModelParams::from_gguf(f); mp) {
+    std::string kinds;
+    for (graft::LayerKind kind : {graft::LayerKind::attention, graft::LayerKind::gated_attention, graft::LayerKind::delta_net})
+      if (const std::uint32_t n = mp->count(kind))
+        kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(graft::to_string(kind));
+    std::printf("layers:      %u (%s)%s\n", mp->n_main_layers(), kinds.c_str(),
+                mp->n_nextn ? (" + " + std::to_string(mp->n_nextn) + " MTP block").c_str() : "");
+  } else if (f.get_string("general.architecture")) {
+    std::printf("layers:      not read (%s)\n", mp.status().message().c_str());
+  }
   if (!tensors) return;
   std::printf("tensor list:\n  %-40s %-8s %-24s %14s %14s\n", "name", "type", "shape", "bytes", "file offset");
   for (const auto& t : f.tensors()) {

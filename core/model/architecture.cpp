@@ -7,9 +7,11 @@ namespace graft {
 // One per file in core/model/arch/.
 const Architecture& llama_architecture();
 const Architecture& qwen3_architecture();
+const Architecture& qwen35_architecture();
 
 std::span<const Architecture* const> architectures() {
-  static const std::array<const Architecture*, 2> all = {&llama_architecture(), &qwen3_architecture()};
+  static const std::array<const Architecture*, 3> all = {&llama_architecture(), &qwen3_architecture(),
+                                                         &qwen35_architecture()};
   return all;
 }
 
@@ -28,6 +30,8 @@ std::string architecture_names() {
 std::string_view to_string(LayerKind kind) {
   switch (kind) {
     case LayerKind::attention: return "attention";
+    case LayerKind::gated_attention: return "gated_attention";
+    case LayerKind::delta_net: return "delta_net";
   }
   return "?";
 }

@@ -20,7 +20,9 @@ class TensorBinder;
 
 // What a layer does with the residual stream before its feed-forward part.
 enum class LayerKind : std::uint8_t {
-  attention,  // softmax attention over a KV cache (llama, qwen3)
+  attention,        // softmax attention over a KV cache (llama, qwen3)
+  gated_attention,  // the same with an output gate in the query projection (qwen35's full layers)
+  delta_net,        // gated delta-net: linear attention with a recurrent state (qwen35)
 };
 std::string_view to_string(LayerKind kind);
 

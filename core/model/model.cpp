@@ -23,6 +23,12 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
   if (!tokenizer) return std::move(tokenizer).status();
   auto weights = ModelWeights::bind(*file, *params, host, *backend);
   if (!weights) return std::move(weights).status();
+  // The backend ops of qwen35's layers exist (docs/backends.md); the forward pass that runs them,
+  // and the per-sequence recurrent state, are the next step of issue 34.
+  for (LayerKind kind : params->layer_kinds)
+    if (kind != LayerKind::attention)
+      return Status(Errc::unsupported, fmt::format("{}: {} layers ({}): graft's forward pass for them is not implemented yet",
+                                                   file->name(), to_string(kind), params->arch_name));
   if (params->n_vocab != (*tokenizer)->n_vocab())
     return Status(Errc::invalid_argument, fmt::format("{}: the vocabulary has {} tokens but token_embd has {} rows",
                                                       file->name(), (*tokenizer)->n_vocab(), params->n_vocab));

@@ -14,6 +14,12 @@ Status missing(const gguf::File& f, const std::string& key) {
 
 }  // namespace
 
+std::uint32_t ModelParams::count(LayerKind kind) const {
+  std::uint32_t n = 0;
+  for (LayerKind k : layer_kinds) n += k == kind ? 1 : 0;
+  return n;
+}
+
 Expected<ModelParams> ModelParams::from_gguf(const gguf::File& f) {
   ModelParams p;
   auto arch = f.get_string("general.architecture");

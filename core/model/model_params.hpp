@@ -37,6 +37,16 @@ struct ModelParams {
   std::uint32_t n_nextn = 0;   // MTP blocks stored after the main layers (not run by the forward pass)
   std::vector<LayerKind> layer_kinds;  // one per main layer
 
+  // Gated delta-net layers (qwen35; shared/reference/qwen35.md): ssm.* keys.
+  std::uint32_t ssm_conv_kernel = 0;  // Kc
+  std::uint32_t ssm_state = 0;        // Dk = Dv: key and value head size
+  std::uint32_t ssm_groups = 0;       // Hk: q/k heads
+  std::uint32_t ssm_heads = 0;        // Hv: v heads (ssm.time_step_rank)
+  std::uint32_t full_attention_interval = 0;  // every this many layers one is full attention
+  std::uint32_t ssm_channels() const { return 2 * ssm_groups * ssm_state + ssm_heads * ssm_state; }  // C
+  // Layers of each kind among the main layers.
+  std::uint32_t count(LayerKind kind) const;
+
   std::uint32_t n_main_layers() const { return n_layer - n_nextn; }
   // The KV cache the main layers need for `capacity` tokens.
   KvGeometry kv_geometry(std::uint32_t capacity) const {

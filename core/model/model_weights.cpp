@@ -92,6 +92,10 @@ Expected<VectorWeight> bind_vector(const gguf::File& file, std::string_view name
 std::vector<MatrixWeight*> ModelWeights::matmul_weights() {
   std::vector<MatrixWeight*> out;
   for (auto& L : layers) {
+    if (L.kind == LayerKind::delta_net) {
+      out.insert(out.end(), {&L.ssm_in, &L.ssm_gate, &L.ssm_beta, &L.ssm_alpha, &L.ssm_out, &L.w_gate, &L.w_up, &L.w_down});
+      continue;
+    }
     if (L.qkv_stacked())
       out.push_back(&L.wqkv);
     else

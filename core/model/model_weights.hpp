@@ -59,6 +59,17 @@ struct LayerWeights {
   // stacked them (their type and kernels agree); kernels == nullptr otherwise. The forward pass
   // multiplies by these instead of the parts, whose file pages are then released.
   MatrixWeight wqkv, w_gate_up;
+
+  // gated_attention: wq is [E, 2*H*D], each head's query then its output gate (qwen35).
+  // delta_net (C = 2*Hk*Dk + Hv*Dv channels, Kc conv taps; shared/reference/qwen35.md):
+  MatrixWeight ssm_in;     // attn_qkv [E, C]: q | k | v before the convolution
+  MatrixWeight ssm_gate;   // attn_gate [E, Hv*Dv]: z, the output norm's gate
+  MatrixWeight ssm_beta;   // [E, Hv]
+  MatrixWeight ssm_alpha;  // [E, Hv]
+  MatrixWeight ssm_out;    // [Hv*Dv, E]
+  VectorWeight ssm_conv;   // ssm_conv1d [Kc, C], f32
+  VectorWeight ssm_dt_bias, ssm_a;  // [Hv]; ssm_a = -exp(A_log)
+  VectorWeight ssm_norm;   // [Dv], shared by the heads
   bool qkv_stacked() const { return wqkv.kernels != nullptr; }
   bool gate_up_stacked() const { return w_gate_up.kernels != nullptr; }
 };

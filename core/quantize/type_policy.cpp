@@ -61,6 +61,8 @@ Expected<TypeChoice> TypePolicy::output_rule() const {
 
 Expected<TypeChoice> TypePolicy::choose(std::string_view name, std::span<const std::uint64_t> ne, bool has_output) const {
   if (ne.size() <= 1) return TypeChoice{type_id::f32, "1-D"};
+  // A delta-net's convolution taps ({Kc, channels}: rows of 4) stay f32, as llama-quantize keeps them.
+  if (name.find("ssm_conv1d") != std::string_view::npos) return TypeChoice{type_id::f32, "delta-net convolution"};
   TypeChoice choice;
   bool decided = false;
   for (const auto& o : overrides_) {

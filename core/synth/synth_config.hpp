@@ -11,8 +11,18 @@
 
 namespace graft::synth {
 
+// A qwen35 model's delta-net and attention-pattern shapes (shared/reference/qwen35.md).
+struct HybridShape {
+  std::int64_t conv_kernel = 0;  // 0: not a hybrid
+  std::int64_t state = 0;        // Dk = Dv
+  std::int64_t groups = 0;       // Hk
+  std::int64_t heads = 0;        // Hv
+  std::int64_t interval = 4;     // full attention every this many layers
+  std::int64_t n_rot = 0;        // rotated dims per attention head
+};
+
 struct SynthConfig {
-  std::string arch;         // "llama" | "qwen3"
+  std::string arch;         // "llama" | "qwen3" | "qwen35"
   std::string preset;       // preset the shapes started from ("" = tiny defaults, custom)
   std::int64_t n_embd = 64;
   std::int64_t n_layer = 2;
@@ -29,10 +39,13 @@ struct SynthConfig {
   std::string fallback_type;  // for rows that are not whole blocks; empty: an error
   std::vector<std::string> tensor_types;  // REGEX=TYPE overrides, first match wins
   std::uint64_t seed = 0;
+  HybridShape hybrid;         // qwen35 only (from its presets)
 
   std::int64_t head_dim_or_default() const { return head_dim > 0 ? head_dim : (n_head > 0 ? n_embd / n_head : 0); }
-  float rms_eps() const { return arch == "qwen3" ? 1e-6f : 1e-5f; }
-  float rope_freq_base() const { return arch == "qwen3" ? 1e6f : 1e4f; }
+  float rms_eps() const { return arch == "llama" ? 1e-5f : 1e-6f; }
+  float rope_freq_base() const { return arch == "qwen3" ? 1e6f : arch == "qwen35" ? 1e7f : 1e4f; }
+  // qwen35: whether layer l is a delta-net (else gated full attention), llama.cpp's rule.
+  bool delta_net_layer(std::int64_t l) const { return arch == "qwen35" && (l + 1) % hybrid.interval != 0; }
 };
 
 struct Preset {
@@ -41,6 +54,7 @@ struct Preset {
   std::int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, head_dim, ctx;
   bool tied;
   std::string_view help;
+  HybridShape hybrid = {};
 };
 
 const std::vector<Preset>& presets();
@@ -51,7 +65,9 @@ void apply_preset(const Preset& p, SynthConfig& cfg);
 // Checks the architecture and the shapes; one line naming the flag to fix.
 Status validate(const SynthConfig& cfg);
 
-enum class TensorRole { embedding, matrix, norm };
+// How a tensor's values are drawn (synth_values.hpp): matrices by fan-in, norms near 1, a
+// delta-net's decay (ssm_a = -exp(A_log)) negative, its dt bias small.
+enum class TensorRole { embedding, matrix, norm, decay, bias };
 
 struct TensorPlan {
   std::string name;                // "blk.3.attn_q.weight"

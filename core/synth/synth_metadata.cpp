@@ -31,14 +31,28 @@ Status add_metadata(gguf::Writer& w, const SynthConfig& cfg, bool quantized) {
     w.add_u32(a + ".rope.dimension_count", u32(hd));
     w.add_u32(a + ".vocab_size", u32(cfg.n_vocab));
   }
+  if (a == "qwen35") {
+    const HybridShape& h = cfg.hybrid;
+    w.add_u32(a + ".rope.dimension_count", u32(h.n_rot));
+    // IMROPE sections over the n_rot / 2 pairs (the 27B's [11, 11, 10, 0] for 32 pairs).
+    const std::int64_t pairs = h.n_rot / 2, s0 = (pairs + 2) / 3, s1 = (pairs + 1) / 3;
+    w.add_i32_array(a + ".rope.dimension_sections",
+                    {static_cast<std::int32_t>(s0), static_cast<std::int32_t>(s1), static_cast<std::int32_t>(pairs - s0 - s1), 0});
+    w.add_u32(a + ".ssm.conv_kernel", u32(h.conv_kernel));
+    w.add_u32(a + ".ssm.state_size", u32(h.state));
+    w.add_u32(a + ".ssm.group_count", u32(h.groups));
+    w.add_u32(a + ".ssm.time_step_rank", u32(h.heads));
+    w.add_u32(a + ".ssm.inner_size", u32(h.heads * h.state));
+    w.add_u32(a + ".full_attention_interval", u32(h.interval));
+  }
   // qwen3 always states the head size (128 != n_embd / n_head in the real models); llama only
   // when it differs from the default llama.cpp derives.
-  if (a == "qwen3" || cfg.head_dim > 0) {
+  if (a == "qwen3" || a == "qwen35" || cfg.head_dim > 0) {
     w.add_u32(a + ".attention.key_length", u32(hd));
     w.add_u32(a + ".attention.value_length", u32(hd));
   }
 
-  const bool qwen = a == "qwen3";
+  const bool qwen = a == "qwen3" || a == "qwen35";
   auto vocab = build_vocab(cfg.n_vocab, qwen ? "qwen2" : "llama-bpe", !qwen);
   if (!vocab) return std::move(vocab).status();
   w.add_string("tokenizer.ggml.model", vocab->model);

@@ -34,13 +34,21 @@ std::uint64_t splitmix64_mix(std::uint64_t z) noexcept {
 
 ValueStream::ValueStream(std::uint64_t seed, std::string_view tensor_name, TensorRole role, std::uint64_t ne0)
     : key_(splitmix64_mix(seed ^ fnv1a64(tensor_name))),
-      norm_(role == TensorRole::norm),
-      scale_(norm_ ? 0x1.0p-20f : static_cast<float>(1.0 / std::sqrt(static_cast<double>(ne0)) / kSumSd)) {}
+      role_(role),
+      scale_(role == TensorRole::norm    ? 0x1.0p-20f
+             : role == TensorRole::decay ? 0x1.0p-14f
+             : role == TensorRole::bias  ? 0x1.0p-18f
+                                         : static_cast<float>(1.0 / std::sqrt(static_cast<double>(ne0)) / kSumSd)) {}
 
 float ValueStream::at(std::uint64_t i) const {
   const float s = static_cast<float>(centred_sum(splitmix64_mix(key_ + (i + 1) * kGolden)));  // exact: |s| < 2^18
-  // For norms s * 2^-20 is exact, so a fused multiply-add would round the same way.
-  return norm_ ? 1.0f + s * scale_ : s * scale_;
+  // For norms s * 2^-20 is exact, so a fused multiply-add would round the same way (and the
+  // decay's s * 2^-14).
+  switch (role_) {
+    case TensorRole::norm: return 1.0f + s * scale_;
+    case TensorRole::decay: return -1.0f - std::abs(s) * scale_;  // ssm_a = -exp(A_log) <= -1
+    default: return s * scale_;
+  }
 }
 
 void ValueStream::fill(std::uint64_t first, std::span<float> out) const {

@@ -7,6 +7,8 @@
 //                                                                  mean 0, sd 37837.2)
 //   matrix / embedding: w = s(i) * (float)(1 / sqrt(ne[0]) / 37837.2) (sd 1/sqrt(fan_in))
 //   norm:               w = 1 + s(i) * 2^-20                           (1 +- 0.036)
+//   decay (ssm_a):      w = -1 - |s(i)| * 2^-14                        (about -1 to -8)
+//   bias (ssm_dt.bias): w = s(i) * 2^-18                               (0 +- 0.14)
 //
 // Integers until one float multiply (and, for norms, an exact product plus one add), so the
 // values are bit-identical on every IEEE machine and compiler.
@@ -32,7 +34,7 @@ class ValueStream {
 
  private:
   std::uint64_t key_;
-  bool norm_;
+  TensorRole role_;
   float scale_;
 };
 

@@ -56,6 +56,21 @@ TEST(quantize_policy, EightBitTypeIsUsedEverywhereButOneDimensionalTensors) {
   EXPECT_EQ(type_of(h, "output.weight", kMatrix), type_id::f16);
 }
 
+// A qwen35 delta-net's convolution taps ({Kc, channels}, rows of 4) stay f32 whatever is asked,
+// as llama-quantize keeps them; its other matrices follow --type.
+TEST(quantize_policy, DeltaNetConvolutionStaysF32) {
+  auto c = catalog(kWithQ6k);
+  TypeOptions o = opts("q4_0");
+  o.tensor_types = {"ssm=q8_0"};
+  const TypePolicy p = make(o, *c);
+  const auto conv = p.choose("blk.0.ssm_conv1d.weight", V{4, 10240}, true);
+  ASSERT_TRUE(conv);
+  EXPECT_EQ(conv->type, type_id::f32);
+  EXPECT_EQ(conv->why, "delta-net convolution");
+  EXPECT_EQ(type_of(p, "blk.0.ssm_out.weight", kMatrix), type_id::q8_0);
+  EXPECT_EQ(type_of(p, "blk.0.attn_qkv.weight", kMatrix), type_id::q4_0);
+}
+
 TEST(quantize_policy, LowBitTypeKeepsTheOutputAtQ6K) {
   auto c = catalog(kWithQ6k);
   const TypePolicy p = make(opts("q4_0"), *c);

@@ -48,7 +48,7 @@ TEST(SynthCli, UsageErrorsExitTwoWithOneLine) {
   const auto out = (dir.path() / "x.gguf").string();
   auto r = synth("--arch gpt9 --out " + out);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.output, "graft synth: unknown --arch 'gpt9' (supported: llama, qwen3)\n");
+  EXPECT_EQ(r.output, "graft synth: unknown --arch 'gpt9' (supported: llama, qwen3, qwen35)\n");
 
   r = synth("--arch llama --n-head 5 --out " + out);
   EXPECT_EQ(r.exit_code, 2);
@@ -61,11 +61,11 @@ TEST(SynthCli, UsageErrorsExitTwoWithOneLine) {
   r = synth("--preset huge --arch llama --out " + out);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output,
-            "graft synth: unknown --preset 'huge' (known: tiny, bench-250m, qwen3-0.6b, qwen3-1.7b, qwen3-8b)\n");
+            "graft synth: unknown --preset 'huge' (known: tiny, bench-250m, qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen35-tiny, qwen36-27b, bonsai-27b)\n");
 
   r = synth("--preset tiny --out " + out);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.output, "graft synth: --arch is required (llama or qwen3) unless the preset sets it\n");
+  EXPECT_EQ(r.output, "graft synth: --arch is required (llama, qwen3 or qwen35) unless the preset sets it\n");
 
   r = synth("--arch llama");
   EXPECT_EQ(r.exit_code, 2);

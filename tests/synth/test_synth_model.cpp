@@ -259,6 +259,11 @@ TEST(SynthModel, PresetParameterCounts) {
   EXPECT_EQ(count("qwen3-0.6b"), 596049920u);
   EXPECT_EQ(count("qwen3-1.7b"), 1720574976u);
   EXPECT_EQ(count("qwen3-8b"), 8190735360u);
+  // Qwen3.6-27B: 27B with its untied output (llama.cpp's size label for 64 qwen35 layers).
+  const auto q36 = count("qwen36-27b");
+  EXPECT_GT(q36, 26'000'000'000u);
+  EXPECT_LT(q36, 28'500'000'000u);
+  EXPECT_EQ(count("bonsai-27b"), q36);
   const auto bench = count("bench-250m");
   EXPECT_GT(bench, 240'000'000u);
   EXPECT_LT(bench, 260'000'000u);
@@ -267,7 +272,9 @@ TEST(SynthModel, PresetParameterCounts) {
 TEST(SynthModel, ValidationMessages) {
   auto cfg = tiny("llama");
   cfg.arch = "gpt9";
-  EXPECT_EQ(validate(cfg).message(), "unknown --arch 'gpt9' (supported: llama, qwen3)");
+  EXPECT_EQ(validate(cfg).message(), "unknown --arch 'gpt9' (supported: llama, qwen3, qwen35)");
+  cfg = tiny("qwen35");  // a hybrid's delta-net shapes come from its presets
+  EXPECT_EQ(validate(cfg).message(), "--arch qwen35 needs a qwen35 preset (qwen35-tiny, qwen36-27b, bonsai-27b)");
   cfg = tiny("llama");
   cfg.n_head = 5;
   EXPECT_EQ(validate(cfg).message(), "--n-head 5 does not divide --n-embd 64 (or give --head-dim)");
