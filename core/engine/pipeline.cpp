@@ -63,13 +63,13 @@ MemoryReport Pipeline::memory(Session& session) const {
           model_->weights().prepared_bytes, model_->weights().released_bytes};
 }
 
-Expected<std::unique_ptr<Session>> Pipeline::new_session() const {
+Expected<std::unique_ptr<Session>> Pipeline::new_session(std::shared_ptr<Workspace> workspace) const {
   auto kv = kv_factory_->create(*backend_, model_->kv_geometry(context_));
   if (!kv) return std::move(kv).status();
   SessionOptions options;
   options.max_batch = max_batch_;
   options.capacity_source = fmt::format("[context] size ({}) or --ctx", profile_.where("context.size"));
-  return Session::create(model_, kv_library_->adopt(std::move(*kv)), options);
+  return Session::create(model_, kv_library_->adopt(std::move(*kv)), options, std::move(workspace));
 }
 
 const HostServices& Pipeline::host() const { return *plugins_->host; }

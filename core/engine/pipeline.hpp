@@ -53,7 +53,9 @@ class Pipeline {
   std::uint64_t kv_bytes_per_session() const { return kv_bytes_; }
 
   // A new, empty sequence with a KV store of context() slots from the profile's KV plugin.
-  Expected<std::unique_ptr<Session>> new_session() const;
+  // `workspace`: one shared with other sessions that never run forward passes at the same time
+  // (the server's sequences, whose passes its one queue thread runs); null: its own.
+  Expected<std::unique_ptr<Session>> new_session(std::shared_ptr<Workspace> workspace = nullptr) const;
 
   // ---- for drafters (core/speculative): the same plugins, files and stores as the model ----
   const HostServices& host() const;

@@ -63,6 +63,7 @@ GenerationQueue::GenerationQueue(Pipeline& pipeline, std::vector<std::unique_ptr
     slots_.push_back(std::move(slot));
   }
   kv_used_.assign(slots_.size(), 0);
+  kv_committed_.assign(slots_.size(), 0);
   update_kv_metric(0);
   worker_ = std::thread([this] { run(); });
 }
@@ -96,6 +97,20 @@ void GenerationQueue::submit(std::shared_ptr<GenerationJob> job) {
   cv_.notify_one();
 }
 
+nlohmann::json GenerationQueue::memory() const {
+  std::uint64_t kv_device = 0, kv_host = 0, workspaces = 0;
+  std::vector<const Workspace*> seen;
+  for (const Slot& slot : slots_) {
+    const KvMemory m = slot.session->kv().memory();
+    kv_device += m.device_bytes;
+    kv_host += m.host_bytes;
+    const Workspace* ws = &slot.session->workspace();
+    if (std::find(seen.begin(), seen.end(), ws) == seen.end()) seen.push_back(ws), workspaces += ws->bytes();
+  }
+  return {{"kv_device_bytes", kv_device}, {"kv_host_bytes", kv_host}, {"workspace_bytes", workspaces},
+          {"workspaces", seen.size()}};
+}
+
 std::size_t GenerationQueue::depth() const {
   std::lock_guard lock(m_);
   return waiting_.size();
@@ -107,13 +122,17 @@ std::size_t GenerationQueue::running() const {
 }
 
 void GenerationQueue::update_kv_metric(std::size_t i) {
-  kv_used_[i] = static_cast<std::uint32_t>(slots_[i].session->tokens().size());
-  std::uint32_t used = 0, capacity = 0;
+  // What the KV store holds (a round's rejected rows it still held would show here), beside what
+  // the sequence has committed.
+  kv_used_[i] = slots_[i].session->kv().size();
+  kv_committed_[i] = static_cast<std::uint32_t>(slots_[i].session->tokens().size());
+  std::uint32_t used = 0, committed = 0, capacity = 0;
   for (std::size_t k = 0; k < slots_.size(); ++k) {
     used += kv_used_[k];
+    committed += kv_committed_[k];
     capacity += slots_[k].session->capacity();
   }
-  metrics_.kv(used, capacity);
+  metrics_.kv(used, committed, capacity);
 }
 
 bool GenerationQueue::admit() {

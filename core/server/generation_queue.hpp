@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/pipeline.hpp"
 #include "server/generation_job.hpp"
 #include "server/server_metrics.hpp"
@@ -40,6 +42,9 @@ class GenerationQueue {
   std::size_t running() const;  // decoding or prefilling now
   std::uint32_t capacity() const { return slots_.front().session->capacity(); }  // tokens per request
   std::size_t parallel() const { return slots_.size(); }
+  // Bytes held for the sequences: their KV stores (device and host) and their workspaces, a
+  // shared one counted once (/props "memory").
+  nlohmann::json memory() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -92,7 +97,7 @@ class GenerationQueue {
   std::vector<std::unique_ptr<SpeculativeDecoder>> decoders_;
   ForwardOutput pass_;  // the last speculative pass's output
   std::vector<PassPart> parts_;
-  std::vector<std::uint32_t> kv_used_;  // per sequence (the worker's)
+  std::vector<std::uint32_t> kv_used_, kv_committed_;  // per sequence (the worker's)
   ServerMetrics& metrics_;
   double context_shift_at_ = 0;
   std::uint32_t context_keep_ = 0;

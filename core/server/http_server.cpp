@@ -170,7 +170,8 @@ void HttpServer::Impl::routes() {
         {"tool_call_format", ctx.tool_format.name()},
         {"reasoning_budget", ctx.options.reasoning_budget},
         {"thinking_eos", ctx.options.answer_after_eos_in_thinking ? "answer" : "stop"},
-        {"context_keep", ctx.options.context_keep}};
+        {"context_keep", ctx.options.context_keep},
+        {"memory", ctx.queue->memory()}};
     res.set_content(body.dump(), "application/json");
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -203,10 +204,15 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::create(Pipeline& pipeline, con
   ctx.model_name = pipeline.profile().model.stem().string();
   ctx.created = std::time(nullptr);
   ctx.thinking_tokens = thinking_tokens(pipeline.tokenizer());
-  // One sequence (KV store, sampler, text) per parallel request, each of the whole context.
+  // One sequence (KV store, sampler, text) per parallel request, each of the whole context, and
+  // one workspace for all: the queue's one thread runs every forward pass, the sequences' rows
+  // together in one pass of at most max_batch rows.
+  auto workspace = pipeline.model().new_workspace(pipeline.max_batch());
+  if (!workspace) return std::move(workspace).status();
+  const std::shared_ptr<Workspace> shared(std::move(*workspace));
   std::vector<std::unique_ptr<Session>> sessions;
   for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, options.parallel); ++i) {
-    auto session = pipeline.new_session();
+    auto session = pipeline.new_session(shared);
     if (!session) return session.status();
     sessions.push_back(std::move(*session));
   }

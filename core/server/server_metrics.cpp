@@ -28,9 +28,10 @@ void ServerMetrics::speculative(const SpeculativeStats& s) {
   have_spec_ = true;
 }
 
-void ServerMetrics::kv(std::uint32_t used, std::uint32_t capacity) {
+void ServerMetrics::kv(std::uint32_t used, std::uint32_t committed, std::uint32_t capacity) {
   std::lock_guard lock(m_);
   kv_used_ = used;
+  kv_committed_ = committed;
   kv_capacity_ = capacity;
 }
 
@@ -93,6 +94,8 @@ std::string ServerMetrics::render(std::size_t queue_depth, std::size_t running) 
   o += fmt::format("graft_requests_running {}\n", running);
   metric(o, "graft_kv_tokens_used", "gauge", "KV slots holding tokens, all sequences.");
   o += fmt::format("graft_kv_tokens_used {}\n", kv_used_);
+  metric(o, "graft_kv_tokens_committed", "gauge", "Tokens the sequences have committed (used beyond it: rows of a round not yet cut).");
+  o += fmt::format("graft_kv_tokens_committed {}\n", kv_committed_);
   metric(o, "graft_kv_tokens_capacity", "gauge", "KV slots of all sequences (each request gets one sequence's: n_ctx_per_request).");
   o += fmt::format("graft_kv_tokens_capacity {}\n", kv_capacity_);
   metric(o, "graft_forward_passes_total", "counter", "Batched forward passes (every running sequence's rows in one; speculative rounds included).");

@@ -19,7 +19,8 @@ class ServerMetrics {
   void request(const std::string& route, int status);
   void generation(const GenerationStats& stats, std::uint32_t cached_prompt_tokens);
   void speculative(const SpeculativeStats& stats);  // the decoder's totals after a generation
-  void kv(std::uint32_t used, std::uint32_t capacity);
+  // used: KV slots filled; committed: the sequences' committed tokens.
+  void kv(std::uint32_t used, std::uint32_t committed, std::uint32_t capacity);
   void forward_pass(std::uint32_t rows, std::uint32_t sequences);
   void context_shift();  // one batched pass of plain decoding
 
@@ -34,7 +35,7 @@ class ServerMetrics {
   double last_prefill_tps_ = 0, last_decode_tps_ = 0;
   SpeculativeStats spec_;
   bool have_spec_ = false;
-  std::uint32_t kv_used_ = 0, kv_capacity_ = 0;
+  std::uint32_t kv_used_ = 0, kv_committed_ = 0, kv_capacity_ = 0;
   std::uint64_t passes_ = 0, pass_rows_ = 0, pass_sequences_ = 0, shifts_ = 0;
 };
 

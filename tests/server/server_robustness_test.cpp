@@ -385,7 +385,10 @@ TEST_P(Burst, MemoryThreadsAndKvReturnToIdleAfterABurst) {
   // in the connection threads' arenas: +20 to +90 MiB after a burst, growing over six.)
   constexpr long kTolerance = 8 << 10;  // KiB
   for (long a : after) EXPECT_LE(a - idle, kTolerance);
-  // Every sequence's KV holds at most its own tokens (kept for prompt-prefix reuse), none leaked.
+  // Every sequence's KV store holds exactly its committed tokens (kept for prompt-prefix reuse):
+  // no slot of a cancelled, failed or finished request left behind.
+  EXPECT_EQ(metric_value(metrics, "graft_kv_tokens_used"), metric_value(metrics, "graft_kv_tokens_committed"));
+  EXPECT_GT(metric_value(metrics, "graft_kv_tokens_committed"), 0);
   EXPECT_LE(metric_value(metrics, "graft_kv_tokens_used"), metric_value(metrics, "graft_kv_tokens_capacity"));
   EXPECT_EQ(metric_value(metrics, "graft_kv_tokens_capacity"), 2 * long(kContext));
   // And the sequences answer exactly as plain generation.

@@ -286,6 +286,11 @@ TEST(Server, ParallelSequencesDecodeInOnePassAndEachEqualsPlainGeneration) {
   EXPECT_EQ(p["parallel"], 4);
   EXPECT_EQ(p["context_split"], "4 sequence(s), each with a KV store of the whole context (256 tokens, 1024 in all); "
                                 "a request gets one");
+  // The four sequences share one workspace (the queue runs every pass), and each has its KV store.
+  EXPECT_EQ(p["memory"]["workspaces"], 1);
+  EXPECT_EQ(p["memory"]["workspace_bytes"], srv.pipeline->model().workspace_bytes(srv.pipeline->max_batch()));
+  EXPECT_GE(p["memory"]["kv_device_bytes"].get<std::uint64_t>() + p["memory"]["kv_host_bytes"].get<std::uint64_t>(),
+            4u * 256 * srv.pipeline->model().params().n_main_layers() * 2);
   constexpr int kClients = 8;
   constexpr int kTokens = 24;
   std::vector<std::string> want(kClients), got(kClients);
