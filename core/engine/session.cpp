@@ -75,11 +75,9 @@ Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
     batch.tokens = tokens.subspan(pos, n);
     batch.n_past = static_cast<std::uint32_t>(tokens_.size());
     batch.all_logits = all_logits;
-    if (Status st = model_->forward(*ws_, *kv_, batch, chunk); !st.ok()) {
-      // The store may hold part of the tokens: drop them so the sequence stays what tokens() says.
-      (void)kv_->truncate(static_cast<std::uint32_t>(tokens_.size()));
-      return st;
-    }
+    // The store may hold part of the tokens after a failure: drop them so the sequence stays what
+    // tokens() says.
+    if (Status st = model_->forward(*ws_, *kv_, batch, chunk); !st.ok()) return recover(std::move(st));
     tokens_.insert(tokens_.end(), batch.tokens.begin(), batch.tokens.end());
     if (all_logits || pos + n == tokens.size()) logits_.insert(logits_.end(), chunk.begin(), chunk.end());
   }
@@ -114,7 +112,7 @@ Status Session::append_together(Workspace& ws, std::span<const SessionStep> step
   batch.logit_rows = last_rows;
   ForwardOutput out;
   if (Status st = model->forward(ws, batch, out); !st.ok()) {
-    for (const SessionStep& step : steps) (void)step.session->kv_->truncate(static_cast<std::uint32_t>(step.session->tokens_.size()));
+    for (const SessionStep& step : steps) st = step.session->recover(std::move(st));
     return st;
   }
   const std::size_t V = model->params().n_vocab;
@@ -169,6 +167,17 @@ Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   logits_.assign(logits.begin(), logits.end());
   return Status::success();
+}
+
+Status Session::recover(Status failed) {
+  const auto n = static_cast<std::uint32_t>(tokens_.size());
+  Status cut = kv_->truncate(n);
+  if (cut.ok()) return failed;
+  Status emptied = reset();
+  return Status(failed.code(), fmt::format("{}; then the KV store could not be cut back to the {} committed tokens ({}), "
+                                           "so the sequence {}",
+                                           failed.message(), n, cut.message(),
+                                           emptied.ok() ? "was emptied" : "is unusable: " + emptied.message()));
 }
 
 Status Session::truncate(std::uint32_t n) {

@@ -117,6 +117,10 @@ class Session {
   Status commit_rows(std::span<const TokenId> tokens, std::span<const std::uint32_t> rows,
                      std::span<const float> logits);
   // Forget every committed token from n on.
+  // After a failed forward pass: the KV store cut back to the committed tokens (a pass may have
+  // written some rows). Returns `failed`, with what went wrong on the way back when that failed too
+  // (the sequence is then emptied, so it stays what tokens() says).
+  Status recover(Status failed);
   Status truncate(std::uint32_t n);
 
   // Generation from a fresh sequence: prefill the prompt, then step with `decoder` (null: one

@@ -215,11 +215,11 @@ std::vector<TokenId> GenerationQueue::kept_by_shift(Slot& slot) {
   return kept;
 }
 
-void GenerationQueue::shift(Slot& slot) {
+Status GenerationQueue::shift(Slot& slot) {
   // Plain decoding prefills the kept tokens again; the pending token follows as usual.
   slot.refill = kept_by_shift(slot);
   slot.refill_at = 0;
-  (void)slot.session->reset();
+  return slot.session->reset();
 }
 
 void GenerationQueue::start_admitted() {
@@ -245,7 +245,12 @@ void GenerationQueue::start_admitted() {
       slot.rounds0 = decoders_[i]->stats().rounds;
       slot.emitted0 = decoders_[i]->stats().emitted;
       slot.shifting = false;
-      start_job(slot, decoders_[i]->start(*slot.session, slot.job->prompt, std::numeric_limits<std::uint32_t>::max()));
+      auto kept = decoders_[i]->start(*slot.session, slot.job->prompt, std::numeric_limits<std::uint32_t>::max());
+      if (!kept) {
+        finish(slot, std::move(kept).status());
+        continue;
+      }
+      start_job(slot, *kept);
       continue;
     }
     const std::size_t keep =
@@ -271,7 +276,12 @@ void GenerationQueue::step() {
     if (!slot.job || slot.prompt_at < slot.job->prompt.size()) continue;
     // A decoding sequence about to reach the threshold shifts first (never earlier: the test is
     // on its real length, the pending token included).
-    if (threshold && slot.refill.empty() && slot.session->tokens().size() + 1 >= threshold) shift(slot);
+    if (threshold && slot.refill.empty() && slot.session->tokens().size() + 1 >= threshold) {
+      if (Status st = shift(slot); !st.ok()) {
+        finish(slot, st);
+        continue;
+      }
+    }
     if (!slot.refill.empty()) continue;
     steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(&slot.pending, 1)});
     stepped.push_back(&slot);
@@ -354,14 +364,15 @@ bool GenerationQueue::take(Slot& slot, TokenId id, bool last) {
   return true;
 }
 
-void GenerationQueue::shift_speculative(std::size_t i) {
+Status GenerationQueue::shift_speculative(std::size_t i) {
   // The pending token goes in again with the kept tokens: the decoder prefills them as a new
   // prompt (the drafters start afresh on it) and the next token is sampled from its logits.
   Slot& slot = slots_[i];
   std::vector<TokenId> again = kept_by_shift(slot);
   again.push_back(slot.pending);
-  decoders_[i]->start(*slot.session, again, 0);
+  if (auto kept = decoders_[i]->start(*slot.session, again, 0); !kept) return std::move(kept).status();
   slot.shifting = true;
+  return Status::success();
 }
 
 void GenerationQueue::step_speculative() {
@@ -392,7 +403,7 @@ void GenerationQueue::step_speculative() {
     // A sequence about to reach the threshold shifts first (never earlier; its rounds are cut to
     // land on it exactly, so never later either).
     if (threshold && s.tokens().size() + 1 >= threshold) {
-      shift_speculative(i);
+      if (Status st = shift_speculative(i); !st.ok()) finish(slot, st);
       continue;
     }
     // As Session::generate: at most room(), no more than max_tokens wants, and not past a forced

@@ -89,8 +89,8 @@ class GenerationQueue {
   std::uint32_t shift_threshold() const;
   // The tokens a context shift keeps (noted in the job and the metrics).
   std::vector<TokenId> kept_by_shift(Slot& slot);
-  void shift(Slot& slot);
-  void shift_speculative(std::size_t i);
+  Status shift(Slot& slot);
+  Status shift_speculative(std::size_t i);
 
   Pipeline& pipeline_;
   std::vector<Slot> slots_;

@@ -140,7 +140,7 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
   const auto t0 = Clock::now();
   if (Status st = Session::forward_together(ws, sessions, batch, out); !st.ok()) {
     // The stores may hold some of the rows: back to what each session committed.
-    for (Session* s : sessions) (void)s->truncate(static_cast<std::uint32_t>(s->tokens().size()));
+    for (Session* s : sessions) st = s->recover(std::move(st));
     return st;
   }
   const double seconds = since(t0);
@@ -153,7 +153,7 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
   return Status::success();
 }
 
-std::uint32_t SpeculativeDecoder::start(Session& s, std::span<const TokenId> prompt, std::uint32_t keep) {
+Expected<std::uint32_t> SpeculativeDecoder::start(Session& s, std::span<const TokenId> prompt, std::uint32_t keep) {
   planned_kind_ = Planned::none;
   // What may stay: committed tokens the drafters know too, the prompt's last token run again (its
   // logits give the first token), and every drafter still in step (one that failed starts afresh).
@@ -166,7 +166,7 @@ std::uint32_t SpeculativeDecoder::start(Session& s, std::span<const TokenId> pro
     for (DrafterSlot& d : drafters_) d.truncate(keep);
   } else {
     keep = 0;
-    (void)s.reset();
+    GRAFT_TRY(s.reset());
     for (DrafterSlot& d : drafters_) d.restart();
   }
   // The widest verify pass's logits, written once now: pages first touched in a round cost tens of
@@ -184,7 +184,7 @@ std::uint32_t SpeculativeDecoder::start(Session& s, std::span<const TokenId> pro
 }
 
 Status SpeculativeDecoder::prefill(Session& s, std::span<const TokenId> prompt) {
-  start(s, prompt, 0);
+  if (auto kept = start(s, prompt, 0); !kept) return std::move(kept).status();
   while (prefilling()) {
     GRAFT_TRY(plan_prefill(s, s.max_batch()));
     const PlannedSequence one{this, &s};

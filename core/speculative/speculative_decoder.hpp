@@ -82,7 +82,8 @@ class SpeculativeDecoder final : public TokenDecoder {
   // rest of the prompt in, at most max_rows a pass, until prefilling() is false (the prompt's
   // logits then in session.logits()); then rounds of plan_step() / finish_step(), as step() but
   // verifying at most max_rows rows.
-  std::uint32_t start(Session& session, std::span<const TokenId> prompt, std::uint32_t keep);
+  // An error: the session could not be emptied for the new prompt.
+  Expected<std::uint32_t> start(Session& session, std::span<const TokenId> prompt, std::uint32_t keep);
   bool prefilling() const { return prefill_at_ < prompt_.size(); }
   Status plan_prefill(Session& session, std::uint32_t max_rows);
   Status finish_prefill(Session& session, const PassPart& part);

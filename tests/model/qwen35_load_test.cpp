@@ -35,9 +35,10 @@ class Qwen35Load : public ::testing::Test {
       gguf::Value v = kv.value;
       if (meta(kv.key, v)) w.add(kv.key, v);
     }
-    for (const auto& t : (*src)->tensors())
-      if (t.name != drop)
-        EXPECT_TRUE(w.add_tensor(t.name, std::span(t.ne.data(), t.n_dims), t.type, std::span(t.data, t.bytes)).ok());
+    for (const auto& t : (*src)->tensors()) {
+      if (t.name == drop) continue;
+      EXPECT_TRUE(w.add_tensor(t.name, std::span(t.ne.data(), t.n_dims), t.type, std::span(t.data, t.bytes)).ok());
+    }
     const auto out = dir_.path() / (name + ".gguf");
     EXPECT_TRUE(w.write(out).ok());
     return out;

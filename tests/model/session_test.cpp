@@ -202,6 +202,57 @@ TEST_P(SessionTest, BatchErrorsLeaveEverySessionAsItWas) {
   EXPECT_EQ(Session::append_together(**ws, twice).message(), "append_together: a session appears twice");
 }
 
+// A KV store that fails on command: a write (the pass fails midway, after earlier layers wrote
+// their rows) and then the truncate that cuts those rows back.
+class FlakyKv final : public KvStore {
+ public:
+  explicit FlakyKv(std::shared_ptr<KvStore> inner) : inner_(std::move(inner)) {}
+  bool fail_write_layer1 = false, fail_truncate = false;
+  KvGeometry geometry() const noexcept override { return inner_->geometry(); }
+  std::uint32_t size() const noexcept override { return inner_->size(); }
+  bool lossless() const noexcept override { return inner_->lossless(); }
+  KvMemory memory() const noexcept override { return inner_->memory(); }
+  Status write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k, const TensorView& v) override {
+    if (fail_write_layer1 && layer == 1) return Status(Errc::internal, "flaky store: write failed");
+    return inner_->write(layer, slot, n, k, v);
+  }
+  Status attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& b, const TensorView& out) override {
+    return inner_->attend(layer, q, b, out);
+  }
+  Status truncate(std::uint32_t n) override {
+    if (fail_truncate && n > 0) return Status(Errc::internal, "flaky store: truncate failed");
+    return inner_->truncate(n);
+  }
+  Status compact(std::uint32_t dst, std::span<const std::uint32_t> src) override { return inner_->compact(dst, src); }
+
+ private:
+  std::shared_ptr<KvStore> inner_;
+};
+
+// A pass that fails midway leaves the sequence as it was (the rows it wrote cut back); when even
+// that cut fails, the error says so and the sequence is emptied, never left disagreeing with its
+// store.
+TEST_P(SessionTest, AFailedPassIsCutBackAndAFailedCutIsReportedNotDropped) {
+  auto inner = p_->new_kv_store(p_->model().kv_geometry(128));
+  ASSERT_TRUE(inner) << inner.status().message();
+  auto flaky = std::make_shared<FlakyKv>(std::move(*inner));
+  auto s = Session::create(p_->shared_model(), flaky, SessionOptions{});
+  ASSERT_TRUE(s) << s.status().message();
+  Session& session = **s;
+  ASSERT_TRUE(session.append(tokens_of(3, 6)).ok());
+  flaky->fail_write_layer1 = true;
+  Status st = session.append(tokens_of(2, 9));
+  EXPECT_EQ(st.message(), "flaky store: write failed");
+  EXPECT_EQ(session.tokens().size(), 3u);
+  EXPECT_EQ(session.kv().size(), 3u);
+  flaky->fail_truncate = true;
+  st = session.append(tokens_of(2, 9));
+  EXPECT_EQ(st.message(), "flaky store: write failed; then the KV store could not be cut back to the 3 committed tokens "
+                          "(flaky store: truncate failed), so the sequence was emptied");
+  EXPECT_EQ(session.tokens().size(), 0u);
+  EXPECT_EQ(session.kv().size(), 0u);
+}
+
 // A token tree (the shape speculative verification sends) forwarded in one pass with positions
 // n_past + depth and the ancestor mask, then the KV compacted to one root-to-leaf path: the
 // path's logits and everything after equal decoding that path token by token.

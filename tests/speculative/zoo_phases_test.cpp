@@ -102,7 +102,9 @@ TEST(Phases, ACutBackAndAResumedPrefixStayLosslessWithEveryDrafter) {
   std::vector<TokenId> next(s.tokens().begin(), s.tokens().begin() + 100);
   for (TokenId t : tokenize(*p, "\n# and now something else entirely\n")) next.push_back(t);
   ASSERT_NE(s.tokens()[100], next[100]);
-  const std::uint32_t kept = d.start(s, next, std::numeric_limits<std::uint32_t>::max());
+  const auto started = d.start(s, next, std::numeric_limits<std::uint32_t>::max());
+  ASSERT_TRUE(started) << started.status().message();
+  const std::uint32_t kept = *started;
   EXPECT_EQ(kept, 100u);
   while (d.prefilling()) {
     ASSERT_TRUE(d.plan_prefill(s, 16).ok());  // pieces of 16 rows
@@ -137,8 +139,8 @@ TEST(Phases, TwoSequencesSharingEachPassEqualTheirOwnPlainGreedy) {
   auto sa = p->new_session(), sb = p->new_session();
   ASSERT_TRUE(sa && sb);
   Session &a = **sa, &b = **sb;
-  da->start(a, prompt_a, 0);
-  db->start(b, prompt_b, 0);
+  ASSERT_TRUE(da->start(a, prompt_a, 0));
+  ASSERT_TRUE(db->start(b, prompt_b, 0));
   Sampler sample_a(greedy()), sample_b(greedy());
   std::vector<TokenId> got_a, got_b;
   TokenId pending_a = 0, pending_b = 0;
