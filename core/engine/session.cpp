@@ -216,6 +216,17 @@ bool emit_token(TokenId id, const Tokenizer& tok, TextStream& text, std::int64_t
   return true;
 }
 
+bool prompt_only(std::int64_t max_tokens, GenerationStats& stats) {
+  if (max_tokens != 0) return false;
+  stats.stop = FinishReason::length;
+  return true;
+}
+
+std::uint64_t max_new_tokens(std::uint64_t room, std::int64_t max_tokens, const GenerationStats& stats) {
+  if (max_tokens < 0) return room;
+  return std::min<std::uint64_t>(room, static_cast<std::uint64_t>(max_tokens) - stats.generated_tokens);
+}
+
 Status Session::generate(std::span<const TokenId> prompt, const GenerationOptions& options, const TokenFn& on_token,
                          GenerationStats& stats, TokenDecoder* decoder) {
   PlainDecoder plain;
@@ -239,19 +250,14 @@ Status Session::generate(std::span<const TokenId> prompt, const GenerationOption
   Status st;
   std::vector<TokenId> out;
   TokenId pending = 0;
-  if (max_tokens == 0) {
-    stats.stop = FinishReason::length;
-  } else if (emit(pending = sampler_->sample(logits_, tokens_))) {
+  if (!prompt_only(max_tokens, stats) && emit(pending = sampler_->sample(logits_, tokens_))) {
     for (;;) {
       // The token after `pending` has no slot left to be sampled from.
       if (room() == 0) {
         stats.stop = FinishReason::context_full;
         break;
       }
-      // Every token a step returns but the last is committed: at most room(), and no more than
-      // max_tokens wants.
-      std::uint64_t max_new = room();
-      if (max_tokens >= 0) max_new = std::min<std::uint64_t>(max_new, max_tokens - stats.generated_tokens);
+      const std::uint64_t max_new = max_new_tokens(room(), max_tokens, stats);
       out.clear();
       st = decoder->step(*this, *sampler_, pending, static_cast<std::uint32_t>(max_new), out);
       if (!st.ok()) break;

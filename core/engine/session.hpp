@@ -52,6 +52,13 @@ using TokenFn = std::function<bool(TokenId id, std::string_view text)>;
 bool emit_token(TokenId id, const Tokenizer& tok, TextStream& text, std::int64_t max_tokens, const TokenFn& on_token,
                 GenerationStats& stats);
 
+// The rest of the length rules, also shared: max_tokens 0 asks for the prompt only (the
+// generation ends with "length" before anything is sampled: true, and stats says so), and a
+// decoding step may return at most max_new tokens (every one but the last is committed: no more
+// than the session's room, nor than max_tokens still wants).
+bool prompt_only(std::int64_t max_tokens, GenerationStats& stats);
+std::uint64_t max_new_tokens(std::uint64_t room, std::int64_t max_tokens, const GenerationStats& stats);
+
 struct SessionOptions {
   std::uint32_t max_batch = 256;  // rows per forward pass (prompts go in pieces of this size)
   // Where the KV capacity comes from, for the error when a prompt exceeds it.

@@ -322,8 +322,7 @@ void GenerationQueue::step() {
       slot.stats.prefill_seconds = seconds(Clock::now() - slot.started);
       slot.decoding = Clock::now();
     }
-    if (job.options.max_tokens == 0) {  // as Session::generate: the prompt only
-      slot.stats.stop = FinishReason::length;
+    if (prompt_only(job.options.max_tokens, slot.stats)) {
       finish(slot, Status::success());
       continue;
     }
@@ -406,11 +405,9 @@ void GenerationQueue::step_speculative() {
       if (Status st = shift_speculative(i); !st.ok()) finish(slot, st);
       continue;
     }
-    // As Session::generate: at most room(), no more than max_tokens wants, and not past a forced
-    // end of thinking (it replaces the round's last token then, never a committed one).
-    std::uint64_t max_new = s.room();
-    if (slot.job->options.max_tokens >= 0)
-      max_new = std::min<std::uint64_t>(max_new, slot.job->options.max_tokens - slot.stats.generated_tokens);
+    // As Session::generate, and not past a context shift or a forced end of thinking (it replaces
+    // the round's last token then, never a committed one).
+    std::uint64_t max_new = max_new_tokens(s.room(), slot.job->options.max_tokens, slot.stats);
     if (threshold) max_new = std::min<std::uint64_t>(max_new, threshold - (s.tokens().size() + 1));
     if (slot.thinking && slot.thinking->unforced() >= 0)
       max_new = std::min<std::uint64_t>(max_new, slot.thinking->unforced() + 1);
@@ -460,8 +457,7 @@ void GenerationQueue::step_speculative() {
       } else {
         slot.stats.prefill_seconds = seconds(Clock::now() - slot.started);
         slot.decoding = Clock::now();
-        if (slot.job->options.max_tokens == 0) {  // as Session::generate: the prompt only
-          slot.stats.stop = FinishReason::length;
+        if (prompt_only(slot.job->options.max_tokens, slot.stats)) {
           finish(slot, Status::success());
           continue;
         }
