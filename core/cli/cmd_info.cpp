@@ -125,6 +125,12 @@ void print_text(const File& f, const gguf::TypeTable& table, const std::map<Type
         kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(graft::to_string(kind));
     std::printf("layers:      %u (%s)%s\n", mp->n_main_layers(), kinds.c_str(),
                 mp->n_nextn ? (" + " + std::to_string(mp->n_nextn) + " MTP block").c_str() : "");
+    // What a sequence holds besides the weights, in elements (the KV store's type sets the bytes).
+    std::printf("kv cache:    %" PRIu64 " elements per token (K and V of %u attention layers)\n",
+                mp->kv_elements_per_token(), mp->kv_layers());
+    if (const std::uint64_t state = mp->recurrent_state_floats())
+      std::printf("recurrent:   %" PRIu64 " f32 per sequence (%s; conv windows and delta-rule states of %u layers)\n", state,
+                  human_bytes(state * 4).c_str(), mp->count(graft::LayerKind::delta_net));
   } else if (f.get_string("general.architecture")) {
     std::printf("layers:      not read (%s)\n", mp.status().message().c_str());
   }

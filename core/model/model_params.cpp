@@ -14,6 +14,18 @@ Status missing(const gguf::File& f, const std::string& key) {
 
 }  // namespace
 
+std::uint32_t ModelParams::kv_layers() const {
+  // A file read before its layer kinds (or made by hand) has only attention layers.
+  if (layer_kinds.empty()) return n_main_layers();
+  return count(LayerKind::attention) + count(LayerKind::gated_attention);
+}
+
+std::uint64_t ModelParams::recurrent_state_floats() const {
+  const std::uint64_t per_layer = std::uint64_t(ssm_conv_kernel ? ssm_conv_kernel - 1 : 0) * ssm_channels() +
+                                  std::uint64_t(ssm_state) * ssm_state * ssm_heads;
+  return count(LayerKind::delta_net) * per_layer;
+}
+
 std::uint32_t ModelParams::count(LayerKind kind) const {
   std::uint32_t n = 0;
   for (LayerKind k : layer_kinds) n += k == kind ? 1 : 0;

@@ -48,10 +48,17 @@ struct ModelParams {
   std::uint32_t count(LayerKind kind) const;
 
   std::uint32_t n_main_layers() const { return n_layer - n_nextn; }
-  // The KV cache the main layers need for `capacity` tokens.
+  // The layers with a KV cache: the attention kinds (a delta-net keeps a recurrent state instead).
+  std::uint32_t kv_layers() const;
+  // The KV cache those layers need for `capacity` tokens.
   KvGeometry kv_geometry(std::uint32_t capacity) const {
-    return KvGeometry{n_main_layers(), n_head_kv, head_dim, head_dim, capacity};
+    return KvGeometry{kv_layers(), n_head_kv, head_dim, head_dim, capacity};
   }
+  // K and V elements one token adds to the cache, and the floats of one sequence's recurrent state
+  // (per delta-net layer its conv window, (Kc - 1) x C, and one Dk x Dv matrix per v head),
+  // whatever its length.
+  std::uint64_t kv_elements_per_token() const { return 2ull * kv_layers() * n_head_kv * head_dim; }
+  std::uint64_t recurrent_state_floats() const;
 
   // Every missing or inconsistent key is a one-line error naming it; an architecture graft does not
   // know is refused naming the ones it does.

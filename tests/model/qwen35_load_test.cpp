@@ -73,6 +73,8 @@ TEST_F(Qwen35Load, KeysAndLayerKindsAreRead) {
   EXPECT_EQ(p->ssm_heads, 4u);
   EXPECT_EQ(p->ssm_channels(), 2u * 2 * 16 + 4 * 16);
   EXPECT_EQ(p->n_rot, 16u);  // partial rotary: 16 of 32 dims
+  EXPECT_EQ(p->kv_layers(), 1u);
+  EXPECT_EQ(p->kv_geometry(64).n_layers, 1u);  // a KV cache for the attention layer only
   EXPECT_TRUE(p->rope_neox);
   EXPECT_TRUE(p->qk_norm);
 }
@@ -123,6 +125,12 @@ TEST_F(Qwen35Load, GraftInfoShowsTheLayerKinds) {
   auto r = run_command(std::string(GRAFT_EXE) + " info " + base_.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("layers:      4 (1 gated_attention, 3 delta_net)"), std::string::npos) << r.output;
+  // KV for the one attention layer only (2 x 2 KV heads x 32); per delta-net layer a conv window of
+  // 3 x 128 channels and 4 heads of 16 x 16: 1408 floats, three layers.
+  EXPECT_NE(r.output.find("kv cache:    128 elements per token (K and V of 1 attention layers)"), std::string::npos);
+  EXPECT_NE(r.output.find("recurrent:   4224 f32 per sequence (16.5 KiB; conv windows and delta-rule states of 3 layers)"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace
