@@ -26,22 +26,46 @@ From the full traces, on the rounds of those runs:
 usage: ceiling.py FOLDER
 """
 import collections
+import fnmatch
 import glob
 import gzip
+import io
+import tarfile
 import json
 import os
 import statistics
 import sys
 
 
-def lines(path):
-    """A trace, gzipped (as ceiling.sh leaves them) or not."""
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        yield from f
+class Runs:
+    """The runs' files: in FOLDER/runs.tar.gz (as ceiling.sh leaves them), or loose in FOLDER."""
+
+    def __init__(self, d):
+        self.d = d
+        self.tar = None
+        path = os.path.join(d, "runs.tar.gz")
+        if os.path.exists(path):
+            with tarfile.open(path, "r:gz") as t:
+                self.tar = {m.name: t.extractfile(m).read().decode() for m in t.getmembers() if m.isfile()}
+
+    def names(self, pattern):
+        if self.tar is not None:
+            return sorted(n for n in self.tar if fnmatch.fnmatch(n, pattern))
+        return sorted(os.path.basename(p) for p in glob.glob(os.path.join(self.d, pattern)))
+
+    def text(self, name):
+        if self.tar is not None:
+            return self.tar[name]
+        path = os.path.join(self.d, name)
+        with (gzip.open(path, "rt") if name.endswith(".gz") else open(path)) as f:
+            return f.read()
+
+    def lines(self, name):
+        return io.StringIO(self.text(name))
 
 
-def traces(d, prefix):
-    return sorted(glob.glob(os.path.join(d, prefix + "*.jsonl")) + glob.glob(os.path.join(d, prefix + "*.jsonl.gz")))
+def traces(runs, prefix):
+    return runs.names(prefix + "*.jsonl") + runs.names(prefix + "*.jsonl.gz")
 
 
 def key_of(path):
@@ -54,14 +78,15 @@ def main():
     if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         sys.exit(__doc__)
     d = sys.argv[1]
-    fulls = traces(d, "full-")
+    runs = Runs(d)
+    fulls = traces(runs, "full-")
     if not fulls:
         sys.exit("ceiling.py: no full-*.jsonl[.gz] traces in %s" % d)
 
     # The verify pass's time by verified nodes (rows - 1), medians over every traced round.
     by = collections.defaultdict(list)
-    for fn in traces(d, ""):
-        for line in lines(fn):
+    for fn in traces(runs, ""):
+        for line in runs.lines(fn):
             r = json.loads(line)
             by[r["verified"]].append(r["verify_us"])
     T = {k: statistics.median(v) for k, v in by.items() if len(v) >= 5}
@@ -82,7 +107,7 @@ def main():
     for fn in fulls:
         key = key_of(fn)
         C = cats[key.split("-")[0]]
-        for line in lines(fn):
+        for line in runs.lines(fn):
             r = json.loads(line)
             a, asked = r["accepted"], r["asked"]
             ng = asked.get("ngram", {"alone": 0, "propose_us": 0.0})
@@ -98,8 +123,7 @@ def main():
             C["on_us"] += t(ng["alone"]) + ng["propose_us"]
             choices[fn].append(options)
         for cfg in ("ng", "mix", "none"):
-            path = os.path.join(d, "%s-%s.json" % (cfg, key))
-            s = json.load(open(path))["stats"]
+            s = json.loads(runs.text("%s-%s.json" % (cfg, key)))["stats"]
             C[cfg + "_gen"] += s["generated_tokens"]
             C[cfg + "_s"] += s["decode_seconds"]
     # The oracle mix's choices: the rate r of the best choice is the fixed point of "per round, the

@@ -68,5 +68,5 @@ for dir in "$here"/prompts/*/; do
 done
 echo "finished: $(date -Is)" >>"$results/COMMAND.txt"
 python3 "$here/ceiling.py" "$results" | tee "$results/tables.md"
-# The traces are the evidence; gzip them so the folder stays small.
-gzip -9 "$results"/*.jsonl
+# The runs and their traces are the evidence: one archive, so the folder stays small.
+(cd "$results" && tar -czf runs.tar.gz full-* ng-* mix-* none-* && rm -f full-* ng-* mix-* none-*)
