@@ -102,6 +102,8 @@ int cmd_synth(const Args& args) {
       "type of the tensors whose name matches REGEX (repeatable; the first match wins)");
   add("fallback-type", po::value<std::string>()->value_name("T"), "type for tensors whose rows are not whole blocks of theirs");
   add("seed", po::value<std::int64_t>()->value_name("S"), "weight seed (default 0)");
+  add("full-attention-interval", po::value<std::int64_t>()->value_name("N"),
+      "qwen35: every Nth layer is full attention, the others gated delta-nets (default: the preset's, 4)");
   add("threads,t", po::value<int>()->value_name("N"), "generation and quantization threads (default: all cores); the file does not depend on N");
   add("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing(), "search DIR for weight-format plugins first (repeatable)");
   add("dry-run", po::bool_switch(), "print the shapes and parameter count, write nothing");
@@ -139,6 +141,14 @@ int cmd_synth(const Args& args) {
   for (const auto& f : kShapeFlags)
     if (vm->count(f.name)) cfg.*f.field = (*vm)[f.name].as<std::int64_t>();
   if ((*vm)["tied"].as<bool>()) cfg.tied = true;
+  if (vm->count("full-attention-interval")) {
+    const auto n = (*vm)["full-attention-interval"].as<std::int64_t>();
+    if (cfg.arch != "qwen35")
+      return fail(Status(Errc::invalid_argument, "--full-attention-interval is for qwen35 presets only"));
+    if (n < 1 || n > 1024)
+      return fail(Status(Errc::invalid_argument, fmt::format("--full-attention-interval {} is out of range: 1..1024", n)));
+    cfg.hybrid.interval = n;
+  }
   if (vm->count("type")) cfg.type = (*vm)["type"].as<std::string>();
   if (vm->count("embd-type")) cfg.embd_type = (*vm)["embd-type"].as<std::string>();
   if (vm->count("output-type")) cfg.output_type = (*vm)["output-type"].as<std::string>();

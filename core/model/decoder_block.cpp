@@ -28,15 +28,24 @@ Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32
   const std::int64_t D = p.head_dim, H = p.n_head, HKV = p.n_head_kv;
   // q [D, H, n], k and v [D, HKV, n] = in * wq [E, H*D], wk and wv [E, HKV*D]: three buffers, or
   // the parts of the stacked wqkv's output (one row's q | k | v after another).
-  const bool stacked = L.qkv_stacked();
+  const bool stacked = L.qkv_stacked(), gated = L.kind == LayerKind::gated_attention;
   const std::int64_t stride = (H + 2 * HKV) * D;
   if (stacked) {
     GRAFT_TRY(matmul(L.wqkv, in, n, ws.qkv));
   } else {
-    GRAFT_TRY(matmul(L.wq, in, n, ws.q));
+    // Gated (qwen35): per head D query values then D gate values; the query goes on through q_norm
+    // into ws.q, the gate waits for the attention output.
+    GRAFT_TRY(matmul(L.wq, in, n, gated ? ws.q_gate : ws.q));
     GRAFT_TRY(matmul(L.wk, in, n, ws.k));
     GRAFT_TRY(matmul(L.wv, in, n, ws.v));
   }
+  auto gated_part = [&](std::int64_t offset) {  // [D, H, n] inside ws.q_gate: rows 2D apart
+    TensorView t = f32_view(ws.q_gate + offset, D, H, n);
+    t.nb[1] = std::size_t(2 * D) * sizeof(float);
+    t.nb[2] = std::size_t(2 * D * H) * sizeof(float);
+    t.nb[3] = t.nb[2] * static_cast<std::size_t>(n);
+    return t;
+  };
   // Rows [r0, r0 + rows) of q, k and v.
   auto qkv_rows = [&](std::uint32_t r0, std::uint32_t rows) {
     if (stacked) {
@@ -50,9 +59,9 @@ Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32
                       f32_view(ws.v + std::int64_t(r0) * HKV * D, D, HKV, rows)};
   };
   const auto [q, k, v] = qkv_rows(0, n);
-  // qwen3: q and k per head *= rms_norm with q_norm, k_norm [D].
+  // qwen3: q and k per head *= rms_norm with q_norm, k_norm [D] (gated: from the query part).
   if (p.qk_norm) {
-    GRAFT_TRY(be.rms_norm(q, L.q_norm.view, p.rms_eps, q));
+    GRAFT_TRY(be.rms_norm(gated ? gated_part(0) : q, L.q_norm.view, p.rms_eps, q));
     GRAFT_TRY(be.rms_norm(k, L.k_norm.view, p.rms_eps, k));
   }
   // RoPE on q and k at each row's position.
@@ -73,6 +82,8 @@ Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32
     GRAFT_TRY(s.kv->attend(kv_layer, qs, ab, f32_view(ws.attn + std::int64_t(r0) * H * D, D, H, s.n_tokens)));
     r0 += s.n_tokens;
   }
+  // Gated: attn *= sigmoid(gate), per head.
+  if (gated) GRAFT_TRY(be.sigmoid_mul(f32_view(ws.attn, D, H, n), gated_part(D), f32_view(ws.attn, D, H, n)));
   // out = attn * wo [H*D, E].
   return matmul(L.wo, ws.attn, n, out);
 }

@@ -104,9 +104,11 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
 
   // x [E, n] = token embeddings, then every layer in turn.
   GRAFT_TRY(embed(ws, batch.tokens));
+  std::uint32_t kv_layer = 0;  // the KV stores hold the attention layers only
   for (std::uint32_t il = 0; il < n_layers; ++il) {
     GRAFT_TRY(tap(il));
-    GRAFT_TRY(layer(ws, weights_.layers[il], il, batch.sequences, positions, n));
+    const LayerWeights& L = weights_.layers[il];
+    GRAFT_TRY(layer(ws, L, L.kind == LayerKind::delta_net ? 0 : kv_layer++, batch.sequences, positions, n));
   }
   GRAFT_TRY(tap(n_layers));
   if (batch.hidden_normed_output) {

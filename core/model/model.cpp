@@ -26,7 +26,7 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
   // The backend ops of qwen35's layers exist (docs/backends.md); the forward pass that runs them,
   // and the per-sequence recurrent state, are the next step of issue 34.
   for (LayerKind kind : params->layer_kinds)
-    if (kind != LayerKind::attention)
+    if (kind == LayerKind::delta_net)
       return Status(Errc::unsupported, fmt::format("{}: {} layers ({}): graft's forward pass for them is not implemented yet",
                                                    file->name(), to_string(kind), params->arch_name));
   if (params->n_vocab != (*tokenizer)->n_vocab())
@@ -51,6 +51,16 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
   if (options.fuse_projections) {
     for (std::uint32_t il = 0; il < m->params_.n_main_layers(); ++il) {
       LayerWeights& L = W.layers[il];
+      // A gated query projection (query | gate per head) stays apart from k and v.
+      if (L.kind != LayerKind::attention) {
+        const MatrixWeight* gate_up[] = {&L.w_gate, &L.w_up};
+        auto stacked = stack_rows(gate_up, fmt::format("blk.{}.ffn_gate+up", il));
+        if (!stacked) return std::move(stacked).status();
+        if (!stacked->kernels) continue;
+        L.w_gate_up = std::move(*stacked);
+        for (const MatrixWeight* part : gate_up) release_file_pages(part->view.data, part->bytes);
+        continue;
+      }
       const MatrixWeight* qkv[] = {&L.wq, &L.wk, &L.wv};
       const MatrixWeight* gate_up[] = {&L.w_gate, &L.w_up};
       for (auto [parts, out, name] : {std::tuple{std::span<const MatrixWeight* const>(qkv), &L.wqkv, "attn_q+k+v"},
@@ -83,6 +93,7 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
     w->prepared = std::move(prepared);
   }
   for (const LayerWeights& L : W.layers) {
+    if (L.kind == LayerKind::gated_attention) m->any_gated_ = true;
     (L.qkv_stacked() ? m->any_qkv_stacked_ : m->any_qkv_split_) = true;
     (L.gate_up_stacked() ? m->any_gate_up_stacked_ : m->any_gate_up_split_) = true;
   }
@@ -94,7 +105,7 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
 KvGeometry Model::kv_geometry(std::uint32_t capacity) const { return params_.kv_geometry(capacity); }
 
 WorkspaceNeeds Model::workspace_needs() const {
-  return WorkspaceNeeds{any_qkv_stacked_, any_qkv_split_, any_gate_up_stacked_, any_gate_up_split_, kLogitRows};
+  return WorkspaceNeeds{any_qkv_stacked_, any_qkv_split_, any_gate_up_stacked_, any_gate_up_split_, any_gated_, kLogitRows};
 }
 
 std::uint64_t Model::workspace_bytes(std::uint32_t max_batch) const {

@@ -111,6 +111,7 @@ class Model {
   std::unique_ptr<DecoderBlock> block_;
   std::unique_ptr<ModelView> view_;
   bool any_qkv_stacked_ = false, any_qkv_split_ = false, any_gate_up_stacked_ = false, any_gate_up_split_ = false;
+  bool any_gated_ = false;
 };
 
 }  // namespace graft

@@ -18,6 +18,7 @@ std::uint64_t Workspace::lay_out(const ModelParams& p, const WorkspaceNeeds& nee
   take(k, needs.qkv_split ? B * kv_dim : 0);
   take(v, needs.qkv_split ? B * kv_dim : 0);
   take(qkv, needs.qkv_stacked ? B * (q_dim + 2 * kv_dim) : 0);
+  take(q_gate, needs.gated_q ? B * 2 * q_dim : 0);
   take(gate, B * p.n_ff);
   take(up, needs.gate_up_split ? B * p.n_ff : 0);
   take(gate_up, needs.gate_up_stacked ? B * 2 * p.n_ff : 0);

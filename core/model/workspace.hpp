@@ -18,6 +18,7 @@ namespace graft {
 // (a model whose layers differ in type), and lm_head rows for logits.
 struct WorkspaceNeeds {
   bool qkv_stacked = false, qkv_split = true, gate_up_stacked = false, gate_up_split = true;
+  bool gated_q = false;  // gated attention: the query projection's output is query | gate per head
   std::uint32_t logit_rows = 0;  // rows of n_vocab logits per lm_head chunk (0: no head)
 };
 
@@ -37,6 +38,7 @@ class Workspace {
   // either way. logits holds one lm_head chunk.
   float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr, *gate = nullptr,
         *up = nullptr, *qkv = nullptr, *gate_up = nullptr, *logits = nullptr;
+  float* q_gate = nullptr;  // gated attention's query projection output, [row][head][query | gate]
   std::vector<std::int32_t> positions;  // host: the batch's RoPE positions when the caller gave none
 
  private:

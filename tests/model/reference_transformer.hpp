@@ -1,10 +1,13 @@
-// A deliberately naive llama/qwen3 forward pass in double precision over f32 weights, written
-// from the architecture description (formats.md) independently of core/model: full recompute of
-// the whole sequence for every call, plain loops, no KV cache.
+// A deliberately naive llama/qwen3/qwen35 forward pass in double precision over f32 weights,
+// written from the architecture descriptions (formats.md; shared/reference/qwen35.md for qwen35's
+// gated attention and gated delta-net) independently of core/model: full recompute of the whole
+// sequence for every call, plain loops, no KV cache, the delta-net's recurrence token by token.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,10 @@ struct Params {
   int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot;
   bool neox, qk_norm;
   double freq_base, eps;
+  // qwen35: layer l is a gated delta-net unless (l + 1) % interval == 0 (then gated attention);
+  // every layer's pre-FFN norm is post_attention_norm.
+  bool qwen35 = false;
+  int interval = 4, conv_kernel = 0, ssm_state = 0, ssm_groups = 0, ssm_heads = 0;
 };
 
 class Transformer {
@@ -29,10 +36,21 @@ class Transformer {
     for (int t = 0; t < T; ++t) x[t] = row("token_embd.weight", tokens[t], E);
     for (int l = 0; l < p_.n_layer; ++l) {
       const std::string b = "blk." + std::to_string(l) + ".";
-      std::vector<std::vector<double>> q(T), k(T), v(T);
+      if (p_.qwen35 && (l + 1) % p_.interval != 0) {
+        delta_net_layer(b, x);
+        continue;
+      }
+      std::vector<std::vector<double>> q(T), k(T), v(T), gate(T);
       for (int t = 0; t < T; ++t) {
         auto h = norm(x[t], vec(b + "attn_norm.weight", E));
-        q[t] = matvec(b + "attn_q.weight", h, p_.n_head * D);
+        if (p_.qwen35) {  // per head: D query values, then D gate values
+          const auto qg = matvec(b + "attn_q.weight", h, 2 * p_.n_head * D);
+          q[t].resize(p_.n_head * D), gate[t].resize(p_.n_head * D);
+          for (int hd = 0; hd < p_.n_head; ++hd)
+            for (int d = 0; d < D; ++d) q[t][hd * D + d] = qg[2 * hd * D + d], gate[t][hd * D + d] = qg[2 * hd * D + D + d];
+        } else {
+          q[t] = matvec(b + "attn_q.weight", h, p_.n_head * D);
+        }
         k[t] = matvec(b + "attn_k.weight", h, p_.n_head_kv * D);
         v[t] = matvec(b + "attn_v.weight", h, p_.n_head_kv * D);
         if (p_.qk_norm) {
@@ -59,14 +77,11 @@ class Transformer {
           for (int j = 0; j <= t; ++j)
             for (int d = 0; d < D; ++d) att[hd * D + d] += s[j] / sum * v[j][kvh * D + d];
         }
+        if (p_.qwen35)
+          for (int i = 0; i < p_.n_head * D; ++i) att[i] /= 1 + std::exp(-gate[t][i]);  // the output gate
         auto o = matvec(b + "attn_output.weight", att, E);
         for (int e = 0; e < E; ++e) x[t][e] += o[e];
-        auto h = norm(x[t], vec(b + "ffn_norm.weight", E));
-        auto g = matvec(b + "ffn_gate.weight", h, p_.n_ff);
-        auto u = matvec(b + "ffn_up.weight", h, p_.n_ff);
-        for (int i = 0; i < p_.n_ff; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-        auto dn = matvec(b + "ffn_down.weight", g, E);
-        for (int e = 0; e < E; ++e) x[t][e] += dn[e];
+        ffn(b, x[t]);
       }
     }
     const std::string out = f_.tensor("output.weight") ? "output.weight" : "token_embd.weight";
@@ -76,6 +91,77 @@ class Transformer {
   }
 
  private:
+  // x += SwiGLU(norm(x)), the norm ffn_norm (qwen35: post_attention_norm).
+  void ffn(const std::string& b, std::vector<double>& x) const {
+    const int E = p_.n_embd;
+    auto h = norm(x, vec(b + (p_.qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight"), E));
+    auto g = matvec(b + "ffn_gate.weight", h, p_.n_ff);
+    auto u = matvec(b + "ffn_up.weight", h, p_.n_ff);
+    for (int i = 0; i < p_.n_ff; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+    auto dn = matvec(b + "ffn_down.weight", g, E);
+    for (int e = 0; e < E; ++e) x[e] += dn[e];
+  }
+
+  // qwen35.md section 4, token by token from zero state: x += ssm_out(gated norm(delta rule(conv))).
+  void delta_net_layer(const std::string& b, std::vector<std::vector<double>>& x) const {
+    const int E = p_.n_embd, Kc = p_.conv_kernel, Dk = p_.ssm_state, Hk = p_.ssm_groups, Hv = p_.ssm_heads;
+    const int C = 2 * Hk * Dk + Hv * Dk;
+    const float* conv = data(b + "ssm_conv1d.weight");  // [Kc, C]: channel c's taps at c * Kc
+    const auto dt_bias = vec(b + "ssm_dt.bias", Hv), a = vec(b + "ssm_a", Hv), ssm_norm = vec(b + "ssm_norm.weight", Dk);
+    std::vector<std::vector<double>> window(C, std::vector<double>(Kc - 1, 0.0));  // oldest first
+    std::vector<double> S(static_cast<std::size_t>(Hv) * Dk * Dk, 0.0);             // S[j][i][m]
+    for (auto& xt : x) {
+      const auto h = norm(xt, vec(b + "attn_norm.weight", E));
+      const auto raw = matvec(b + "attn_qkv.weight", h, C);
+      const auto z = matvec(b + "attn_gate.weight", h, Hv * Dk);
+      const auto beta_raw = matvec(b + "ssm_beta.weight", h, Hv), alpha = matvec(b + "ssm_alpha.weight", h, Hv);
+      std::vector<double> y(C);
+      for (int c = 0; c < C; ++c) {
+        double s = 0;
+        for (int i = 0; i < Kc - 1; ++i) s += conv[c * Kc + i] * window[c][i];
+        s += conv[c * Kc + Kc - 1] * raw[c];
+        y[c] = s / (1 + std::exp(-s));
+        window[c].erase(window[c].begin());
+        window[c].push_back(raw[c]);
+      }
+      auto l2 = [&](int off) {
+        double ss = 0;
+        for (int i = 0; i < Dk; ++i) ss += y[off + i] * y[off + i];
+        const double r = 1.0 / std::max(std::sqrt(ss), p_.eps);
+        for (int i = 0; i < Dk; ++i) y[off + i] *= r;
+      };
+      for (int hk = 0; hk < Hk; ++hk) l2(hk * Dk), l2(Hk * Dk + hk * Dk);
+      std::vector<double> out(static_cast<std::size_t>(Hv) * Dk);
+      for (int j = 0; j < Hv; ++j) {
+        const double* q = &y[(j % Hk) * Dk];
+        const double* k = &y[Hk * Dk + (j % Hk) * Dk];
+        const double* v = &y[2 * Hk * Dk + j * Dk];
+        const double sp = alpha[j] + dt_bias[j] > 20 ? alpha[j] + dt_bias[j] : std::log1p(std::exp(alpha[j] + dt_bias[j]));
+        const double decay = std::exp(sp * a[j]), beta = 1 / (1 + std::exp(-beta_raw[j]));
+        double* s = &S[static_cast<std::size_t>(j) * Dk * Dk];  // s[i * Dk + m] = S[i][m]
+        for (int e = 0; e < Dk * Dk; ++e) s[e] *= decay;
+        std::vector<double> o(Dk, 0.0);
+        for (int m = 0; m < Dk; ++m) {
+          double u = 0;
+          for (int i = 0; i < Dk; ++i) u += s[i * Dk + m] * k[i];
+          const double d = beta * (v[m] - u);
+          for (int i = 0; i < Dk; ++i) s[i * Dk + m] += k[i] * d;
+          for (int i = 0; i < Dk; ++i) o[m] += s[i * Dk + m] * q[i];
+          o[m] /= std::sqrt(double(Dk));
+        }
+        // Gated norm: RMSNorm over the head, times ssm_norm, times silu(z).
+        const auto on = norm(o, ssm_norm);
+        for (int m = 0; m < Dk; ++m) {
+          const double zz = z[j * Dk + m];
+          out[j * Dk + m] = on[m] * zz / (1 + std::exp(-zz));
+        }
+      }
+      const auto o = matvec(b + "ssm_out.weight", out, E);
+      for (int e = 0; e < E; ++e) xt[e] += o[e];
+      ffn(b, xt);
+    }
+  }
+
   const float* data(const std::string& name) const {
     const auto* t = f_.tensor(name);
     if (!t || t->type != 0) throw std::runtime_error("reference needs f32 tensor " + name);

@@ -63,6 +63,13 @@ TEST(SynthCli, UsageErrorsExitTwoWithOneLine) {
   EXPECT_EQ(r.output,
             "graft synth: unknown --preset 'huge' (known: tiny, bench-250m, qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen35-tiny, qwen36-27b, bonsai-27b)\n");
 
+  r = synth("--arch llama --full-attention-interval 2 --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: --full-attention-interval is for qwen35 presets only\n");
+  r = synth("--preset qwen35-tiny --full-attention-interval 0 --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "graft synth: --full-attention-interval 0 is out of range: 1..1024\n");
+
   r = synth("--preset tiny --out " + out);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output, "graft synth: --arch is required (llama, qwen3 or qwen35) unless the preset sets it\n");
