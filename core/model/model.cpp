@@ -23,8 +23,8 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
   if (!tokenizer) return std::move(tokenizer).status();
   auto weights = ModelWeights::bind(*file, *params, host, *backend);
   if (!weights) return std::move(weights).status();
-  // The backend ops of qwen35's layers exist (docs/backends.md); the forward pass that runs them,
-  // and the per-sequence recurrent state, are the next step of issue 34.
+  // qwen35's delta-net: the backend ops exist (docs/backends.md); the layer in the forward pass
+  // and the per-sequence recurrent state are the next step of issue 34.
   for (LayerKind kind : params->layer_kinds)
     if (kind == LayerKind::delta_net)
       return Status(Errc::unsupported, fmt::format("{}: {} layers ({}): graft's forward pass for them is not implemented yet",
