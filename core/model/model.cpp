@@ -51,20 +51,12 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
   if (options.fuse_projections) {
     for (std::uint32_t il = 0; il < m->params_.n_main_layers(); ++il) {
       LayerWeights& L = W.layers[il];
-      // A gated query projection (query | gate per head) stays apart from k and v.
-      if (L.kind != LayerKind::attention) {
-        const MatrixWeight* gate_up[] = {&L.w_gate, &L.w_up};
-        auto stacked = stack_rows(gate_up, fmt::format("blk.{}.ffn_gate+up", il));
-        if (!stacked) return std::move(stacked).status();
-        if (!stacked->kernels) continue;
-        L.w_gate_up = std::move(*stacked);
-        for (const MatrixWeight* part : gate_up) release_file_pages(part->view.data, part->bytes);
-        continue;
-      }
       const MatrixWeight* qkv[] = {&L.wq, &L.wk, &L.wv};
       const MatrixWeight* gate_up[] = {&L.w_gate, &L.w_up};
       for (auto [parts, out, name] : {std::tuple{std::span<const MatrixWeight* const>(qkv), &L.wqkv, "attn_q+k+v"},
                                       std::tuple{std::span<const MatrixWeight* const>(gate_up), &L.w_gate_up, "ffn_gate+up"}}) {
+        // A gated query projection (query | gate per head) stays apart from k and v; a delta-net has none.
+        if (out == &L.wqkv && L.kind != LayerKind::attention) continue;
         auto stacked = stack_rows(parts, fmt::format("blk.{}.{}", il, name));
         if (!stacked) return std::move(stacked).status();
         if (!stacked->kernels) continue;  // types differ: the parts stay separate

@@ -6,13 +6,13 @@
 
 namespace graft {
 
-namespace {
-
-Status missing(const gguf::File& f, const std::string& key) {
-  return Status(Errc::invalid_argument, fmt::format("{}: missing or non-integer metadata key '{}'", f.name(), key));
+Status read_count(const gguf::File& f, const std::string& key, std::uint32_t& out, std::int64_t min, std::int64_t max) {
+  auto v = f.get_int(key);
+  if (!v) return Status(Errc::invalid_argument, fmt::format("{}: missing or non-integer metadata key '{}'", f.name(), key));
+  if (*v < min || *v > max) return Status(Errc::invalid_argument, fmt::format("{}: {} = {} is out of range", f.name(), key, *v));
+  out = static_cast<std::uint32_t>(*v);
+  return Status::success();
 }
-
-}  // namespace
 
 std::uint32_t ModelParams::kv_layers() const {
   // A file read before its layer kinds (or made by hand) has only attention layers.
@@ -45,14 +45,7 @@ Expected<ModelParams> ModelParams::from_gguf(const gguf::File& f) {
   p.name = f.get_string("general.name").value_or(*arch);
   const std::string a = *arch + ".";
 
-  auto need = [&](const std::string& key, std::uint32_t& out, std::int64_t min = 1) -> Status {
-    auto v = f.get_int(a + key);
-    if (!v) return missing(f, a + key);
-    if (*v < min || *v > (1ll << 31))
-      return Status(Errc::invalid_argument, fmt::format("{}: {}{} = {} is out of range", f.name(), a, key, *v));
-    out = static_cast<std::uint32_t>(*v);
-    return Status::success();
-  };
+  auto need = [&](const std::string& key, std::uint32_t& out) { return read_count(f, a + key, out); };
   GRAFT_TRY(need("embedding_length", p.n_embd));
   GRAFT_TRY(need("block_count", p.n_layer));
   GRAFT_TRY(need("attention.head_count", p.n_head));

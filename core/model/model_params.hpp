@@ -13,6 +13,11 @@
 namespace graft {
 
 struct Architecture;
+
+// An integer metadata key into `out`: a one-line error naming the file and key when it is missing,
+// not an integer, or outside [min, max].
+Status read_count(const gguf::File& f, const std::string& key, std::uint32_t& out, std::int64_t min = 1,
+                  std::int64_t max = std::int64_t{1} << 31);
 enum class LayerKind : std::uint8_t;
 
 struct ModelParams {

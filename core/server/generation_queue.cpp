@@ -78,10 +78,7 @@ GenerationQueue::~GenerationQueue() {
   cv_.notify_all();
   worker_.join();
   // The opt-in policy file keeps the slot that learnt from the most rounds.
-  const SpeculativeDecoder* most = nullptr;
-  for (const auto& d : decoders_)
-    if (d && (!most || d->policy().learnt_rounds() > most->policy().learnt_rounds())) most = d.get();
-  if (most)
+  if (const SpeculativeDecoder* most = most_experienced())
     if (Status saved = most->save_policy(); !saved.ok()) spdlog::warn("{}", saved.message());
 }
 
@@ -95,6 +92,13 @@ void GenerationQueue::submit(std::shared_ptr<GenerationJob> job) {
     waiting_.push_back(std::move(job));
   }
   cv_.notify_one();
+}
+
+const SpeculativeDecoder* GenerationQueue::most_experienced() const {
+  const SpeculativeDecoder* most = nullptr;
+  for (const auto& d : decoders_)
+    if (d && (!most || d->policy().learnt_rounds() > most->policy().learnt_rounds())) most = d.get();
+  return most;
 }
 
 nlohmann::json GenerationQueue::memory() const {
@@ -236,9 +240,7 @@ void GenerationQueue::start_admitted() {
     if (!decoders_.empty()) {
       // What the slots learnt is shared between requests: a fresh slot starts from the most
       // experienced one's policy instead of learning the drafters' worth again.
-      const SpeculativeDecoder* most = nullptr;
-      for (const auto& d : decoders_)
-        if (!most || d->policy().learnt_rounds() > most->policy().learnt_rounds()) most = d.get();
+      const SpeculativeDecoder* most = most_experienced();
       if (decoders_[i]->adopt_policy(*most))
         spdlog::debug("sequence {}: speculative policy taken over from another sequence ({} rounds learnt)", i,
                       most->policy().learnt_rounds());

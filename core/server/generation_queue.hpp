@@ -89,6 +89,8 @@ class GenerationQueue {
   std::uint32_t shift_threshold() const;
   // The tokens a context shift keeps (noted in the job and the metrics).
   std::vector<TokenId> kept_by_shift(Slot& slot);
+  // The sequence whose round policy learnt from the most rounds (null without drafters).
+  const SpeculativeDecoder* most_experienced() const;
   Status shift(Slot& slot);
   Status shift_speculative(std::size_t i);
 

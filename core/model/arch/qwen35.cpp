@@ -18,13 +18,7 @@ constexpr std::uint32_t kMaxConvKernel = 8;  // what the backends' causal_conv_s
 Status read_qwen35(const gguf::File& f, ModelParams& p) {
   const std::string a = "qwen35.";
   auto bad = [&](const std::string& what) { return Status(Errc::invalid_argument, fmt::format("{}: {}", f.name(), what)); };
-  auto need = [&](const char* key, std::uint32_t& out) -> Status {
-    auto v = f.get_int(a + key);
-    if (!v) return bad(fmt::format("missing or non-integer metadata key '{}{}'", a, key));
-    if (*v < 1 || *v > (1ll << 24)) return bad(fmt::format("{}{} = {} is out of range", a, key, *v));
-    out = static_cast<std::uint32_t>(*v);
-    return Status::success();
-  };
+  auto need = [&](const char* key, std::uint32_t& out) { return read_count(f, a + key, out, 1, std::int64_t{1} << 24); };
   if (!f.get_real(a + "attention.layer_norm_rms_epsilon"))
     return bad(fmt::format("missing metadata key '{}attention.layer_norm_rms_epsilon'", a));
   std::uint32_t inner = 0;

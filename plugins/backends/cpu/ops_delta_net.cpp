@@ -17,14 +17,12 @@ namespace {
 
 constexpr std::int64_t kMaxConvKernel = 8;  // taps: qwen35 uses 4
 
-std::string dims(const TensorView& t) { return shape_string(t); }
-
 bool is(const TensorView& t, std::int64_t n0, std::int64_t n1, std::int64_t n2 = 1) {
   return t.ne[0] == n0 && t.ne[1] == n1 && t.ne[2] == n2 && t.ne[3] == 1;
 }
 
 std::string expect(const char* name, const TensorView& t, const std::string& want) {
-  return std::string(name) + " has shape " + dims(t) + "; expected " + want;
+  return std::string(name) + " has shape " + shape_string(t) + "; expected " + want;
 }
 
 // "" when parents (n entries) is null or names, for each row, an earlier row or -1.
@@ -57,7 +55,7 @@ Status op_sigmoid_mul(const OpContext& c, const TensorView& x, const TensorView&
   constexpr const char* op = "sigmoid_mul";
   for (auto [name, t] : {std::pair{"x", &x}, {"g", &g}, {"y", &y}})
     if (auto e = check_rows(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
-  if (!same_shape(x, g)) return op_error(op, expect("g", g, dims(x) + " like x"));
+  if (!same_shape(x, g)) return op_error(op, expect("g", g, shape_string(x) + " like x"));
   if (auto e = check_output("y", y, "x", x, true); !e.empty()) return op_error(op, e);
   if (auto e = check_output("y", y, "g", g, true); !e.empty()) return op_error(op, e);
   const auto n = static_cast<std::size_t>(x.ne[0]);
@@ -96,7 +94,7 @@ Status op_delta_net_gates(const OpContext& c, const TensorView& alpha, const Ten
   for (auto [name, t] : {std::pair{"dt_bias", &dt_bias}, {"ssm_a", &ssm_a}})
     if (auto e = check_dense(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
   const std::int64_t hv = alpha.ne[0];
-  if (!same_shape(alpha, beta)) return op_error(op, expect("beta", beta, dims(alpha) + " like alpha"));
+  if (!same_shape(alpha, beta)) return op_error(op, expect("beta", beta, shape_string(alpha) + " like alpha"));
   for (auto [name, t] : {std::pair{"dt_bias", &dt_bias}, {"ssm_a", &ssm_a}})
     if (t->elements() != hv || t->ne[0] != hv) return op_error(op, expect(name, *t, "[" + std::to_string(hv) + "] (one per head)"));
   if (auto e = check_output("g", g, "alpha", alpha, true); !e.empty()) return op_error(op, e);
@@ -137,7 +135,7 @@ Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const Tensor
   if (!is(w, K, C)) return op_error(op, expect("w", w, "[" + std::to_string(K) + ", " + std::to_string(C) + "] (Kc, channels)"));
   if (!is(state, K - 1, C))
     return op_error(op, expect("state", state, "[" + std::to_string(K - 1) + ", " + std::to_string(C) + "] (Kc - 1, channels)"));
-  if (!same_shape(x, y)) return op_error(op, expect("y", y, dims(x) + " like x"));
+  if (!same_shape(x, y)) return op_error(op, expect("y", y, shape_string(x) + " like x"));
   if (auto e = check_output("y", y, "x", x, false); !e.empty()) return op_error(op, e);
   for (auto [name, t] : {std::pair{"w", &w}, {"state", &state}})
     if (overlap(y, *t) != Overlap::none) return op_error(op, std::string("y overlaps ") + name);
@@ -202,7 +200,7 @@ Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorV
   const std::int64_t Dk = q.ne[0], Hk = q.ne[1], T = q.ne[2], Dv = v.ne[0], Hv = v.ne[1];
   if (q.ne[3] != 1) return op_error(op, expect("q", q, "[Dk, Hk, T]"));
   if (Dk % 16 != 0) return op_error(op, "the key head size Dk = " + std::to_string(Dk) + " is not a multiple of 16");
-  if (!same_shape(q, k)) return op_error(op, expect("k", k, dims(q) + " like q"));
+  if (!same_shape(q, k)) return op_error(op, expect("k", k, shape_string(q) + " like q"));
   if (!is(v, Dv, Hv, T)) return op_error(op, expect("v", v, "[Dv, Hv, " + std::to_string(T) + "]"));
   if (Hv % Hk != 0)
     return op_error(op, "v heads Hv = " + std::to_string(Hv) + " is not a multiple of the q/k heads Hk = " + std::to_string(Hk));
@@ -211,7 +209,7 @@ Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorV
   if (!is(state, Dk, Dv, Hv))
     return op_error(op, expect("state", state, "[" + std::to_string(Dk) + ", " + std::to_string(Dv) + ", " +
                                                    std::to_string(Hv) + "] (Dk, Dv, Hv)"));
-  if (!same_shape(out, v)) return op_error(op, expect("out", out, dims(v) + " like v"));
+  if (!same_shape(out, v)) return op_error(op, expect("out", out, shape_string(v) + " like v"));
   for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"b", &b}, {"state", &state}})
     if (overlap(out, *t) != Overlap::none) return op_error(op, std::string("out overlaps ") + name);
   if (auto e = check_parents(parents, T); !e.empty()) return op_error(op, e);
