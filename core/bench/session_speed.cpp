@@ -71,7 +71,8 @@ Expected<std::vector<double>> measure_verify_cost(Session& s, std::span<const To
       rows[i] = i;
       for (std::uint32_t j = 0; j <= i; ++j) mask[std::size_t(i) * n + j] = 1;
     }
-    const SequenceRows seq{&s.kv(), n, n_past, n > 1 ? mask.data() : nullptr};
+    // (A hybrid model's one row through the mask too: a tree pass leaves its recurrent state as it is.)
+    const SequenceRows seq{&s.kv(), n, n_past, n > 1 || s.model().hybrid() ? mask.data() : nullptr};
     ForwardBatch batch;
     batch.tokens = tokens;
     batch.positions = positions;

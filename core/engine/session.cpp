@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace graft {
@@ -39,6 +40,13 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
     workspace = std::move(*ws);
   }
   std::unique_ptr<Session> s(new Session());
+  if (model->hybrid()) {
+    if (options.max_tree_rows == 0) return Status(Errc::invalid_argument, "session: max_tree_rows must be at least 1");
+    auto state = model->new_recurrent_state(options.max_tree_rows);
+    if (!state) return std::move(state).status();
+    s->state_ = std::move(*state);
+    s->state_checkpoints_ = options.state_checkpoints;
+  }
   s->model_ = std::move(model);
   s->kv_ = std::move(kv);
   s->ws_ = std::move(workspace);
@@ -51,7 +59,80 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
 Status Session::reset() {
   tokens_.clear();
   logits_.clear();
+  if (state_) {
+    GRAFT_TRY(state_->zero());
+    for (auto& c : checkpoints_) c->set_position(RecurrentState::kUnknown);
+  }
   return kv_->truncate(0);
+}
+
+std::vector<std::uint32_t> Session::checkpoints() const {
+  std::vector<std::uint32_t> at;
+  for (const auto& c : checkpoints_)
+    if (c->position() != RecurrentState::kUnknown) at.push_back(c->position());
+  std::sort(at.begin(), at.end());
+  return at;
+}
+
+std::uint64_t Session::state_bytes() const {
+  std::uint64_t bytes = state_ ? state_->bytes() : 0;
+  for (const auto& c : checkpoints_) bytes += c->bytes();
+  return bytes;
+}
+
+Status Session::take_checkpoint() {
+  if (!state_ || state_checkpoints_ == 0) return Status::success();
+  for (const auto& c : checkpoints_)
+    if (c->position() == state_->position()) return Status::success();  // held already
+  // A free one, or a new one while fewer than asked are held, else the earliest goes.
+  RecurrentState* slot = nullptr;
+  for (const auto& c : checkpoints_)
+    if (c->position() == RecurrentState::kUnknown) slot = c.get();
+  if (!slot && checkpoints_.size() < state_checkpoints_) {
+    auto fresh = model_->new_recurrent_state(0);
+    if (!fresh) return std::move(fresh).status();
+    checkpoints_.push_back(std::move(*fresh));
+    slot = checkpoints_.back().get();
+  }
+  if (!slot)
+    slot = std::ranges::min_element(checkpoints_, {}, [](const auto& c) { return c->position(); })->get();
+  return slot->copy_from(*state_);
+}
+
+Status Session::sync_state() {
+  if (!state_ || state_->position() == tokens_.size()) return Status::success();
+  return rewind_state(static_cast<std::uint32_t>(tokens_.size()));
+}
+
+Status Session::rewind_state(std::uint32_t n) {
+  // The latest checkpoint at or before n (a checkpoint past the committed tokens is stale), else
+  // the empty state.
+  const RecurrentState* from = nullptr;
+  for (const auto& c : checkpoints_) {
+    const std::uint32_t at = c->position();
+    if (at == RecurrentState::kUnknown) continue;
+    if (at > tokens_.size()) {
+      c->set_position(RecurrentState::kUnknown);
+      continue;
+    }
+    if (at <= n && (!from || at > from->position())) from = c.get();
+  }
+  if (state_->position() != RecurrentState::kUnknown && state_->position() <= n &&
+      (!from || state_->position() >= from->position()))
+    from = state_.get();  // already on the way
+  GRAFT_TRY(from ? state_->copy_from(*from) : state_->zero());
+  // The KV rows after the restart point are written again with the same values.
+  const std::uint32_t start = state_->position();
+  GRAFT_TRY(kv_->truncate(start));
+  std::vector<float> scratch;
+  for (std::uint32_t pos = start; pos < n; pos += max_batch_) {
+    SequenceBatch batch;
+    batch.tokens = std::span<const TokenId>(tokens_).subspan(pos, std::min(max_batch_, n - pos));
+    batch.n_past = pos;
+    batch.state = state_.get();
+    GRAFT_TRY(model_->forward(*ws_, *kv_, batch, scratch));
+  }
+  return Status::success();
 }
 
 Status Session::check_room(std::size_t n) const {
@@ -67,6 +148,7 @@ Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
   if (tokens.empty()) return Status(Errc::invalid_argument, "append: no tokens");
   GRAFT_TRY(check_room(tokens.size()));
   const std::size_t n_vocab = model_->params().n_vocab;
+  GRAFT_TRY(sync_state());
   std::vector<float> chunk;
   logits_.clear();
   for (std::size_t pos = 0; pos < tokens.size(); pos += max_batch_) {
@@ -75,10 +157,12 @@ Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
     batch.tokens = tokens.subspan(pos, n);
     batch.n_past = static_cast<std::uint32_t>(tokens_.size());
     batch.all_logits = all_logits;
+    batch.state = state_.get();
     // The store may hold part of the tokens after a failure: drop them so the sequence stays what
     // tokens() says.
     if (Status st = model_->forward(*ws_, *kv_, batch, chunk); !st.ok()) return recover(std::move(st));
     tokens_.insert(tokens_.end(), batch.tokens.begin(), batch.tokens.end());
+    if (n > 1) GRAFT_TRY(take_checkpoint());  // a prompt piece
     if (all_logits || pos + n == tokens.size()) logits_.insert(logits_.end(), chunk.begin(), chunk.end());
   }
   if (logits_.size() != (all_logits ? tokens.size() : 1) * n_vocab)
@@ -101,8 +185,9 @@ Status Session::append_together(Workspace& ws, std::span<const SessionStep> step
       if (&other != &step && other.session == s)
         return Status(Errc::invalid_argument, "append_together: a session appears twice");
     GRAFT_TRY(s->check_room(step.tokens.size()));
+    GRAFT_TRY(s->sync_state());
     seqs.push_back(SequenceRows{s->kv_.get(), static_cast<std::uint32_t>(step.tokens.size()),
-                                static_cast<std::uint32_t>(s->tokens_.size()), nullptr});
+                                static_cast<std::uint32_t>(s->tokens_.size()), nullptr, s->state_.get()});
     tokens.insert(tokens.end(), step.tokens.begin(), step.tokens.end());
     last_rows.push_back(static_cast<std::uint32_t>(tokens.size() - 1));
   }
@@ -120,12 +205,20 @@ Status Session::append_together(Workspace& ws, std::span<const SessionStep> step
     Session& s = *steps[i].session;
     s.tokens_.insert(s.tokens_.end(), steps[i].tokens.begin(), steps[i].tokens.end());
     s.logits_.assign(out.logits.begin() + i * V, out.logits.begin() + (i + 1) * V);
+    if (steps[i].tokens.size() > 1) GRAFT_TRY(s.take_checkpoint());
   }
   return Status::success();
 }
 
 Status Session::forward(const SequenceBatch& batch, std::vector<float>& logits) {
-  return model_->forward(*ws_, *kv_, batch, logits);
+  if (!state_) return model_->forward(*ws_, *kv_, batch, logits);
+  // A hybrid model's rows follow the committed tokens: the state is theirs.
+  if (batch.n_past != tokens_.size())
+    return Status(Errc::invalid_argument, "session forward: a hybrid model's rows must follow the committed tokens");
+  GRAFT_TRY(sync_state());
+  SequenceBatch mine = batch;
+  mine.state = state_.get();
+  return model_->forward(*ws_, *kv_, mine, logits);
 }
 
 Status Session::forward(const ForwardBatch& batch, ForwardOutput& out) {
@@ -146,7 +239,15 @@ Status Session::forward_together(Workspace& ws, std::span<Session* const> sessio
       return Status(Errc::invalid_argument, "session forward: each sequence must be its session's KV store after its committed tokens");
     GRAFT_TRY(s.check_room(seq.n_tokens));
   }
-  return sessions[0]->model_->forward(ws, batch, out);
+  // Each sequence with its session's recurrent state, at its committed tokens.
+  std::vector<SequenceRows> seqs(batch.sequences.begin(), batch.sequences.end());
+  for (std::size_t i = 0; i < sessions.size(); ++i) {
+    GRAFT_TRY(sessions[i]->sync_state());
+    seqs[i].state = sessions[i]->state_.get();
+  }
+  ForwardBatch mine = batch;
+  mine.sequences = seqs;
+  return sessions[0]->model_->forward(ws, mine, out);
 }
 
 Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std::uint32_t> rows,
@@ -162,16 +263,27 @@ Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std
     src[i] = n_past + rows[i];
     in_place = in_place && rows[i] == i;
   }
+  // A hybrid model's state first, so that a refused path changes nothing: a token tree's path is
+  // replayed from the rows the pass kept; a chain moved it on already.
+  const auto kept = static_cast<std::uint32_t>(rows.size());
+  const bool tree = state_ && !state_->pending_parents().empty() && state_->position() == n_past;
+  if (tree)
+    if (Status st = model_->commit_recurrent(*ws_, *state_, rows); !st.ok()) return recover(std::move(st));
   // The kept rows move down to follow the committed ones; everything after them goes.
-  GRAFT_TRY(in_place ? kv_->truncate(n_past + static_cast<std::uint32_t>(rows.size())) : kv_->compact(n_past, src));
+  if (Status st = in_place ? kv_->truncate(n_past + kept) : kv_->compact(n_past, src); !st.ok())
+    return recover(std::move(st));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   logits_.assign(logits.begin(), logits.end());
-  return Status::success();
+  if (!state_ || tree) return Status::success();
+  // A chain kept whole is a prompt piece (checkpointed); one cut short goes back to a checkpoint.
+  if (state_->position() == n_past + kept && in_place) return kept > 1 ? take_checkpoint() : Status::success();
+  return sync_state();
 }
 
 Status Session::recover(Status failed) {
   const auto n = static_cast<std::uint32_t>(tokens_.size());
   Status cut = kv_->truncate(n);
+  if (cut.ok()) cut = sync_state();  // a chain's pass moved the state on, or left it half-way
   if (cut.ok()) return failed;
   Status emptied = reset();
   return Status(failed.code(), fmt::format("{}; then the KV store could not be cut back to the {} committed tokens ({}), "
@@ -184,7 +296,11 @@ Status Session::truncate(std::uint32_t n) {
   if (n > tokens_.size()) return Status(Errc::out_of_range, "truncate: past the committed tokens");
   tokens_.resize(n);
   logits_.clear();
-  return kv_->truncate(n);
+  GRAFT_TRY(kv_->truncate(n));
+  for (auto& c : checkpoints_)
+    if (c->position() != RecurrentState::kUnknown && c->position() > n) c->set_position(RecurrentState::kUnknown);
+  if (Status st = sync_state(); !st.ok()) return recover(std::move(st));
+  return Status::success();
 }
 
 Status PlainDecoder::prefill(Session& session, std::span<const TokenId> prompt) { return session.append(prompt); }

@@ -1,6 +1,13 @@
-// One sequence over a shared Model: its KV store, its forward-pass scratch (Workspace), the
-// tokens committed to it, and, while generating, its sampler and text stream. Many sessions may
-// run over one Model; each touches only its own KV store.
+// One sequence over a shared Model: its KV store, for a hybrid model its recurrent state, its
+// forward-pass scratch (Workspace), the tokens committed to it, and, while generating, its
+// sampler and text stream. Many sessions may run over one Model; each touches only its own
+// memory.
+//
+// A recurrent state cannot be cut back like a KV cache. The session keeps copies of it
+// (checkpoints) after prompt pieces, and a cut to an earlier length (truncate, a failed pass, a
+// verify pass whose rows were not all kept) restores the latest checkpoint at or before that
+// length and runs the tokens after it again: exact, and as cheap as the checkpoints are near
+// (docs/architecture.md, "Per-sequence state").
 #pragma once
 
 #include <cstdint>
@@ -63,6 +70,10 @@ struct SessionOptions {
   std::uint32_t max_batch = 256;  // rows per forward pass (prompts go in pieces of this size)
   // Where the KV capacity comes from, for the error when a prompt exceeds it.
   std::string capacity_source = "--ctx";
+  // Hybrid models: the rows of the largest token tree a verify pass may hold (the speculative
+  // decoder's max_nodes + 1), and how many checkpoints of the recurrent state to keep.
+  std::uint32_t max_tree_rows = 65;
+  std::uint32_t state_checkpoints = 4;
 };
 
 class Session;
@@ -84,6 +95,13 @@ class Session {
 
   const Model& model() const { return *model_; }
   KvStore& kv() { return *kv_; }
+  // The delta-net layers' state of a hybrid model; null for others.
+  RecurrentState* recurrent() { return state_.get(); }
+  // The positions of the recurrent state's checkpoints held now (ascending).
+  std::vector<std::uint32_t> checkpoints() const;
+  // Bytes of the recurrent state with its kept tree rows, and of its checkpoints (each allocated
+  // when first taken).
+  std::uint64_t state_bytes() const;
   Workspace& workspace() { return *ws_; }
   std::uint32_t capacity() const { return kv_->geometry().capacity; }
   // Tokens decoding may still commit: it commits a pending token while the one after it has a slot
@@ -123,11 +141,11 @@ class Session {
   // compact/truncate) and sets logits() to `logits` (the last kept row's).
   Status commit_rows(std::span<const TokenId> tokens, std::span<const std::uint32_t> rows,
                      std::span<const float> logits);
-  // Forget every committed token from n on.
   // After a failed forward pass: the KV store cut back to the committed tokens (a pass may have
   // written some rows). Returns `failed`, with what went wrong on the way back when that failed too
   // (the sequence is then emptied, so it stays what tokens() says).
   Status recover(Status failed);
+  // Forget every committed token from n on (a hybrid model: its state back to n tokens).
   Status truncate(std::uint32_t n);
 
   // Generation from a fresh sequence: prefill the prompt, then step with `decoder` (null: one
@@ -145,10 +163,20 @@ class Session {
   Session() = default;
   // Whether n more tokens fit the KV store; the error names the capacity and where it is set.
   Status check_room(std::size_t n) const;
+  // The recurrent state at the committed tokens again when a pass left it elsewhere.
+  Status sync_state();
+  // The recurrent state (and KV store) at n <= tokens().size() tokens: the latest checkpoint at or
+  // before n, then tokens n_checkpoint..n run again.
+  Status rewind_state(std::uint32_t n);
+  // A copy of the state at its position, replacing the oldest when all are taken.
+  Status take_checkpoint();
 
   // Members in this order so the workspace and store (backend memory) go before the model.
   std::shared_ptr<const Model> model_;
   std::shared_ptr<KvStore> kv_;
+  std::unique_ptr<RecurrentState> state_;
+  std::vector<std::unique_ptr<RecurrentState>> checkpoints_;  // position() kUnknown: free
+  std::uint32_t state_checkpoints_ = 0;
   std::shared_ptr<Workspace> ws_;
   std::uint32_t max_batch_ = 0;
   std::string capacity_source_;

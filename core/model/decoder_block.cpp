@@ -88,6 +88,103 @@ Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32
   return matmul(L.wo, ws.attn, n, out);
 }
 
+namespace {
+// The shapes of the delta-net: C channels of conv input (q | k | v), Hk q/k heads and Hv v heads of
+// Dk = Dv values.
+struct DeltaShape {
+  std::int64_t C, Dk, Dv, Hk, Hv, Kc;
+  explicit DeltaShape(const ModelParams& p)
+      : C(p.ssm_channels()), Dk(p.ssm_state), Dv(p.ssm_state), Hk(p.ssm_groups), Hv(p.ssm_heads), Kc(p.ssm_conv_kernel) {}
+  // q, k [Dk, Hk, rows] and v [Dv, Hv, rows] inside y [C, rows] (one row's q | k | v after another).
+  std::array<TensorView, 3> qkv(float* y, std::uint32_t rows) const {
+    return {with_stride(f32_view(y, Dk, Hk, rows), 2, C), with_stride(f32_view(y + Hk * Dk, Dk, Hk, rows), 2, C),
+            with_stride(f32_view(y + 2 * Hk * Dk, Dv, Hv, rows), 2, C)};
+  }
+};
+}  // namespace
+
+Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32_t index,
+                               std::span<const SequenceRows> seqs, std::uint32_t n, const float* in, float* out) const {
+  Backend& be = *be_;
+  const DeltaShape d(p_);
+  // x [C, n] = in * ssm_in (attn_qkv); z [Hv*Dv, n] = in * ssm_gate (attn_gate); alpha and beta
+  // [Hv, n], then the gates: g = softplus(alpha + dt_bias) * ssm_a (the log decay), b = sigmoid(beta).
+  GRAFT_TRY(matmul(L.ssm_in, in, n, ws.ssm_x));
+  GRAFT_TRY(matmul(L.ssm_gate, in, n, ws.ssm_z));
+  GRAFT_TRY(matmul(L.ssm_alpha, in, n, ws.ssm_g));
+  GRAFT_TRY(matmul(L.ssm_beta, in, n, ws.ssm_b));
+  const TensorView g = f32_view(ws.ssm_g, d.Hv, n), b = f32_view(ws.ssm_b, d.Hv, n);
+  GRAFT_TRY(be.delta_net_gates(g, b, L.ssm_dt_bias.view, L.ssm_a.view, g, b));
+  // Each sequence: y [C, rows] = silu(causal conv of x over its window); a chain moves the window
+  // on, a tree keeps its rows' x, g and b for the commit of the accepted path.
+  const TensorView w = f32_view(static_cast<float*>(L.ssm_conv.view.data), d.Kc, d.C);
+  std::uint32_t r0 = 0;
+  for (const SequenceRows& s : seqs) {
+    RecurrentState& st = *s.state;
+    const std::int32_t* parents = s.ancestor ? ws.parents.data() + r0 : nullptr;
+    const TensorView x = f32_view(ws.ssm_x + std::int64_t(r0) * d.C, d.C, s.n_tokens);
+    if (parents) {
+      const std::size_t rows = s.n_tokens;
+      GRAFT_TRY(be.copy(st.pending_x(index), MemoryKind::device, x.data, MemoryKind::device, rows * d.C * sizeof(float)));
+      GRAFT_TRY(be.copy(st.pending_g(index), MemoryKind::device, ws.ssm_g + std::int64_t(r0) * d.Hv, MemoryKind::device,
+                        rows * d.Hv * sizeof(float)));
+      GRAFT_TRY(be.copy(st.pending_b(index), MemoryKind::device, ws.ssm_b + std::int64_t(r0) * d.Hv, MemoryKind::device,
+                        rows * d.Hv * sizeof(float)));
+    }
+    GRAFT_TRY(be.causal_conv_silu(x, w, st.conv(index), parents, f32_view(ws.ssm_y + std::int64_t(r0) * d.C, d.C, s.n_tokens),
+                                  parents ? TensorView{} : st.conv(index)));
+    r0 += s.n_tokens;
+  }
+  // q and k per head /= their L2 norms.
+  const auto [q, k, v] = d.qkv(ws.ssm_y, n);
+  GRAFT_TRY(be.l2_norm(q, p_.rms_eps, q));
+  GRAFT_TRY(be.l2_norm(k, p_.rms_eps, k));
+  // Each sequence: o [Dv, Hv, rows] = the gated delta rule over its state.
+  r0 = 0;
+  for (const SequenceRows& s : seqs) {
+    RecurrentState& st = *s.state;
+    const std::int32_t* parents = s.ancestor ? ws.parents.data() + r0 : nullptr;
+    const auto [qs, ks, vs] = d.qkv(ws.ssm_y + std::int64_t(r0) * d.C, s.n_tokens);
+    GRAFT_TRY(be.gated_delta_net(qs, ks, vs, f32_view(ws.ssm_g + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens),
+                                 f32_view(ws.ssm_b + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens), st.delta(index), parents,
+                                 f32_view(ws.ssm_o + std::int64_t(r0) * d.Hv * d.Dv, d.Dv, d.Hv, s.n_tokens),
+                                 parents ? TensorView{} : st.delta(index)));
+    r0 += s.n_tokens;
+  }
+  // Gated norm per head: o = rms_norm(o) * ssm_norm * silu(z); out = o * ssm_out [Hv*Dv, E].
+  const TensorView o = f32_view(ws.ssm_o, d.Dv, d.Hv * n);
+  GRAFT_TRY(be.rms_norm(o, L.ssm_norm.view, p_.rms_eps, o));
+  GRAFT_TRY(be.silu_mul(f32_view(ws.ssm_z, d.Dv * d.Hv, n), f32_view(ws.ssm_o, d.Dv * d.Hv, n),
+                        f32_view(ws.ssm_o, d.Dv * d.Hv, n)));
+  return matmul(L.ssm_out, ws.ssm_o, n, out);
+}
+
+Status DecoderBlock::commit_delta_net(Workspace& ws, const LayerWeights& L, std::uint32_t index, RecurrentState& st,
+                                      std::span<const std::uint32_t> rows) const {
+  Backend& be = *be_;
+  const DeltaShape d(p_);
+  const auto n = static_cast<std::uint32_t>(rows.size());
+  if (n == 0) return Status::success();
+  // The path's kept conv inputs and gates, in order, as one chain.
+  for (std::uint32_t j = 0; j < n; ++j) {
+    const std::uint64_t r = rows[j];
+    GRAFT_TRY(be.copy(ws.ssm_x + std::int64_t(j) * d.C, MemoryKind::device, st.pending_x(index) + r * d.C,
+                      MemoryKind::device, d.C * sizeof(float)));
+    GRAFT_TRY(be.copy(ws.ssm_g + std::int64_t(j) * d.Hv, MemoryKind::device, st.pending_g(index) + r * d.Hv,
+                      MemoryKind::device, d.Hv * sizeof(float)));
+    GRAFT_TRY(be.copy(ws.ssm_b + std::int64_t(j) * d.Hv, MemoryKind::device, st.pending_b(index) + r * d.Hv,
+                      MemoryKind::device, d.Hv * sizeof(float)));
+  }
+  // The same steps as the pass's, now moving the window and the state on (the output is not used).
+  GRAFT_TRY(be.causal_conv_silu(f32_view(ws.ssm_x, d.C, n), f32_view(static_cast<float*>(L.ssm_conv.view.data), d.Kc, d.C),
+                                st.conv(index), nullptr, f32_view(ws.ssm_y, d.C, n), st.conv(index)));
+  const auto [q, k, v] = d.qkv(ws.ssm_y, n);
+  GRAFT_TRY(be.l2_norm(q, p_.rms_eps, q));
+  GRAFT_TRY(be.l2_norm(k, p_.rms_eps, k));
+  return be.gated_delta_net(q, k, v, f32_view(ws.ssm_g, d.Hv, n), f32_view(ws.ssm_b, d.Hv, n), st.delta(index), nullptr,
+                            f32_view(ws.ssm_o, d.Dv, d.Hv, n), st.delta(index));
+}
+
 Status DecoderBlock::ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, const float* in, float* out) const {
   const std::int64_t F = p_.n_ff;
   // gate [F, n] = silu(in * w_gate [E, F]) * (in * w_up [E, F]) (SwiGLU), stacked or separate.
@@ -104,16 +201,18 @@ Status DecoderBlock::ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, 
   return matmul(L.w_down, ws.gate, n, out);
 }
 
-Status DecoderBlock::layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer,
-                           std::span<const SequenceRows> seqs, const std::int32_t* positions, std::uint32_t n,
-                           float* x) const {
+Status DecoderBlock::layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
+                           const std::int32_t* positions, std::uint32_t n, float* x) const {
   const std::int64_t E = p_.n_embd;
   Backend& be = *be_;
-  // h = rms_norm(x) * attn_norm [E]; x += attention(h).
+  // h = rms_norm(x) * attn_norm [E]; x += mixer(h): attention, or the delta-net.
   GRAFT_TRY(be.rms_norm(f32_view(x, E, n), L.attn_norm.view, p_.rms_eps, f32_view(ws.h, E, n)));
-  GRAFT_TRY(attention(ws, L, kv_layer, seqs, positions, n, ws.h, ws.h));
+  if (L.kind == LayerKind::delta_net)
+    GRAFT_TRY(delta_net(ws, L, slot, seqs, n, ws.h, ws.h));
+  else
+    GRAFT_TRY(attention(ws, L, slot, seqs, positions, n, ws.h, ws.h));
   GRAFT_TRY(be.add(f32_view(x, E, n), f32_view(ws.h, E, n), f32_view(x, E, n)));
-  // h = rms_norm(x) * ffn_norm [E]; x += ffn(h).
+  // h = rms_norm(x) * ffn_norm [E] (qwen35: post_attention_norm); x += ffn(h).
   GRAFT_TRY(be.rms_norm(f32_view(x, E, n), L.ffn_norm.view, p_.rms_eps, f32_view(ws.h, E, n)));
   GRAFT_TRY(ffn(ws, L, n, ws.h, ws.h));
   return be.add(f32_view(x, E, n), f32_view(ws.h, E, n), f32_view(x, E, n));

@@ -1,4 +1,4 @@
-// The llama/qwen3 decoder block: the one piece of code the target's forward pass, its MTP (nextn)
+// The decoder block of every architecture (llama, qwen3, qwen35): the one piece of code the target's forward pass, its MTP (nextn)
 // blocks and drafters' own layers all run, so a drafter never re-implements attention or matmul.
 // Shapes: E = n_embd, D = head_dim, H = n_head, HKV = n_head_kv, F = n_ff, n = rows.
 #pragma once
@@ -10,6 +10,7 @@
 #include "model/forward_batch.hpp"
 #include "model/model_params.hpp"
 #include "model/model_weights.hpp"
+#include "model/recurrent_state.hpp"
 #include "model/workspace.hpp"
 
 namespace graft {
@@ -21,13 +22,25 @@ class DecoderBlock {
   const ModelParams& params() const { return p_; }
   Backend& backend() const { return *be_; }
 
-  // x [E, n] += block(x) (norms, attention over each sequence's store, residuals, SwiGLU). Scratch
-  // from ws (x itself may be ws.x or any packed [E, n] buffer).
-  Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
+  // x [E, n] += block(x) (norms, the layer's mixer, residuals, SwiGLU). The mixer is attention
+  // over each sequence's store, or a delta-net over each sequence's recurrent state; `slot` is the
+  // layer's index among the layers of its kind (its layer in the KV store, or in the state).
+  // Scratch from ws (x itself may be ws.x or any packed [E, n] buffer).
+  Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
                const std::int32_t* positions, std::uint32_t n, float* x) const;
   // out [E, n] = wo(attention(in)): in already normed; in and out may be one buffer (ws.h).
   Status attention(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
                    const std::int32_t* positions, std::uint32_t n, const float* in, float* out) const;
+  // out [E, n] = ssm_out(gated_norm(delta_rule(conv(in)))) (qwen35.md section 4): in already
+  // normed; in and out may be one buffer. Each sequence's rows run over its own recurrent state
+  // (layer `index` of it): a chain advances it, a token tree (parents from ws.parents) leaves it
+  // and keeps the rows' conv inputs and gates for commit_delta_net.
+  Status delta_net(Workspace& ws, const LayerWeights& L, std::uint32_t index, std::span<const SequenceRows> seqs,
+                   std::uint32_t n, const float* in, float* out) const;
+  // Advances layer `index` of `state` past rows `rows` (a path from the root) of the token tree its
+  // last pass kept, as if they had been decoded one by one (the same bits). Scratch from ws.
+  Status commit_delta_net(Workspace& ws, const LayerWeights& L, std::uint32_t index, RecurrentState& state,
+                          std::span<const std::uint32_t> rows) const;
   // out [E, n] = w_down(silu(w_gate in) * w_up in); in and out may be one buffer.
   Status ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, const float* in, float* out) const;
   // y [m, n] = x [k, n] w^T through the weight's format kernels.

@@ -1,4 +1,4 @@
-// The llama/qwen3 forward pass, top to bottom. Shapes are [ne0, ne1, ...] with ne0 contiguous;
+// The forward pass of every architecture, top to bottom. Shapes are [ne0, ne1, ...] with ne0 contiguous;
 // E = n_embd, D = head_dim, H = n_head, HKV = n_head_kv, F = n_ff, V = n_vocab, n = rows in the
 // batch (the rows of every sequence in it, one sequence after another).
 #include <fmt/format.h>
@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "model/model.hpp"
+#include "model/recurrent_state.hpp"
 
 namespace graft {
 
@@ -22,10 +23,34 @@ Status Model::embed(Workspace& ws, std::span<const TokenId> tokens) const {
                                                f32_view(ws.x, params_.n_embd, n));
 }
 
-Status Model::layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
+Status Model::layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
                     const std::int32_t* positions, std::uint32_t n) const {
-  // x += the decoder block (decoder_block.cpp: norms, attention, SwiGLU, residuals).
-  return block_->layer(ws, L, kv_layer, seqs, positions, n, ws.x);
+  // x += the decoder block (decoder_block.cpp: norms, attention or delta-net, SwiGLU, residuals).
+  return block_->layer(ws, L, slot, seqs, positions, n, ws.x);
+}
+
+Status Model::commit_recurrent(Workspace& ws, RecurrentState& state, std::span<const std::uint32_t> rows) const {
+  // The rows must be a path from the root of the tree the last pass kept: each row's parent is the
+  // one before it.
+  const auto parents = state.pending_parents();
+  if (rows.empty()) return Status::success();
+  if (parents.empty()) return Status(Errc::invalid_argument, "commit_recurrent: no token tree is pending");
+  if (rows.size() > ws.max_batch())
+    return Status(Errc::invalid_argument, "commit_recurrent: more rows than the workspace holds");
+  for (std::size_t j = 0; j < rows.size(); ++j) {
+    if (rows[j] >= parents.size())
+      return Status(Errc::out_of_range, fmt::format("commit_recurrent: row {} of a tree of {}", rows[j], parents.size()));
+    const std::int32_t want = j == 0 ? -1 : static_cast<std::int32_t>(rows[j - 1]);
+    if (parents[rows[j]] != want)
+      return Status(Errc::invalid_argument,
+                    fmt::format("commit_recurrent: row {} does not follow {} in the tree", rows[j], want));
+  }
+  std::uint32_t index = 0;
+  for (const LayerWeights& L : weights_.layers)
+    if (L.kind == LayerKind::delta_net) GRAFT_TRY(block_->commit_delta_net(ws, L, index++, state, rows));
+  state.set_position(state.position() + static_cast<std::uint32_t>(rows.size()));
+  state.clear_pending();
+  return Status::success();
 }
 
 Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits) const {
@@ -69,6 +94,23 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   for (const SequenceRows& s : batch.sequences) {
     if (!s.kv) return Status(Errc::invalid_argument, "forward: a sequence has no KV store");
     seq_rows += s.n_tokens;
+    if (!any_delta_net_) continue;
+    // A hybrid model's sequence brings its recurrent state too, at its n_past.
+    if (!s.state)
+      return Status(Errc::invalid_argument,
+                    fmt::format("forward: a sequence of a {} model has no recurrent state for its delta-net layers",
+                                p.arch_name));
+    if (s.state->position() != s.n_past)
+      return Status(Errc::invalid_argument,
+                    fmt::format("forward: the recurrent state holds {} tokens but the sequence's rows follow {}",
+                                s.state->position(), s.n_past));
+    if (s.ancestor && s.n_tokens > s.state->max_pending())
+      return Status(Errc::invalid_argument,
+                    fmt::format("forward: a token tree of {} rows exceeds the {} rows the recurrent state keeps",
+                                s.n_tokens, s.state->max_pending()));
+    for (const SequenceRows& other : batch.sequences)
+      if (&other != &s && other.state == s.state)
+        return Status(Errc::invalid_argument, "forward: two sequences share one recurrent state");
   }
   if (seq_rows != n)
     return Status(Errc::invalid_argument,
@@ -102,15 +144,45 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
     return Status::success();
   };
 
-  // x [E, n] = token embeddings, then every layer in turn.
-  GRAFT_TRY(embed(ws, batch.tokens));
-  std::uint32_t kv_layer = 0;  // the KV stores hold the attention layers only
-  for (std::uint32_t il = 0; il < n_layers; ++il) {
-    GRAFT_TRY(tap(il));
-    const LayerWeights& L = weights_.layers[il];
-    GRAFT_TRY(layer(ws, L, L.kind == LayerKind::delta_net ? 0 : kv_layer++, batch.sequences, positions, n));
+  // Recurrent states: a token tree's rows each follow their parent (the deepest of the ancestors
+  // its mask names), and the state keeps them; a chain moves the state on, so it is unknown until
+  // the pass is through.
+  if (any_delta_net_) {
+    ws.parents.resize(n);
+    std::uint32_t r0 = 0;
+    for (const SequenceRows& s : batch.sequences) {
+      if (s.ancestor) {
+        for (std::uint32_t t = 0; t < s.n_tokens; ++t) {
+          std::int32_t parent = -1;
+          for (std::uint32_t j = 0; j < t; ++j)
+            if (s.ancestor[std::size_t(t) * s.n_tokens + j]) parent = static_cast<std::int32_t>(j);
+          ws.parents[r0 + t] = parent;
+        }
+        s.state->set_pending(std::span<const std::int32_t>(ws.parents).subspan(r0, s.n_tokens));
+      } else {
+        s.state->clear_pending();
+        s.state->set_position(RecurrentState::kUnknown);
+      }
+      r0 += s.n_tokens;
+    }
   }
-  GRAFT_TRY(tap(n_layers));
+  // x [E, n] = token embeddings, then every layer in turn.
+  Status st = [&]() -> Status {
+    GRAFT_TRY(embed(ws, batch.tokens));
+    std::uint32_t kv_layer = 0, state_layer = 0;  // the KV stores hold the attention layers, the states the others
+    for (std::uint32_t il = 0; il < n_layers; ++il) {
+      GRAFT_TRY(tap(il));
+      const LayerWeights& L = weights_.layers[il];
+      GRAFT_TRY(layer(ws, L, L.kind == LayerKind::delta_net ? state_layer++ : kv_layer++, batch.sequences, positions, n));
+    }
+    return tap(n_layers);
+  }();
+  if (any_delta_net_)
+    for (const SequenceRows& s : batch.sequences) {
+      if (!s.ancestor && st.ok()) s.state->set_position(s.n_past + s.n_tokens);
+      if (s.ancestor && !st.ok()) s.state->clear_pending();
+    }
+  GRAFT_TRY(std::move(st));
   if (batch.hidden_normed_output) {
     GRAFT_TRY(backend_->rms_norm(f32_view(ws.x, p.n_embd, n), weights_.output_norm.view, p.rms_eps,
                                  f32_view(ws.h, p.n_embd, n)));
@@ -123,7 +195,7 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
 
 Status Model::forward(Workspace& ws, KvStore& kv, const SequenceBatch& batch, std::vector<float>& logits) const {
   const auto n = static_cast<std::uint32_t>(batch.tokens.size());
-  const SequenceRows seq{&kv, n, batch.n_past, batch.ancestor};
+  const SequenceRows seq{&kv, n, batch.n_past, batch.ancestor, batch.state};
   std::vector<std::uint32_t> rows(batch.all_logits ? n : std::min<std::uint32_t>(n, 1));
   std::iota(rows.begin(), rows.end(), batch.all_logits ? 0u : n - 1);
   ForwardBatch fb;

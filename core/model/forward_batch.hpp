@@ -11,6 +11,7 @@
 namespace graft {
 
 using TokenId = std::int32_t;
+class RecurrentState;
 
 // One sequence's rows in a batch. Its rows follow the previous sequence's; they are written into
 // its own KV store after its n_past committed slots and attend only to that store.
@@ -20,6 +21,10 @@ struct SequenceRows {
   std::uint32_t n_past = 0;  // tokens already in kv
   // n_tokens x n_tokens ancestor mask of a token tree (see AttentionBatch); null: causal.
   const std::uint8_t* ancestor = nullptr;
+  // The delta-net layers' state of a hybrid model (null for others), at n_past tokens. A chain
+  // (ancestor null) advances it past the rows; a token tree leaves it as it is and keeps the rows'
+  // inputs for Model::commit_recurrent (recurrent_state.hpp).
+  RecurrentState* state = nullptr;
 };
 
 struct ForwardBatch {

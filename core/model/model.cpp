@@ -23,12 +23,6 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
   if (!tokenizer) return std::move(tokenizer).status();
   auto weights = ModelWeights::bind(*file, *params, host, *backend);
   if (!weights) return std::move(weights).status();
-  // qwen35's delta-net: the backend ops exist (docs/backends.md); the layer in the forward pass
-  // and the per-sequence recurrent state are the next step of issue 34.
-  for (LayerKind kind : params->layer_kinds)
-    if (kind == LayerKind::delta_net)
-      return Status(Errc::unsupported, fmt::format("{}: {} layers ({}): graft's forward pass for them is not implemented yet",
-                                                   file->name(), to_string(kind), params->arch_name));
   if (params->n_vocab != (*tokenizer)->n_vocab())
     return Status(Errc::invalid_argument, fmt::format("{}: the vocabulary has {} tokens but token_embd has {} rows",
                                                       file->name(), (*tokenizer)->n_vocab(), params->n_vocab));
@@ -86,6 +80,7 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
   }
   for (const LayerWeights& L : W.layers) {
     if (L.kind == LayerKind::gated_attention) m->any_gated_ = true;
+    if (L.kind == LayerKind::delta_net) m->any_delta_net_ = true;
     (L.qkv_stacked() ? m->any_qkv_stacked_ : m->any_qkv_split_) = true;
     (L.gate_up_stacked() ? m->any_gate_up_stacked_ : m->any_gate_up_split_) = true;
   }
@@ -97,11 +92,22 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
 KvGeometry Model::kv_geometry(std::uint32_t capacity) const { return params_.kv_geometry(capacity); }
 
 WorkspaceNeeds Model::workspace_needs() const {
-  return WorkspaceNeeds{any_qkv_stacked_, any_qkv_split_, any_gate_up_stacked_, any_gate_up_split_, any_gated_, kLogitRows};
+  return WorkspaceNeeds{.qkv_stacked = any_qkv_stacked_,
+                        .qkv_split = any_qkv_split_,
+                        .gate_up_stacked = any_gate_up_stacked_,
+                        .gate_up_split = any_gate_up_split_,
+                        .gated_q = any_gated_,
+                        .delta_net = any_delta_net_,
+                        .logit_rows = kLogitRows};
 }
 
 std::uint64_t Model::workspace_bytes(std::uint32_t max_batch) const {
   return Workspace::bytes_for(params_, workspace_needs(), max_batch);
+}
+
+Expected<std::unique_ptr<RecurrentState>> Model::new_recurrent_state(std::uint32_t max_pending) const {
+  if (!any_delta_net_) return std::unique_ptr<RecurrentState>();
+  return RecurrentState::create(*backend_, params_, max_pending);
 }
 
 Expected<std::unique_ptr<Workspace>> Model::new_workspace(std::uint32_t max_batch) const {

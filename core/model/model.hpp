@@ -24,6 +24,7 @@
 #include "model/forward_batch.hpp"
 #include "model/model_params.hpp"
 #include "model/model_weights.hpp"
+#include "model/recurrent_state.hpp"
 #include "model/workspace.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -42,6 +43,7 @@ struct SequenceBatch {
   std::uint32_t n_past = 0;                 // tokens already in the KV store
   const std::uint8_t* ancestor = nullptr;   // n x n ancestor mask (AttentionBatch); null: causal
   bool all_logits = false;                  // false: only the last row's logits
+  RecurrentState* state = nullptr;          // a hybrid model's: SequenceRows::state
 };
 
 class Model {
@@ -87,10 +89,18 @@ class Model {
   // ---- the steps of forward(), for drafters and batching ----
   // ws.x [rows, n_embd] = the token embeddings.
   Status embed(Workspace& ws, std::span<const TokenId> tokens) const;
-  // ws.x += one transformer block over every row: L's weights, its K/V in layer kv_layer of each
-  // sequence's store. positions: one per row.
-  Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
+  // ws.x += one transformer block over every row: L's weights, its K/V in layer `slot` of each
+  // sequence's store (a delta-net: layer `slot` of each sequence's recurrent state). positions: one
+  // per row.
+  Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
                const std::int32_t* positions, std::uint32_t rows) const;
+  // After a pass over a token tree: state moves on past `rows` of it (a path from the root,
+  // ascending), bit for bit as if they had been decoded one at a time; the kept rows are dropped.
+  Status commit_recurrent(Workspace& ws, RecurrentState& state, std::span<const std::uint32_t> rows) const;
+  // The state a sequence of this model needs (null when it has no delta-net layers), keeping the
+  // rows of token trees of up to max_pending rows.
+  Expected<std::unique_ptr<RecurrentState>> new_recurrent_state(std::uint32_t max_pending) const;
+  bool hybrid() const { return any_delta_net_; }
   // logits [rows.size(), n_vocab] (host memory) = lm_head(output_norm(ws.x[row])) for the chosen rows.
   // Overwrites ws.h.
   Status head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits) const;
@@ -111,7 +121,7 @@ class Model {
   std::unique_ptr<DecoderBlock> block_;
   std::unique_ptr<ModelView> view_;
   bool any_qkv_stacked_ = false, any_qkv_split_ = false, any_gate_up_stacked_ = false, any_gate_up_split_ = false;
-  bool any_gated_ = false;
+  bool any_gated_ = false, any_delta_net_ = false;
 };
 
 }  // namespace graft

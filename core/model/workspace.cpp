@@ -19,6 +19,13 @@ std::uint64_t Workspace::lay_out(const ModelParams& p, const WorkspaceNeeds& nee
   take(v, needs.qkv_split ? B * kv_dim : 0);
   take(qkv, needs.qkv_stacked ? B * (q_dim + 2 * kv_dim) : 0);
   take(q_gate, needs.gated_q ? B * 2 * q_dim : 0);
+  const std::uint64_t C = p.ssm_channels(), Hv = p.ssm_heads, HvDv = Hv * p.ssm_state;
+  take(ssm_x, needs.delta_net ? B * C : 0);
+  take(ssm_y, needs.delta_net ? B * C : 0);
+  take(ssm_z, needs.delta_net ? B * HvDv : 0);
+  take(ssm_o, needs.delta_net ? B * HvDv : 0);
+  take(ssm_g, needs.delta_net ? B * Hv : 0);
+  take(ssm_b, needs.delta_net ? B * Hv : 0);
   take(gate, B * p.n_ff);
   take(up, needs.gate_up_split ? B * p.n_ff : 0);
   take(gate_up, needs.gate_up_stacked ? B * 2 * p.n_ff : 0);

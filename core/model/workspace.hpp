@@ -19,6 +19,7 @@ namespace graft {
 struct WorkspaceNeeds {
   bool qkv_stacked = false, qkv_split = true, gate_up_stacked = false, gate_up_split = true;
   bool gated_q = false;  // gated attention: the query projection's output is query | gate per head
+  bool delta_net = false;  // delta-net layers (qwen35): their projections, conv output and gates
   std::uint32_t logit_rows = 0;  // rows of n_vocab logits per lm_head chunk (0: no head)
 };
 
@@ -39,7 +40,11 @@ class Workspace {
   float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr, *gate = nullptr,
         *up = nullptr, *qkv = nullptr, *gate_up = nullptr, *logits = nullptr;
   float* q_gate = nullptr;  // gated attention's query projection output, [row][head][query | gate]
+  // Delta-net layers: the raw conv input x and its output y [C, rows] (q | k | v per row), the
+  // output gate z and the delta rule's output o [Hv * Dv, rows], the gates g and b [Hv, rows].
+  float *ssm_x = nullptr, *ssm_y = nullptr, *ssm_z = nullptr, *ssm_o = nullptr, *ssm_g = nullptr, *ssm_b = nullptr;
   std::vector<std::int32_t> positions;  // host: the batch's RoPE positions when the caller gave none
+  std::vector<std::int32_t> parents;    // host: each sequence's token-tree parents (delta-net layers)
 
  private:
   Workspace() = default;
