@@ -128,10 +128,12 @@ int cmd_bench(const Args& args) {
   std::vector<double> prefill, decode;
   for (const SpeedSample& x : *samples) prefill.push_back(x.prefill_tps), decode.push_back(x.decode_tps);
 
-  // Bytes one decode step reads: every weight once, plus the KV of the average context.
+  // Bytes one decode step reads: every weight once, plus the KV of the average context, plus a
+  // hybrid model's recurrent state read and written once.
   const MemoryReport mem = p.memory(s);
   const double kv_per_token = double(mem.kv) / p.context();
-  const double bytes_per_step = double(mem.weights) + kv_per_token * (P + G / 2.0);
+  const double state_bytes = 2.0 * double(p.model().params().recurrent_state_floats()) * sizeof(float);
+  const double bytes_per_step = double(mem.weights) + kv_per_token * (P + G / 2.0) + state_bytes;
   const double achieved = bytes_per_step * mean(decode);
   const double fraction = achieved / bw.bytes_per_second;
   const auto& mp = p.model().params();

@@ -59,8 +59,8 @@ Pipeline::~Pipeline() = default;
 
 MemoryReport Pipeline::memory(Session& session) const {
   const KvMemory kvm = session.kv().memory();
-  return {model_->weights().total_bytes, kvm.device_bytes + kvm.host_bytes, session.workspace().bytes(),
-          model_->weights().prepared_bytes, model_->weights().released_bytes};
+  return {model_->weights().total_bytes, kvm.device_bytes + kvm.host_bytes, session.state_bytes(),
+          session.workspace().bytes(), model_->weights().prepared_bytes, model_->weights().released_bytes};
 }
 
 Expected<std::unique_ptr<Session>> Pipeline::new_session(std::shared_ptr<Workspace> workspace) const {
@@ -68,6 +68,9 @@ Expected<std::unique_ptr<Session>> Pipeline::new_session(std::shared_ptr<Workspa
   if (!kv) return std::move(kv).status();
   SessionOptions options;
   options.max_batch = max_batch_;
+  // A hybrid model's state keeps the rows of the largest verify pass the profile's drafters make.
+  options.max_tree_rows = static_cast<std::uint32_t>(
+      std::clamp<std::int64_t>(profile_.speculative.max_nodes + 1, 1, std::int64_t{max_batch_}));
   options.capacity_source = fmt::format("[context] size ({}) or --ctx", profile_.where("context.size"));
   return Session::create(model_, kv_library_->adopt(std::move(*kv)), options, std::move(workspace));
 }

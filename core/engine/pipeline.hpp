@@ -21,6 +21,7 @@ namespace graft {
 struct MemoryReport {
   std::uint64_t weights = 0;  // mapped model bytes the forward pass reads
   std::uint64_t kv = 0;       // KV store (device + host)
+  std::uint64_t state = 0;    // a hybrid model's recurrent state, its kept tree rows and checkpoints
   std::uint64_t scratch = 0;  // activations
   std::uint64_t prepared = 0; // weight copies made at load: kernel layouts (FormatKernels::prepare), stacked q/k/v, gate/up
   std::uint64_t released = 0; // of `weights`, file pages dropped once those copies were made

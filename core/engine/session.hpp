@@ -71,8 +71,9 @@ struct SessionOptions {
   // Where the KV capacity comes from, for the error when a prompt exceeds it.
   std::string capacity_source = "--ctx";
   // Hybrid models: the rows of the largest token tree a verify pass may hold (the speculative
-  // decoder's max_nodes + 1), and how many checkpoints of the recurrent state to keep.
-  std::uint32_t max_tree_rows = 65;
+  // decoder's max_nodes + 1; Pipeline takes the profile's), and how many checkpoints of the
+  // recurrent state to keep.
+  std::uint32_t max_tree_rows = 17;
   std::uint32_t state_checkpoints = 4;
 };
 

@@ -102,16 +102,18 @@ const SpeculativeDecoder* GenerationQueue::most_experienced() const {
 }
 
 nlohmann::json GenerationQueue::memory() const {
-  std::uint64_t kv_device = 0, kv_host = 0, workspaces = 0;
+  std::uint64_t kv_device = 0, kv_host = 0, workspaces = 0, state = 0;
   std::vector<const Workspace*> seen;
   for (const Slot& slot : slots_) {
     const KvMemory m = slot.session->kv().memory();
     kv_device += m.device_bytes;
     kv_host += m.host_bytes;
+    state += slot.session->state_bytes();
     const Workspace* ws = &slot.session->workspace();
     if (std::find(seen.begin(), seen.end(), ws) == seen.end()) seen.push_back(ws), workspaces += ws->bytes();
   }
-  return {{"kv_device_bytes", kv_device}, {"kv_host_bytes", kv_host}, {"workspace_bytes", workspaces},
+  return {{"kv_device_bytes", kv_device}, {"kv_host_bytes", kv_host}, {"recurrent_state_bytes", state},
+          {"workspace_bytes", workspaces},
           {"workspaces", seen.size()}};
 }
 

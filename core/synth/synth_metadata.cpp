@@ -53,7 +53,8 @@ Status add_metadata(gguf::Writer& w, const SynthConfig& cfg, bool quantized) {
   }
 
   const bool qwen = a == "qwen3" || a == "qwen35";
-  auto vocab = build_vocab(cfg.n_vocab, qwen ? "qwen2" : "llama-bpe", !qwen);
+  // The pre-tokenizer each family's real files name (Qwen3.5/3.6 files say "qwen35").
+  auto vocab = build_vocab(cfg.n_vocab, a == "qwen35" ? "qwen35" : qwen ? "qwen2" : "llama-bpe", !qwen);
   if (!vocab) return std::move(vocab).status();
   w.add_string("tokenizer.ggml.model", vocab->model);
   w.add_string("tokenizer.ggml.pre", vocab->pre);

@@ -3,6 +3,7 @@
 // qwen35_forward_test.cpp.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 
 #include "engine/pipeline.hpp"
@@ -190,6 +191,27 @@ TEST(Qwen35GatedAttention, LogitsMatchTheReferenceAndDecodingMatchesPrefill) {
   for (TokenId t : tokens) ASSERT_TRUE((*one)->append(std::span<const TokenId>(&t, 1)).ok());
   const std::vector<float> last(logits.end() - static_cast<std::ptrdiff_t>(V), logits.end());
   EXPECT_EQ((*one)->logits(), last);
+}
+
+}  // namespace
+
+namespace {
+
+// Every CLI command that runs a model runs qwen35: run (with its memory line), perplexity, bench.
+TEST_F(Qwen35Load, TheCommandsRunIt) {
+  auto r = run_command(std::string(GRAFT_EXE) + " run --model " + base_.string() + " --prompt hello -n 8 -t 1 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("generated 8 tokens"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", recurrent state "), std::string::npos) << r.output;
+  const auto text = dir_.path() / "text.txt";
+  std::ofstream(text) << "the quick brown fox jumps over the lazy dog, again and again and again.\n";
+  r = run_command(std::string(GRAFT_EXE) + " perplexity --model " + base_.string() + " --file " + text.string() +
+                  " --ctx 16 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Final estimate: PPL = "), std::string::npos) << r.output;
+  r = run_command(std::string(GRAFT_EXE) + " bench --model " + base_.string() +
+                  " --prompt-tokens 8 --gen-tokens 8 --reps 1 --verify-cost 4 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 
 }  // namespace

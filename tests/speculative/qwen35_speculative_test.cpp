@@ -1,0 +1,154 @@
+// Speculative decoding on a qwen35 hybrid (the tiny synthetic file: three gated delta-net layers
+// and one gated attention layer) is lossless and leaves the exact state: greedy ids equal plain
+// greedy with the ngram drafter, with a drafter that knows the answer but errs (script_drafter.cpp:
+// full, partial and no acceptance, rejected branches), and with both; after the rounds (paths
+// committed from the verify pass's kept rows) the recurrent state, the KV cache and the logits
+// equal those of a plain run over the same tokens, bit for bit; two sequences verified in shared
+// passes each equal their own plain run.
+#include <cstring>
+
+#include "model/recurrent_state.hpp"
+#include "speculative/speculative_decoder.hpp"
+#include "zoo_test_util.hpp"
+
+using namespace zoo;
+
+namespace {
+
+class Qwen35Speculative : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    model_ = dir_->path() / "qwen35.gguf";
+    auto r = run_command(std::string(GRAFT_EXE) + " synth --preset qwen35-tiny --seed 11 --out " + model_.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  void SetUp() override {
+    Profile profile = Profile::builtin();
+    profile.model = model_;
+    profile.context = 256;
+    profile.threads = 1;
+    profile.kv.config.set("type", std::string("f32"));
+    profile.speculative.max_nodes = 24;
+    profile.plugin_dirs.push_back(CHAOS_PLUGIN_DIR);  // the script drafter
+    auto p = Pipeline::build(profile, 64);
+    ASSERT_TRUE(p) << p.status().message();
+    p_ = std::move(*p);
+  }
+
+  std::vector<TokenId> prompt(int salt) const {
+    // A short phrase said three times: the n-gram drafter has something to copy from the start.
+    std::vector<TokenId> phrase, out;
+    for (int i = 0; i < 7; ++i) phrase.push_back(static_cast<TokenId>((i * 131 + salt * 37 + 3) % p_->model().params().n_vocab));
+    for (int r = 0; r < 3; ++r) out.insert(out.end(), phrase.begin(), phrase.end());
+    return out;
+  }
+  static std::vector<float> state_of(Session& s) {
+    std::vector<float> all;
+    RecurrentState* st = s.recurrent();
+    for (std::uint32_t i = 0; st && i < st->layers(); ++i)
+      for (const TensorView& t : {st->conv(i), st->delta(i)}) all.insert(all.end(), t.as<const float>(), t.as<const float>() + t.elements());
+    return all;
+  }
+  // A plain session over `tokens`: the first `prompt` in one pass, the rest one at a time.
+  // The script drafter over `plain` (the prompt, then plain greedy's ids).
+  static PluginChoice script(const std::vector<TokenId>& prompt, const std::vector<TokenId>& ids) {
+    std::string list;
+    for (TokenId t : prompt) list += std::to_string(t) + ",";
+    for (TokenId t : ids) list += std::to_string(t) + ",";
+    Config c;
+    c.set("script", list);
+    return drafter("script", c);
+  }
+  std::unique_ptr<Session> plain_over(std::span<const TokenId> tokens, std::size_t prompt) {
+    auto s = p_->new_session();
+    EXPECT_TRUE(s);
+    EXPECT_TRUE((*s)->append(tokens.first(prompt)).ok());
+    for (std::size_t t = prompt; t < tokens.size(); ++t) EXPECT_TRUE((*s)->append(tokens.subspan(t, 1)).ok());
+    return std::move(*s);
+  }
+
+  static TempDir* dir_;
+  static std::filesystem::path model_;
+  std::unique_ptr<Pipeline> p_;
+};
+TempDir* Qwen35Speculative::dir_ = nullptr;
+std::filesystem::path Qwen35Speculative::model_;
+
+TEST_F(Qwen35Speculative, GreedyIdsAndTheStateEqualAPlainRun) {
+  for (int salt = 0; salt < 4; ++salt) {
+    const auto ids = prompt(salt);
+    const Generated plain = generate(*p_, ids, greedy(), 96, nullptr);
+    ASSERT_EQ(plain.ids.size(), 96u);
+    std::vector<std::pair<std::string, std::unique_ptr<Drafters>>> sets;
+    sets.emplace_back("ngram", drafters(*p_, {drafter("ngram")}, 16, 8, /*adaptive=*/false));
+    sets.emplace_back("script", drafters(*p_, {script(ids, plain.ids)}, 16, 8, false));
+    sets.emplace_back("script + ngram", drafters(*p_, {script(ids, plain.ids), drafter("ngram")}, 24, 8, false));
+    for (const auto& [name, set] : sets) {
+      ASSERT_TRUE(set) << name;
+      auto decoder = set->new_decoder();
+      ASSERT_TRUE(decoder) << decoder.status().message();
+      std::unique_ptr<Session> kept;
+      const Generated spec = generate(*p_, ids, greedy(), 96, decoder->get(), &kept);
+      ASSERT_EQ(spec.ids, plain.ids) << name << ", prompt " << salt;
+      const SpeculativeStats& st = (*decoder)->stats();
+      if (name != "ngram") {  // (a random model's output never repeats: ngram alone is rejected or silent)
+        EXPECT_GT(st.accepted, 20u) << name;
+        EXPECT_LT(st.accepted, st.drafted) << name << ": some drafts must be rejected";
+      }
+      // The session after the rounds: its state, KV and logits those of a plain run.
+      auto ref = plain_over(spec.session_tokens, ids.size());
+      EXPECT_EQ(state_of(*kept), state_of(*ref)) << name << ", prompt " << salt;
+      EXPECT_EQ(std::memcmp(kept->logits().data(), ref->logits().data(), ref->logits().size() * sizeof(float)), 0);
+      const std::vector<TokenId> probe = {5, 17, 99, 300};
+      ASSERT_TRUE(kept->append(probe, true).ok());
+      ASSERT_TRUE(ref->append(probe, true).ok());
+      EXPECT_EQ(std::memcmp(kept->logits().data(), ref->logits().data(), ref->logits().size() * sizeof(float)), 0)
+          << name << ": logits of tokens appended after the speculative run";
+    }
+  }
+}
+
+TEST_F(Qwen35Speculative, TwoSequencesInSharedVerifyPassesEachEqualTheirPlainRun) {
+  const auto pa = prompt(5), pb = prompt(6);
+  const Generated plain_a = generate(*p_, pa, greedy(), 64, nullptr), plain_b = generate(*p_, pb, greedy(), 64, nullptr);
+  auto set_a = drafters(*p_, {script(pa, plain_a.ids)}, 16, 8, false);
+  auto set_b = drafters(*p_, {script(pb, plain_b.ids)}, 16, 8, false);
+  ASSERT_TRUE(set_a && set_b);
+  auto sa = p_->new_session(), sb = p_->new_session();
+  ASSERT_TRUE(sa && sb);
+  auto da = set_a->new_decoder(), db = set_b->new_decoder();
+  ASSERT_TRUE(da && db);
+  ASSERT_TRUE((*da)->prefill(**sa, pa).ok());
+  ASSERT_TRUE((*db)->prefill(**sb, pb).ok());
+  Sampler sampler_a(greedy()), sampler_b(greedy());
+  std::vector<TokenId> out_a{sampler_a.sample((*sa)->logits(), (*sa)->tokens())},
+      out_b{sampler_b.sample((*sb)->logits(), (*sb)->tokens())};
+  auto ws = p_->model().new_workspace(64);
+  ASSERT_TRUE(ws);
+  std::vector<PassPart> parts;
+  ForwardOutput out;
+  while (out_a.size() < 64 || out_b.size() < 64) {
+    ASSERT_TRUE((*da)->plan_step(**sa, sampler_a, out_a.back(), 32, 32).ok());
+    ASSERT_TRUE((*db)->plan_step(**sb, sampler_b, out_b.back(), 32, 32).ok());
+    const PlannedSequence seqs[] = {{da->get(), sa->get()}, {db->get(), sb->get()}};
+    ASSERT_TRUE(run_planned(**ws, seqs, out, parts).ok());
+    std::vector<TokenId> got;
+    ASSERT_TRUE((*da)->finish_step(**sa, sampler_a, parts[0], got).ok());
+    out_a.insert(out_a.end(), got.begin(), got.end());
+    got.clear();
+    ASSERT_TRUE((*db)->finish_step(**sb, sampler_b, parts[1], got).ok());
+    out_b.insert(out_b.end(), got.begin(), got.end());
+  }
+  // (Plain generation stops at an end-of-generation token: the ids before it.)
+  out_a.resize(plain_a.ids.size()), out_b.resize(plain_b.ids.size());
+  EXPECT_EQ(out_a, plain_a.ids);
+  EXPECT_EQ(out_b, plain_b.ids);
+  auto ra = plain_over((*sa)->tokens(), pa.size()), rb = plain_over((*sb)->tokens(), pb.size());
+  EXPECT_EQ(state_of(**sa), state_of(*ra));
+  EXPECT_EQ(state_of(**sb), state_of(*rb));
+}
+
+}  // namespace
