@@ -104,6 +104,8 @@ int cmd_synth(const Args& args) {
   add("seed", po::value<std::int64_t>()->value_name("S"), "weight seed (default 0)");
   add("full-attention-interval", po::value<std::int64_t>()->value_name("N"),
       "qwen35: every Nth layer is full attention, the others gated delta-nets (default: the preset's, 4)");
+  add("nextn", po::value<std::int64_t>()->value_name("N"),
+      "also N MTP (nextn) blocks after the main layers, for the mtp drafter (default 0)");
   add("threads,t", po::value<int>()->value_name("N"), "generation and quantization threads (default: all cores); the file does not depend on N");
   add("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing(), "search DIR for weight-format plugins first (repeatable)");
   add("dry-run", po::bool_switch(), "print the shapes and parameter count, write nothing");
@@ -149,6 +151,7 @@ int cmd_synth(const Args& args) {
       return fail(Status(Errc::invalid_argument, fmt::format("--full-attention-interval {} is out of range: 1..1024", n)));
     cfg.hybrid.interval = n;
   }
+  if (vm->count("nextn")) cfg.nextn = (*vm)["nextn"].as<std::int64_t>();
   if (vm->count("type")) cfg.type = (*vm)["type"].as<std::string>();
   if (vm->count("embd-type")) cfg.embd_type = (*vm)["embd-type"].as<std::string>();
   if (vm->count("output-type")) cfg.output_type = (*vm)["output-type"].as<std::string>();

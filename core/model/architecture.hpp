@@ -34,8 +34,11 @@ struct Architecture {
   // Its own keys and layer kinds, read after the common ones; null when it has none. Errors are
   // one line naming the file and the key.
   Status (*read_params)(const gguf::File& f, ModelParams& p);
-  // Binds the tensors of layer `index` (of kind p.layer_kinds[index]) by their GGUF names.
+  // Binds the tensors of layer `index` (of kind p.layer_kinds[index], or nextn_kind for an MTP
+  // block after the main layers) by their GGUF names.
   Status (*bind_layer)(TensorBinder& b, const ModelParams& p, std::uint32_t index, LayerWeights& L);
+  // The kind of its MTP (nextn) blocks' inner layer.
+  LayerKind nextn_kind = LayerKind::attention;
 };
 
 // Every architecture graft knows, in the order `graft info` and errors list them.

@@ -45,6 +45,12 @@ BlockShape block_shape(const ModelParams& p) {
 
 namespace {
 
+bool same_shape(const BlockShape& a, const BlockShape& b) {
+  return a.n_embd == b.n_embd && a.n_head == b.n_head && a.n_head_kv == b.n_head_kv && a.head_dim == b.head_dim &&
+         a.n_ff == b.n_ff && a.rms_eps == b.rms_eps && a.qk_norm == b.qk_norm && a.rope.n_rot == b.rope.n_rot &&
+         a.rope.neox == b.rope.neox && a.rope.freq_base == b.rope.freq_base && a.rope.freq_scale == b.rope.freq_scale;
+}
+
 // A matrix (bound, prepared) or a vector (f32), owned or borrowed from the Model.
 class BoundWeight final : public Weight {
  public:
@@ -143,6 +149,10 @@ class FileBlockRunner final : public BlockRunner {
     if (it == layers_.end()) {
       auto bound = bind_layer(*file_, block_.params(), block, host_, *backend_);
       if (!bound) return std::move(bound).status();
+      if (bound->kind == LayerKind::delta_net)
+        return Status(Errc::unsupported, fmt::format("{}: block runner: blk.{} is a {} layer; block runners run attention "
+                                                     "blocks (a delta-net needs a sequence's recurrent state)",
+                                                     file_->name(), block, to_string(bound->kind)));
       for (MatrixWeight* w : {&bound->wq, &bound->wk, &bound->wv, &bound->wo, &bound->w_gate, &bound->w_up,
                               &bound->w_down}) {
         std::unique_ptr<PreparedWeights> prepared;
@@ -226,8 +236,13 @@ Expected<std::unique_ptr<BlockRunner>> FileWeights::runner(const BlockShape& sha
                   fmt::format("{}: block runner: inconsistent block shape (embd {}, heads {}/{}, head_dim {}, ff {}, rot {})",
                               file_->name(), shape.n_embd, shape.n_head, shape.n_head_kv, shape.head_dim, shape.n_ff,
                               shape.rope.n_rot));
-  const ModelParams p = block_params(shape);
-  auto ws = Workspace::create(*backend_, p, WorkspaceNeeds{}, max_rows);
+  // The target's own blocks (its MTP block) with its architecture's layer kinds; any other shape
+  // as a llama or qwen3 block.
+  const bool own = model_ && same_shape(shape, block_shape(model_->params()));
+  const ModelParams p = own ? model_->params() : block_params(shape);
+  WorkspaceNeeds needs;
+  needs.gated_q = p.arch->nextn_kind == LayerKind::gated_attention;
+  auto ws = Workspace::create(*backend_, p, needs, max_rows);
   if (!ws) return std::move(ws).status();
   return std::unique_ptr<BlockRunner>(new FileBlockRunner(file_, backend_, host_, p, std::move(*ws)));
 }

@@ -62,7 +62,7 @@ Expected<LayerWeights> bind_layer(const gguf::File& file, const ModelParams& p, 
                                   const HostServices& host, const Backend& backend) {
   TensorBinder b(file, host, backend.name());
   LayerWeights L;
-  GRAFT_TRY(bind_attention_layer(b, p, index, L));
+  GRAFT_TRY((p.arch ? p.arch->bind_layer : bind_attention_layer)(b, p, index, L));
   return L;
 }
 

@@ -73,6 +73,7 @@ Status validate(const SynthConfig& cfg) {
     return bad(fmt::format("head dimension {} is odd: RoPE rotates pairs", cfg.head_dim_or_default()));
   // 256 byte tokens and 3 special tokens are always present, and a "gpt2" vocabulary without
   // merges does not load.
+  if (cfg.nextn < 0 || cfg.nextn > 4) return bad(fmt::format("--nextn {} is out of range: must be in 0..4", cfg.nextn));
   if (cfg.n_vocab < 260)
     return bad(fmt::format("--n-vocab {} is too small: 256 byte tokens, 3 special tokens and at least one merge need 260",
                            cfg.n_vocab));
@@ -127,8 +128,14 @@ std::vector<TensorPlan> plan_tensors(const SynthConfig& cfg) {
   t.push_back({"token_embd.weight", {e, vocab}, TensorRole::embedding});
   t.push_back({"output_norm.weight", {e}, TensorRole::norm});
   if (!cfg.tied) t.push_back({"output.weight", {e, vocab}, TensorRole::matrix});
-  for (std::int64_t l = 0; l < cfg.n_layer; ++l) {
+  for (std::int64_t l = 0; l < cfg.n_layer + cfg.nextn; ++l) {
     auto n = [&](const char* what) { return fmt::format("blk.{}.{}.weight", l, what); };
+    if (l >= cfg.n_layer) {  // an MTP block: [embedding ; hidden] -> E, its norms, then the block
+      t.push_back({n("nextn.eh_proj"), {2 * e, e}, TensorRole::matrix});
+      t.push_back({n("nextn.enorm"), {e}, TensorRole::norm});
+      t.push_back({n("nextn.hnorm"), {e}, TensorRole::norm});
+      t.push_back({n("nextn.shared_head_norm"), {e}, TensorRole::norm});
+    }
     if (cfg.arch == "qwen35") {
       plan_qwen35_layer(cfg, l, t);
       continue;

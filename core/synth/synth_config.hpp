@@ -40,12 +40,16 @@ struct SynthConfig {
   std::vector<std::string> tensor_types;  // REGEX=TYPE overrides, first match wins
   std::uint64_t seed = 0;
   HybridShape hybrid;         // qwen35 only (from its presets)
+  std::int64_t nextn = 0;     // MTP (nextn) blocks after the n_layer main ones
 
   std::int64_t head_dim_or_default() const { return head_dim > 0 ? head_dim : (n_head > 0 ? n_embd / n_head : 0); }
   float rms_eps() const { return arch == "llama" ? 1e-5f : 1e-6f; }
   float rope_freq_base() const { return arch == "qwen3" ? 1e6f : arch == "qwen35" ? 1e7f : 1e4f; }
   // qwen35: whether layer l is a delta-net (else gated full attention), llama.cpp's rule.
-  bool delta_net_layer(std::int64_t l) const { return arch == "qwen35" && (l + 1) % hybrid.interval != 0; }
+  // (MTP blocks, l >= n_layer, are full attention.)
+  bool delta_net_layer(std::int64_t l) const {
+    return arch == "qwen35" && l < n_layer && (l + 1) % hybrid.interval != 0;
+  }
 };
 
 struct Preset {
@@ -76,7 +80,8 @@ struct TensorPlan {
 };
 
 // Every tensor of the model in file order: token_embd, output_norm, output (untied only), then
-// each block.
+// each block, then the MTP blocks (an attention block of the architecture's kind and the nextn
+// tensors: eh_proj, enorm, hnorm, shared_head_norm).
 std::vector<TensorPlan> plan_tensors(const SynthConfig& cfg);
 std::uint64_t parameter_count(const SynthConfig& cfg);
 

@@ -19,7 +19,8 @@ Status add_metadata(gguf::Writer& w, const SynthConfig& cfg, bool quantized) {
   w.add_string("general.name", arch_in_preset ? "graft-synth-" + preset : fmt::format("graft-synth-{}-{}", preset, a));
   w.add_string("general.description", fmt::format("random weights from graft synth (seed {})", cfg.seed));
   if (quantized) w.add_u32("general.quantization_version", 2);
-  w.add_u32(a + ".block_count", u32(cfg.n_layer));
+  w.add_u32(a + ".block_count", u32(cfg.n_layer + cfg.nextn));  // llama.cpp counts the MTP blocks too
+  if (cfg.nextn > 0) w.add_u32(a + ".nextn_predict_layers", u32(cfg.nextn));
   w.add_u32(a + ".context_length", u32(cfg.ctx));
   w.add_u32(a + ".embedding_length", u32(cfg.n_embd));
   w.add_u32(a + ".feed_forward_length", u32(cfg.n_ff));

@@ -271,3 +271,25 @@ TEST_F(Qwen35Forward, APassWithoutTheStateOrAtTheWrongPositionIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// A drafter's block runner runs attention blocks (an MTP block); a delta-net block needs a
+// sequence's recurrent state, so asking for one is refused by name.
+TEST_F(Qwen35Forward, ABlockRunnerRefusesADeltaNetBlock) {
+  const ModelView& view = pipeline_->model().view();
+  auto runner = view.runner(view.block_shape(), 4);
+  ASSERT_TRUE(runner) << runner.status().message();
+  auto kv = pipeline_->new_kv_store(KvGeometry{1, params().n_head_kv, params().head_dim, params().head_dim, 8});
+  ASSERT_TRUE(kv);
+  std::vector<float> x(params().n_embd, 0.5f);
+  BlockRows rows;
+  rows.n_tokens = 1;
+  const Status st = (*runner)->layer(0, **kv, 0, rows, f32_view(x.data(), params().n_embd, 1));
+  EXPECT_EQ(st.message(), model_.string() + ": block runner: blk.0 is a delta_net layer; block runners run attention "
+                                            "blocks (a delta-net needs a sequence's recurrent state)");
+  // Its full-attention layer (blk.3) runs.
+  EXPECT_TRUE((*runner)->layer(3, **kv, 0, rows, f32_view(x.data(), params().n_embd, 1)).ok());
+}
+
+}  // namespace

@@ -1,10 +1,11 @@
 // Speculative decoding on a qwen35 hybrid (the tiny synthetic file: three gated delta-net layers
 // and one gated attention layer) is lossless and leaves the exact state: greedy ids equal plain
-// greedy with the ngram drafter, with a drafter that knows the answer but errs (script_drafter.cpp:
-// full, partial and no acceptance, rejected branches), and with both; after the rounds (paths
+// greedy with the ngram drafter, with qwen35's own MTP block as the mtp drafter, with a drafter that
+// knows the answer but errs (script_drafter.cpp: full, partial and no acceptance, rejected
+// branches), and with them mixed; after the rounds (paths
 // committed from the verify pass's kept rows) the recurrent state, the KV cache and the logits
 // equal those of a plain run over the same tokens, bit for bit; two sequences verified in shared
-// passes each equal their own plain run.
+// passes each equal their own plain run; dflash2 over a qwen35 target of its width.
 #include <cstring>
 
 #include "model/recurrent_state.hpp"
@@ -20,7 +21,7 @@ class Qwen35Speculative : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     model_ = dir_->path() / "qwen35.gguf";
-    auto r = run_command(std::string(GRAFT_EXE) + " synth --preset qwen35-tiny --seed 11 --out " + model_.string());
+    auto r = run_command(std::string(GRAFT_EXE) + " synth --preset qwen35-tiny --nextn 1 --seed 11 --out " + model_.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -86,6 +87,14 @@ TEST_F(Qwen35Speculative, GreedyIdsAndTheStateEqualAPlainRun) {
     sets.emplace_back("ngram", drafters(*p_, {drafter("ngram")}, 16, 8, /*adaptive=*/false));
     sets.emplace_back("script", drafters(*p_, {script(ids, plain.ids)}, 16, 8, false));
     sets.emplace_back("script + ngram", drafters(*p_, {script(ids, plain.ids), drafter("ngram")}, 24, 8, false));
+    // qwen35's own MTP block (a gated full-attention block) as the mtp drafter, proposing every
+    // round (random weights: its drafts are rejected; with the script's, paths of every length).
+    Config mtp;
+    mtp.set("p_min", 0.0);
+    mtp.set("top_k", std::int64_t{2});
+    sets.emplace_back("mtp", drafters(*p_, {drafter("mtp", mtp)}, 16, 8, false));
+    sets.emplace_back("script + mtp + ngram",
+                      drafters(*p_, {script(ids, plain.ids), drafter("mtp", mtp), drafter("ngram")}, 24, 8, false));
     for (const auto& [name, set] : sets) {
       ASSERT_TRUE(set) << name;
       auto decoder = set->new_decoder();
@@ -94,7 +103,8 @@ TEST_F(Qwen35Speculative, GreedyIdsAndTheStateEqualAPlainRun) {
       const Generated spec = generate(*p_, ids, greedy(), 96, decoder->get(), &kept);
       ASSERT_EQ(spec.ids, plain.ids) << name << ", prompt " << salt;
       const SpeculativeStats& st = (*decoder)->stats();
-      if (name != "ngram") {  // (a random model's output never repeats: ngram alone is rejected or silent)
+      if (name == "mtp") EXPECT_GT(st.drafted, 50u) << "the MTP block must have proposed";
+      if (name.starts_with("script")) {  // (random weights: ngram and mtp alone are rejected or silent)
         EXPECT_GT(st.accepted, 20u) << name;
         EXPECT_LT(st.accepted, st.drafted) << name << ": some drafts must be rejected";
       }
@@ -108,6 +118,56 @@ TEST_F(Qwen35Speculative, GreedyIdsAndTheStateEqualAPlainRun) {
       EXPECT_EQ(std::memcmp(kept->logits().data(), ref->logits().data(), ref->logits().size() * sizeof(float)), 0)
           << name << ": logits of tokens appended after the speculative run";
     }
+  }
+}
+
+// DFlash2 reads the target's hidden states (taps 1..3) and shares its embedding and lm_head: the
+// zoo drafter (models/zoo-dflash2-2x256.gguf, made for a 4-layer width-256 target of 4096 tokens)
+// over a qwen35 file of those dimensions. Random target weights: its drafts are rejected, so the
+// script drafter beside it brings the accepted paths.
+TEST(Qwen35DFlash2, GreedyIdsAndTheStateEqualAPlainRun) {
+  TempDir dir;
+  const auto model = dir.path() / "qwen35-256.gguf";
+  auto r = run_command(std::string(GRAFT_EXE) + " synth --preset qwen35-tiny --n-embd 256 --head-dim 64 --n-ff 768 " +
+                       "--n-vocab 4096 --seed 4 --out " + model.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Profile profile = Profile::builtin();
+  profile.model = model;
+  profile.context = 256;
+  profile.threads = 1;
+  profile.plugin_dirs.push_back(CHAOS_PLUGIN_DIR);
+  auto p = Pipeline::build(profile, 64);
+  ASSERT_TRUE(p) << p.status().message();
+  Config dflash;
+  dflash.set("model", (kRoot / "models" / "zoo-dflash2-2x256.gguf").string());
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<TokenId>((i * 389 + 7) % 4096));
+  const Generated plain = generate(**p, prompt, greedy(), 64, nullptr);
+  ASSERT_EQ(plain.ids.size(), 64u);
+  std::string list;
+  for (TokenId t : prompt) list += std::to_string(t) + ",";
+  for (TokenId t : plain.ids) list += std::to_string(t) + ",";
+  Config script;
+  script.set("script", list);
+  for (const auto& names : {std::vector<PluginChoice>{drafter("dflash2", dflash)},
+                            std::vector<PluginChoice>{drafter("script", script), drafter("dflash2", dflash)}}) {
+    auto set = drafters(**p, names, 16, 8, false);
+    ASSERT_TRUE(set);
+    auto decoder = set->new_decoder();
+    ASSERT_TRUE(decoder) << decoder.status().message();
+    std::unique_ptr<Session> kept;
+    const Generated spec = generate(**p, prompt, greedy(), 64, decoder->get(), &kept);
+    ASSERT_EQ(spec.ids, plain.ids) << names.size() << " drafters";
+    EXPECT_GT((*decoder)->stats().drafted, 20u);
+    auto ref = (*p)->new_session();
+    ASSERT_TRUE(ref);
+    ASSERT_TRUE((*ref)->append(std::span(spec.session_tokens).first(prompt.size())).ok());
+    for (std::size_t t = prompt.size(); t < spec.session_tokens.size(); ++t)
+      ASSERT_TRUE((*ref)->append(std::span(spec.session_tokens).subspan(t, 1)).ok());
+    const TokenId probe[] = {5, 17, 99};
+    ASSERT_TRUE(kept->append(probe, true).ok());
+    ASSERT_TRUE((*ref)->append(probe, true).ok());
+    EXPECT_EQ(kept->logits(), (*ref)->logits()) << "logits after the speculative run";
   }
 }
 

@@ -64,7 +64,7 @@ Status read_qwen35(const gguf::File& f, ModelParams& p) {
 Status bind_qwen35_layer(TensorBinder& b, const ModelParams& p, std::uint32_t i, LayerWeights& L) {
   const std::uint64_t E = p.n_embd, D = p.head_dim, H = p.n_head, HKV = p.n_head_kv;
   const std::string pre = fmt::format("blk.{}.", i);
-  L.kind = p.layer_kinds.at(i);
+  L.kind = i < p.layer_kinds.size() ? p.layer_kinds[i] : LayerKind::gated_attention;  // MTP blocks: full attention
   GRAFT_TRY(b.vector(pre + "attn_norm.weight", E, L.attn_norm));
   if (L.kind == LayerKind::gated_attention) {
     GRAFT_TRY(b.matrix(pre + "attn_q.weight", E, 2 * H * D, L.wq));  // per head: query, then gate
@@ -105,6 +105,7 @@ const Architecture& qwen35_architecture() {
       },
       read_qwen35,
       bind_qwen35_layer,
+      LayerKind::gated_attention,  // its MTP block is a full-attention block (qwen35.md section 7)
   };
   return a;
 }
