@@ -21,6 +21,7 @@
 #include "scripted_model.hpp"
 #include "server/http_server.hpp"
 #include "server/server_test_util.hpp"
+#include "test_util.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
@@ -797,4 +798,61 @@ TEST(Server, LogitBiasMovesTheChoiceAndBadEntriesAreRefused) {
     EXPECT_EQ(e["error"]["message"], message);
     EXPECT_EQ(e["error"]["param"], "logit_bias");
   }
+}
+
+// The server over a qwen35 hybrid (the tiny synthetic file with an MTP block): two sequences
+// speculating with ngram and its MTP block each answer exactly plain greedy generation, /props
+// counts their recurrent states, a prompt that extends the last conversation reuses the sequence
+// (its KV and, through a checkpoint, its state) and stays exact, and a context shift rebuilds the
+// state from the kept tokens like the KV.
+TEST(ServerQwen35, ParallelSpeculativePrefixReuseAndContextShiftAreExact) {
+  TempDir dir;
+  const auto model = dir.path() / "qwen35.gguf";
+  auto r = run_command(std::string(GRAFT_EXE) + " synth --preset qwen35-tiny --nextn 1 --seed 7 --out " + model.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto drafters = [](Profile& p) {
+    p.speculative.enabled = true;
+    p.drafters = {PluginChoice{"ngram", {}, "test", {}}, PluginChoice{"mtp", {}, "test", {}}};
+  };
+  server::ServerOptions o;
+  o.parallel = 2;
+  Running srv(o, zoo_pipeline(drafters, model));
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  const json props = json::parse(c.Get("/props")->body);
+  EXPECT_GE(props["memory"]["recurrent_state_bytes"].get<std::uint64_t>(),
+            2 * srv.pipeline->model().params().recurrent_state_floats() * sizeof(float));
+  const std::vector<std::string> prompts = {"def f(x):", "import os\n", "class A:", "for i in"};
+  std::vector<json> answers(prompts.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto cl = srv.client();
+      answers[i] = post(cl, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 32}, {"temperature", 0}}, 200);
+    });
+  for (auto& t : clients) t.join();
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(answers[i]["choices"][0]["text"], plain_greedy(*srv.pipeline, prompts[i], 32)) << prompts[i];
+
+  // The agent loop: the next prompt extends the last one and its answer.
+  const std::string first = "import sys\n\ndef main():\n";
+  const json a = post(c, "/v1/completions", {{"prompt", first}, {"max_tokens", 12}, {"temperature", 0}}, 200);
+  const std::string second = first + a["choices"][0]["text"].get<std::string>() + "\n# next\n";
+  const json b = post(c, "/v1/completions", {{"prompt", second}, {"max_tokens", 12}, {"temperature", 0}}, 200);
+  EXPECT_EQ(b["choices"][0]["text"], plain_greedy(*srv.pipeline, second, 12));
+  EXPECT_GE(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), a["usage"]["prompt_tokens"].get<int>());
+
+  // Context shift on the hybrid, plain decoding: the text before the first shift is plain
+  // generation's, and the answer runs past the context.
+  server::ServerOptions shift;
+  shift.context_shift_at = 0.85;
+  shift.context_keep = 4;
+  Running plain_srv(shift, zoo_pipeline({}, model));
+  ASSERT_GT(plain_srv.port, 0);
+  auto c2 = plain_srv.client();
+  const json s = post(c2, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 400}, {"temperature", 0}}, 200);
+  EXPECT_EQ(s["usage"]["completion_tokens"], 400);
+  EXPECT_FALSE(s["graft"]["context_shifts"].empty());
+  const std::string before = plain_greedy(*plain_srv.pipeline, "x", 100);
+  EXPECT_EQ(s["choices"][0]["text"].get<std::string>().substr(0, before.size()), before);
 }
