@@ -91,4 +91,70 @@ Expected<std::vector<double>> measure_verify_cost(Session& s, std::span<const To
   return medians;
 }
 
+Expected<StateCost> measure_state_cost(Session& s, std::span<const TokenId> prompt, std::uint32_t max_rows,
+                                       std::int64_t reps) {
+  if (!s.recurrent()) return Status(Errc::invalid_argument, "measure_state_cost: the model has no recurrent state");
+  if (prompt.empty() || max_rows < 1 || reps < 1 || max_rows > s.recurrent()->max_pending())
+    return Status(Errc::invalid_argument, "measure_state_cost: needs a prompt, 1 <= rows <= the tree rows the state keeps");
+  GRAFT_TRY(s.reset());
+  GRAFT_TRY(s.append(prompt));  // a checkpoint at its end: every cut below goes back to it
+  const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
+  const std::uint32_t V = s.model().params().n_vocab;
+  auto median = [](std::vector<double>& t) {
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    return t[t.size() / 2];
+  };
+  StateCost cost;
+  std::vector<double> decode, tree;
+  std::vector<float> logits;
+  const TokenId next = static_cast<TokenId>((prompt.back() + 1) % V);
+  for (std::int64_t r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    GRAFT_TRY(s.append(std::span<const TokenId>(&next, 1)));
+    decode.push_back(seconds_since(t0));
+    GRAFT_TRY(s.truncate(n_past));
+    const std::uint8_t one = 1;
+    SequenceBatch b;
+    b.tokens = std::span<const TokenId>(&next, 1);
+    b.n_past = n_past;
+    b.ancestor = &one;
+    t0 = std::chrono::steady_clock::now();
+    GRAFT_TRY(s.forward(b, logits));
+    tree.push_back(seconds_since(t0));
+    GRAFT_TRY(s.kv().truncate(n_past));
+  }
+  cost.decode_seconds = median(decode);
+  cost.tree_row_seconds = median(tree);
+  std::vector<TokenId> tokens;
+  std::vector<std::int32_t> positions;
+  std::vector<std::uint8_t> mask;
+  std::vector<std::uint32_t> rows;
+  for (std::uint32_t n = 1; n <= max_rows; ++n) {
+    tokens.resize(n), positions.resize(n), rows.resize(n);
+    mask.assign(std::size_t(n) * n, 0);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      tokens[i] = static_cast<TokenId>((prompt[i % prompt.size()] + i) % V);
+      positions[i] = static_cast<std::int32_t>(n_past + i);
+      rows[i] = i;
+      for (std::uint32_t j = 0; j <= i; ++j) mask[std::size_t(i) * n + j] = 1;
+    }
+    SequenceBatch b;
+    b.tokens = tokens;
+    b.positions = positions;
+    b.n_past = n_past;
+    b.ancestor = mask.data();
+    b.all_logits = true;
+    std::vector<double> times;
+    for (std::int64_t r = 0; r < reps; ++r) {
+      GRAFT_TRY(s.forward(b, logits));
+      const auto t0 = std::chrono::steady_clock::now();
+      GRAFT_TRY(s.commit_rows(tokens, rows, std::span<const float>(logits).subspan(std::size_t(n - 1) * V, V)));
+      times.push_back(seconds_since(t0));
+      GRAFT_TRY(s.truncate(n_past));
+    }
+    cost.commit_seconds.push_back(median(times));
+  }
+  return cost;
+}
+
 }  // namespace graft

@@ -26,4 +26,18 @@ Expected<std::vector<SpeedSample>> measure_speed(Session& session, std::span<con
 Expected<std::vector<double>> measure_verify_cost(Session& session, std::span<const TokenId> prompt,
                                                   std::uint32_t max_rows, std::int64_t reps);
 
+// What a hybrid model's recurrent state costs a speculative round, against one decode step (a
+// one-row pass that moves the state on in place; median seconds over `reps`):
+// - keep: a one-row pass over a token tree (the state left alone, the row's conv input and gates
+//   kept for the commit) minus the decode step;
+// - restore: Session::commit_rows of a path of n rows of such a pass (the state moved on from the
+//   kept rows, Model::commit_recurrent), entry n - 1 for n = 1..max_rows.
+struct StateCost {
+  double decode_seconds = 0;
+  double tree_row_seconds = 0;
+  std::vector<double> commit_seconds;
+};
+Expected<StateCost> measure_state_cost(Session& session, std::span<const TokenId> prompt, std::uint32_t max_rows,
+                                       std::int64_t reps);
+
 }  // namespace graft

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -121,6 +122,17 @@ int cmd_bench(const Args& args) {
     }
     verify = std::move(*v);
   }
+  // A hybrid model: what keeping and restoring its recurrent state costs a round.
+  std::optional<StateCost> state_cost;
+  if (samples && verify_rows > 0 && s.recurrent()) {
+    const auto rows = std::min<std::uint32_t>(static_cast<std::uint32_t>(verify_rows), s.recurrent()->max_pending());
+    auto c = measure_state_cost(s, prompt, rows, std::max<std::int64_t>(reps, 20));
+    if (!c) {
+      std::fprintf(stderr, "graft bench: %s\n", c.status().message().c_str());
+      return 1;
+    }
+    state_cost = std::move(*c);
+  }
   if (!samples) {
     std::fprintf(stderr, "graft bench: %s\n", samples.status().message().c_str());
     return 1;
@@ -162,6 +174,16 @@ int cmd_bench(const Args& args) {
       for (double t : verify) ratio.push_back(t / verify[0]);
       o["verify_cost_over_decode"] = ratio;
     }
+    if (state_cost) {
+      std::vector<double> restore;
+      for (double t : state_cost->commit_seconds) restore.push_back(t / state_cost->decode_seconds);
+      o["recurrent_state"] = {{"decode_step_seconds", state_cost->decode_seconds},
+                              {"tree_row_seconds", state_cost->tree_row_seconds},
+                              {"keep_over_decode", (state_cost->tree_row_seconds - state_cost->decode_seconds) /
+                                                       state_cost->decode_seconds},
+                              {"commit_seconds", state_cost->commit_seconds},
+                              {"commit_over_decode", restore}};
+    }
     std::puts(o.dump(2).c_str());
     return 0;
   }
@@ -179,6 +201,15 @@ int cmd_bench(const Args& args) {
   if (!verify.empty()) {
     std::printf("verify:     rows: cost as multiples of one row (%.3f ms)\n           ", 1e3 * verify[0]);
     for (std::size_t n = 0; n < verify.size(); ++n) std::printf(" %zu: %.2f", n + 1, verify[n] / verify[0]);
+    std::printf("\n");
+  }
+  if (state_cost) {
+    const double d = state_cost->decode_seconds;
+    std::printf("state:      decode step %.3f ms; a tree row (state kept, its inputs saved) %.3f ms = %+.2f%% of it\n"
+                "            restoring a path of n rows (commit), %% of a decode step:",
+                1e3 * d, 1e3 * state_cost->tree_row_seconds, 100 * (state_cost->tree_row_seconds - d) / d);
+    for (std::size_t n = 0; n < state_cost->commit_seconds.size(); ++n)
+      std::printf(" %zu: %.2f%%", n + 1, 100 * state_cost->commit_seconds[n] / d);
     std::printf("\n");
   }
   return 0;

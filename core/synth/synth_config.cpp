@@ -20,6 +20,11 @@ const std::vector<Preset>& presets() {
       // 128 from the model card).
       {"qwen35-tiny", "qwen35", 64, 4, 4, 2, 128, 512, 32, 2048, false, "unit tests: qwen35 hybrid, 3 delta-net + 1 attention layer",
        {4, 16, 2, 4, 4, 16}},
+      // A ~1.9B hybrid for benchmarks beside llama.cpp: our choice of shapes near a 2B Qwen3.5
+      // (24 layers of width 2048, Qwen3.6's head and delta-net sizes, tied), not a released config.
+      {"qwen35-2b", "qwen35", 2048, 24, 8, 2, 6144, 248320, 256, 262144, true,
+       "~1.9B qwen35 hybrid for benchmarks (18 delta-net + 6 attention layers; not a released model's shapes)",
+       {4, 128, 16, 16, 4, 64}},
       {"qwen36-27b", "qwen35", 5120, 64, 24, 4, 17408, 248320, 256, 262144, false, "Qwen3.6-27B shapes (qwen35 hybrid)",
        {4, 128, 16, 48, 4, 64}},
       {"bonsai-27b", "qwen35", 5120, 64, 24, 4, 17408, 248320, 256, 262144, false,
@@ -55,7 +60,7 @@ Status validate(const SynthConfig& cfg) {
   if (cfg.arch != "llama" && cfg.arch != "qwen3" && cfg.arch != "qwen35")
     return bad(fmt::format("unknown --arch '{}' (supported: llama, qwen3, qwen35)", cfg.arch));
   if ((cfg.arch == "qwen35") != (cfg.hybrid.conv_kernel > 0))
-    return bad(cfg.arch == "qwen35" ? "--arch qwen35 needs a qwen35 preset (qwen35-tiny, qwen36-27b, bonsai-27b)"
+    return bad(cfg.arch == "qwen35" ? "--arch qwen35 needs a qwen35 preset (qwen35-tiny, qwen35-2b, qwen36-27b, bonsai-27b)"
                                     : fmt::format("--preset {} is a qwen35 model, not {}", cfg.preset, cfg.arch));
   const std::pair<const char*, std::int64_t> positive[] = {
       {"--n-embd", cfg.n_embd}, {"--n-layer", cfg.n_layer}, {"--n-head", cfg.n_head}, {"--n-head-kv", cfg.n_head_kv},

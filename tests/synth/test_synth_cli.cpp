@@ -61,7 +61,7 @@ TEST(SynthCli, UsageErrorsExitTwoWithOneLine) {
   r = synth("--preset huge --arch llama --out " + out);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output,
-            "graft synth: unknown --preset 'huge' (known: tiny, bench-250m, qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen35-tiny, qwen36-27b, bonsai-27b)\n");
+            "graft synth: unknown --preset 'huge' (known: tiny, bench-250m, qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen35-tiny, qwen35-2b, qwen36-27b, bonsai-27b)\n");
 
   r = synth("--arch llama --full-attention-interval 2 --out " + out);
   EXPECT_EQ(r.exit_code, 2);

@@ -274,7 +274,7 @@ TEST(SynthModel, ValidationMessages) {
   cfg.arch = "gpt9";
   EXPECT_EQ(validate(cfg).message(), "unknown --arch 'gpt9' (supported: llama, qwen3, qwen35)");
   cfg = tiny("qwen35");  // a hybrid's delta-net shapes come from its presets
-  EXPECT_EQ(validate(cfg).message(), "--arch qwen35 needs a qwen35 preset (qwen35-tiny, qwen36-27b, bonsai-27b)");
+  EXPECT_EQ(validate(cfg).message(), "--arch qwen35 needs a qwen35 preset (qwen35-tiny, qwen35-2b, qwen36-27b, bonsai-27b)");
   cfg = tiny("llama");
   cfg.n_head = 5;
   EXPECT_EQ(validate(cfg).message(), "--n-head 5 does not divide --n-embd 64 (or give --head-dim)");

@@ -196,8 +196,14 @@ run_model() {
   local seed=1
   [[ "$arch" == qwen3 ]] && seed=2
   [[ -z "$tied" ]] || seed=3
+  # qwen35 (the hybrid: 3 gated delta-nets, then gated attention) from its tiny preset's
+  # delta-net shapes, widened to SHAPE.
+  local arch_args=(--arch "$arch")
+  # Its delta-net rows are 64 wide (4 heads of 16): tensors whose rows are not whole blocks of a
+  # K-quant or Q1_0 are written as Q8_0 (llama.cpp reads mixed types as they are).
+  [[ "$arch" != qwen35 ]] || { arch_args=(--preset qwen35-tiny --fallback-type q8_0); seed=4; }
   echo "== $name"
-  if ! "$GRAFT" synth --arch "$arch" --out "$model" "${SHAPE[@]}" ${tied:+--tied} --type "$type" --seed "$seed" \
+  if ! "$GRAFT" synth "${arch_args[@]}" --out "$model" "${SHAPE[@]}" ${tied:+--tied} --type "$type" --seed "$seed" \
        "${PLUGIN_ARGS[@]}" > "$WORK/$name.synth.log" 2>&1; then
     fail "$name: graft synth failed: $(last_err "$WORK/$name.synth.log")"
     ROWS+=("| $label | $type | synth failed | | | | |")
@@ -330,6 +336,7 @@ echo
 for type in $TYPES; do
   run_model llama "$type" ""
   run_model qwen3 "$type" ""
+  run_model qwen35 "$type" ""
 done
 # Tied output (qwen3 presets are tied): f32 and the first quantized type asked for.
 run_model qwen3 f32 tied
