@@ -158,22 +158,33 @@ Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const Tensor
   }
   const float* wp = w.as<const float>();
   const float* sp = state.as<const float>();
-  c.for_rows(static_cast<std::size_t>(C), static_cast<std::size_t>(T * K), [&](std::size_t c0, std::size_t c1) {
+  // Channels contiguous in every operand: the window and the taps transposed to [H, C] and [K, C],
+  // and each row's window sources as row pointers (rows of x, or of the transposed window).
+  const auto Cz = static_cast<std::size_t>(C);
+  std::vector<float> window(static_cast<std::size_t>(H) * Cz), taps(static_cast<std::size_t>(K) * Cz);
+  for (std::size_t ch = 0; ch < Cz; ++ch) {
+    for (std::int64_t i = 0; i < H; ++i) window[static_cast<std::size_t>(i) * Cz + ch] = sp[ch * static_cast<std::size_t>(H) + i];
+    for (std::int64_t i = 0; i < K; ++i) taps[static_cast<std::size_t>(i) * Cz + ch] = wp[ch * static_cast<std::size_t>(K) + i];
+  }
+  std::vector<const float*> from(static_cast<std::size_t>(T * H));
+  for (std::size_t e = 0; e < from.size(); ++e)
+    from[e] = src[e] >= 0 ? row_ptr<const float>(x, static_cast<std::size_t>(src[e]))
+                          : window.data() + static_cast<std::size_t>(-1 - src[e]) * Cz;
+  c.for_rows(Cz, static_cast<std::size_t>(T * K), [&](std::size_t c0, std::size_t c1) {
+    thread_local std::vector<float> acc;
+    acc.resize(c1 - c0);
     for (std::int64_t t = 0; t < T; ++t) {
       const float* xt = row_ptr<const float>(x, static_cast<std::size_t>(t));
       float* yt = row_ptr<float>(y, static_cast<std::size_t>(t));
-      const std::int64_t* s = src.data() + t * H;
-      for (std::size_t ch = c0; ch < c1; ++ch) {
-        const float* wc = wp + ch * static_cast<std::size_t>(K);
-        float sum = 0.0f;  // in tap order, as ggml_ssm_conv
-        for (std::int64_t i = 0; i < H; ++i) {
-          const float v = s[i] >= 0 ? row_ptr<const float>(x, static_cast<std::size_t>(s[i]))[ch]
-                                    : sp[ch * static_cast<std::size_t>(H) + static_cast<std::size_t>(-1 - s[i])];
-          sum += wc[i] * v;
-        }
-        sum += wc[H] * xt[ch];
-        yt[ch] = silu(sum);
+      // Per channel, in tap order as ggml_ssm_conv: 0 + w0 v0 + w1 v1 + ... + w_H x_t.
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::int64_t i = 0; i < H; ++i) {
+        const float* v = from[static_cast<std::size_t>(t * H + i)];
+        const float* wi = taps.data() + static_cast<std::size_t>(i) * Cz;
+        for (std::size_t ch = c0; ch < c1; ++ch) acc[ch - c0] += wi[ch] * v[ch];
       }
+      const float* wl = taps.data() + static_cast<std::size_t>(H) * Cz;
+      for (std::size_t ch = c0; ch < c1; ++ch) yt[ch] = silu(acc[ch - c0] + wl[ch] * xt[ch]);
     }
   });
   if (state_out.data) {
@@ -222,16 +233,19 @@ Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorV
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
   const Kernels& kern = c.k;
   c.for_rows(static_cast<std::size_t>(Hv), static_cast<std::size_t>(T) * head * 4, [&](std::size_t h0, std::size_t h1) {
-    // A chain runs in one copy of the head's state; a tree keeps every row's state (a row's
+    // A chain runs in one copy of the head's state, or in the state itself when it is also the
+    // output (decoding, a commit: no copy in or out); a tree keeps every row's state (a row's
     // children start from it).
+    const bool in_place = !parents && state_out.data == state.data;
     thread_local std::vector<float> scratch;
-    scratch.resize(head * static_cast<std::size_t>(parents ? T : 1));
+    if (!in_place) scratch.resize(head * static_cast<std::size_t>(parents ? T : 1));
     for (std::size_t j = h0; j < h1; ++j) {
       const float* committed = state.as<const float>() + j * head;
       const std::size_t kh = j % static_cast<std::size_t>(Hk);  // v head j reads q/k head j mod Hk (tiled)
-      if (!parents) std::copy(committed, committed + head, scratch.data());
+      float* const chain = in_place ? state_out.as<float>() + j * head : scratch.data();
+      if (!parents && !in_place) std::copy(committed, committed + head, scratch.data());
       for (std::int64_t t = 0; t < T; ++t) {
-        float* s = scratch.data();
+        float* s = chain;
         if (parents) {
           s += static_cast<std::size_t>(t) * head;
           const float* from = parents[t] < 0 ? committed : scratch.data() + static_cast<std::size_t>(parents[t]) * head;
@@ -244,7 +258,7 @@ Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorV
                             row_ptr<const float>(b, tr)[j], scale, row_ptr<float>(out, v_row), static_cast<std::size_t>(Dk),
                             static_cast<std::size_t>(Dv));
       }
-      if (state_out.data) std::copy(scratch.data(), scratch.data() + head, state_out.as<float>() + j * head);
+      if (state_out.data && !in_place) std::copy(scratch.data(), scratch.data() + head, state_out.as<float>() + j * head);
     }
   });
   return Status::success();
