@@ -128,7 +128,8 @@ class Session {
   // tokens change.
   static Status append_together(Workspace& ws, std::span<const SessionStep> steps);
   // One forward pass of this sequence as the caller lays it out (a verify pass, a benchmark),
-  // leaving the committed list alone.
+  // leaving the committed list alone. A hybrid model's rows must follow the committed tokens; a
+  // chain pass moves its state on, and the next call brings it back unless commit_rows kept them.
   Status forward(const SequenceBatch& batch, std::vector<float>& logits);
   // The same with every output ForwardBatch offers (hidden-state taps, chosen logit rows); the
   // batch holds one sequence: this session's KV store after its committed tokens.
