@@ -31,66 +31,118 @@ class Transformer {
 
   // Logits (n_vocab) after each token of `tokens`.
   std::vector<std::vector<double>> forward(const std::vector<int>& tokens) const {
-    const int T = static_cast<int>(tokens.size()), E = p_.n_embd, D = p_.head_dim;
-    std::vector<std::vector<double>> x(T, std::vector<double>(E));
-    for (int t = 0; t < T; ++t) x[t] = row("token_embd.weight", tokens[t], E);
-    for (int l = 0; l < p_.n_layer; ++l) {
-      const std::string b = "blk." + std::to_string(l) + ".";
-      if (p_.qwen35 && (l + 1) % p_.interval != 0) {
-        delta_net_layer(b, x);
-        continue;
-      }
-      std::vector<std::vector<double>> q(T), k(T), v(T), gate(T);
-      for (int t = 0; t < T; ++t) {
-        auto h = norm(x[t], vec(b + "attn_norm.weight", E));
-        if (p_.qwen35) {  // per head: D query values, then D gate values
-          const auto qg = matvec(b + "attn_q.weight", h, 2 * p_.n_head * D);
-          q[t].resize(p_.n_head * D), gate[t].resize(p_.n_head * D);
-          for (int hd = 0; hd < p_.n_head; ++hd)
-            for (int d = 0; d < D; ++d) q[t][hd * D + d] = qg[2 * hd * D + d], gate[t][hd * D + d] = qg[2 * hd * D + D + d];
-        } else {
-          q[t] = matvec(b + "attn_q.weight", h, p_.n_head * D);
-        }
-        k[t] = matvec(b + "attn_k.weight", h, p_.n_head_kv * D);
-        v[t] = matvec(b + "attn_v.weight", h, p_.n_head_kv * D);
-        if (p_.qk_norm) {
-          for (int hd = 0; hd < p_.n_head; ++hd) norm_head(q[t], hd, vec(b + "attn_q_norm.weight", D));
-          for (int hd = 0; hd < p_.n_head_kv; ++hd) norm_head(k[t], hd, vec(b + "attn_k_norm.weight", D));
-        }
-        for (int hd = 0; hd < p_.n_head; ++hd) rope(q[t], hd, t);
-        for (int hd = 0; hd < p_.n_head_kv; ++hd) rope(k[t], hd, t);
-      }
-      for (int t = 0; t < T; ++t) {
-        std::vector<double> att(p_.n_head * D, 0.0);
-        for (int hd = 0; hd < p_.n_head; ++hd) {
-          const int kvh = hd / (p_.n_head / p_.n_head_kv);
-          std::vector<double> s(t + 1);
-          double mx = -1e300;
-          for (int j = 0; j <= t; ++j) {
-            double dot = 0;
-            for (int d = 0; d < D; ++d) dot += q[t][hd * D + d] * k[j][kvh * D + d];
-            s[j] = dot / std::sqrt(double(D));
-            mx = std::max(mx, s[j]);
-          }
-          double sum = 0;
-          for (auto& e : s) sum += (e = std::exp(e - mx));
-          for (int j = 0; j <= t; ++j)
-            for (int d = 0; d < D; ++d) att[hd * D + d] += s[j] / sum * v[j][kvh * D + d];
-        }
-        if (p_.qwen35)
-          for (int i = 0; i < p_.n_head * D; ++i) att[i] /= 1 + std::exp(-gate[t][i]);  // the output gate
-        auto o = matvec(b + "attn_output.weight", att, E);
-        for (int e = 0; e < E; ++e) x[t][e] += o[e];
-        ffn(b, x[t]);
-      }
-    }
-    const std::string out = f_.tensor("output.weight") ? "output.weight" : "token_embd.weight";
-    std::vector<std::vector<double>> logits(T);
-    for (int t = 0; t < T; ++t) logits[t] = matvec(out, norm(x[t], vec("output_norm.weight", E)), p_.n_vocab);
+    const auto x = hidden(tokens);
+    std::vector<std::vector<double>> logits(x.size());
+    for (std::size_t t = 0; t < x.size(); ++t) logits[t] = lm_head(norm(x[t], vec("output_norm.weight", p_.n_embd)));
     return logits;
   }
 
+  // The residual stream after the last main layer, per token (before output_norm).
+  std::vector<std::vector<double>> hidden(const std::vector<int>& tokens) const {
+    const int T = static_cast<int>(tokens.size()), E = p_.n_embd;
+    std::vector<std::vector<double>> x(T, std::vector<double>(E));
+    std::vector<int> positions(T);
+    for (int t = 0; t < T; ++t) x[t] = row("token_embd.weight", tokens[t], E), positions[t] = t;
+    for (int l = 0; l < p_.n_layer; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      if (p_.qwen35 && (l + 1) % p_.interval != 0)
+        delta_net_layer(b, x);
+      else
+        attention_block(b, x, positions);
+    }
+    return x;
+  }
+
+  // qwen35's MTP block (blk.n_layer, shared/reference/qwen35.md section 7) drafting k tokens after
+  // `tokens` and the target's `next`: row p pairs token p with the target's normed hidden state of
+  // token p - 1; each draft feeds the block's own normed output to the next step. Greedy drafts,
+  // and each one's softmax probability in *probs.
+  std::vector<int> mtp_drafts(const std::vector<int>& tokens, int next, int k, std::vector<double>* probs) const {
+    const int E = p_.n_embd, n = static_cast<int>(tokens.size());
+    const std::string b = "blk." + std::to_string(p_.n_layer) + ".";
+    const auto on = vec("output_norm.weight", E);
+    auto h = hidden(tokens);
+    for (auto& r : h) r = norm(r, on);  // the target's t_h_nextn
+    std::vector<std::vector<double>> u;  // the block's input rows
+    std::vector<int> positions;
+    auto add_row = [&](int token, const std::vector<double>& hid, int pos) {
+      auto e = norm(row("token_embd.weight", token, E), vec(b + "nextn.enorm.weight", E));
+      const auto hh = norm(hid, vec(b + "nextn.hnorm.weight", E));
+      e.insert(e.end(), hh.begin(), hh.end());  // [embedding ; hidden]
+      u.push_back(matvec(b + "nextn.eh_proj.weight", e, E));
+      positions.push_back(pos);
+    };
+    for (int pos = 1; pos < n; ++pos) add_row(tokens[pos], h[pos - 1], pos);
+    add_row(next, h[n - 1], n);
+    std::vector<int> drafts;
+    for (int step = 0; step < k; ++step) {
+      auto x = u;
+      attention_block(b, x, positions);
+      const auto hm = norm(x.back(), vec(b + "nextn.shared_head_norm.weight", E));
+      const auto logits = lm_head(hm);
+      const int best = static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      double sum = 0;
+      for (double l : logits) sum += std::exp(l - logits[best]);
+      if (probs) probs->push_back(1.0 / sum);
+      drafts.push_back(best);
+      add_row(best, hm, n + 1 + step);
+    }
+    return drafts;
+  }
+
  private:
+  // x rows (at positions pos, each attending to itself and the rows before it) += a full-attention
+  // block: attention (qwen35: gated), then the FFN.
+  void attention_block(const std::string& b, std::vector<std::vector<double>>& x, const std::vector<int>& pos) const {
+    const int T = static_cast<int>(x.size()), E = p_.n_embd, D = p_.head_dim;
+    std::vector<std::vector<double>> q(T), k(T), v(T), gate(T);
+    for (int t = 0; t < T; ++t) {
+      auto h = norm(x[t], vec(b + "attn_norm.weight", E));
+      if (p_.qwen35) {  // per head: D query values, then D gate values
+        const auto qg = matvec(b + "attn_q.weight", h, 2 * p_.n_head * D);
+        q[t].resize(p_.n_head * D), gate[t].resize(p_.n_head * D);
+        for (int hd = 0; hd < p_.n_head; ++hd)
+          for (int d = 0; d < D; ++d) q[t][hd * D + d] = qg[2 * hd * D + d], gate[t][hd * D + d] = qg[2 * hd * D + D + d];
+      } else {
+        q[t] = matvec(b + "attn_q.weight", h, p_.n_head * D);
+      }
+      k[t] = matvec(b + "attn_k.weight", h, p_.n_head_kv * D);
+      v[t] = matvec(b + "attn_v.weight", h, p_.n_head_kv * D);
+      if (p_.qk_norm) {
+        for (int hd = 0; hd < p_.n_head; ++hd) norm_head(q[t], hd, vec(b + "attn_q_norm.weight", D));
+        for (int hd = 0; hd < p_.n_head_kv; ++hd) norm_head(k[t], hd, vec(b + "attn_k_norm.weight", D));
+      }
+      for (int hd = 0; hd < p_.n_head; ++hd) rope(q[t], hd, pos[t]);
+      for (int hd = 0; hd < p_.n_head_kv; ++hd) rope(k[t], hd, pos[t]);
+    }
+    for (int t = 0; t < T; ++t) {
+      std::vector<double> att(p_.n_head * D, 0.0);
+      for (int hd = 0; hd < p_.n_head; ++hd) {
+        const int kvh = hd / (p_.n_head / p_.n_head_kv);
+        std::vector<double> s(t + 1);
+        double mx = -1e300;
+        for (int j = 0; j <= t; ++j) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d) dot += q[t][hd * D + d] * k[j][kvh * D + d];
+          s[j] = dot / std::sqrt(double(D));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (int j = 0; j <= t; ++j)
+          for (int d = 0; d < D; ++d) att[hd * D + d] += s[j] / sum * v[j][kvh * D + d];
+      }
+      if (p_.qwen35)
+        for (int i = 0; i < p_.n_head * D; ++i) att[i] /= 1 + std::exp(-gate[t][i]);  // the output gate
+      auto o = matvec(b + "attn_output.weight", att, E);
+      for (int e = 0; e < E; ++e) x[t][e] += o[e];
+      ffn(b, x[t]);
+    }
+  }
+  std::vector<double> lm_head(const std::vector<double>& h) const {
+    return matvec(f_.tensor("output.weight") ? "output.weight" : "token_embd.weight", h, p_.n_vocab);
+  }
+
   // x += SwiGLU(norm(x)), the norm ffn_norm (qwen35: post_attention_norm).
   void ffn(const std::string& b, std::vector<double>& x) const {
     const int E = p_.n_embd;

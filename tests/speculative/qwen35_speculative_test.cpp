@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "model/recurrent_state.hpp"
+#include "../model/reference_transformer.hpp"
 #include "speculative/speculative_decoder.hpp"
 #include "zoo_test_util.hpp"
 
@@ -118,6 +119,66 @@ TEST_F(Qwen35Speculative, GreedyIdsAndTheStateEqualAPlainRun) {
       EXPECT_EQ(std::memcmp(kept->logits().data(), ref->logits().data(), ref->logits().size() * sizeof(float)), 0)
           << name << ": logits of tokens appended after the speculative run";
     }
+  }
+}
+
+// qwen35's own MTP block (blk.n_layer: a gated full-attention block after eh_proj over [embedding ;
+// hidden]) as the mtp drafter: its drafts and their probabilities equal the double-precision
+// reference's (reference_transformer.hpp, mtp_drafts; shared/reference/qwen35.md section 7).
+TEST_F(Qwen35Speculative, MtpDraftsEqualTheReference) {
+  constexpr double kProbTolerance = 1e-4;  // f32 against double on this tiny f32 file
+  const ModelParams& mp = p_->model().params();
+  ASSERT_EQ(mp.n_nextn, 1u);
+  ref::Params rp{int(mp.n_vocab), int(mp.n_embd), int(mp.n_main_layers()), int(mp.n_head), int(mp.n_head_kv),
+                 int(mp.head_dim), int(mp.n_ff), int(mp.n_rot), mp.rope_neox, mp.qk_norm, double(mp.rope_freq_base),
+                 double(mp.rms_eps)};
+  rp.qwen35 = true;
+  rp.interval = int(mp.full_attention_interval);
+  rp.conv_kernel = int(mp.ssm_conv_kernel);
+  rp.ssm_state = int(mp.ssm_state);
+  rp.ssm_groups = int(mp.ssm_groups);
+  rp.ssm_heads = int(mp.ssm_heads);
+  const ref::Transformer reference(p_->model().file(), rp);
+  auto host = drafter_host(*p_);
+  auto lib = p_->find_plugin(PluginKind::drafter, "mtp");
+  ASSERT_TRUE(lib) << lib.status().message();
+  Config cfg;
+  cfg.set("max_draft", std::int64_t{3});
+  cfg.set("p_min", 0.0);
+  auto factory = (*lib)->create<DrafterFactory>(p_->host(), cfg);
+  ASSERT_TRUE(factory) << factory.status().message();
+  for (int salt = 0; salt < 3; ++salt) {
+    const auto ids = prompt(salt);
+    // The target over the context: its normed final hidden states and its next token.
+    auto s = p_->new_session();
+    ASSERT_TRUE(s);
+    const SequenceRows seq{&(*s)->kv(), static_cast<std::uint32_t>(ids.size()), 0, nullptr};
+    const auto last = static_cast<std::uint32_t>(ids.size() - 1);
+    ForwardBatch batch;
+    batch.tokens = ids;
+    batch.sequences = std::span(&seq, 1);
+    batch.logit_rows = std::span(&last, 1);
+    batch.hidden_normed_output = true;
+    ForwardOutput out;
+    ASSERT_TRUE((*s)->forward(batch, out).ok());
+    const auto next = static_cast<TokenId>(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
+    auto made = (*factory)->create(*host);
+    ASSERT_TRUE(made) << made.status().message();
+    auto mtp = std::move(*made);
+    std::vector<TokenId> context = ids;
+    context.push_back(next);
+    CommitInfo info;
+    info.context = context;
+    info.n_committed = static_cast<std::uint32_t>(ids.size());
+    info.hidden = HiddenStates{static_cast<std::uint32_t>(ids.size()), mp.n_embd, 1, out.hidden.data()};
+    ASSERT_TRUE(mtp->begin(info).ok());
+    DraftTree tree;
+    ASSERT_TRUE(mtp->propose(DraftRequest{context, 16, 16}, tree).ok());
+    std::vector<double> probs;
+    const auto want = reference.mtp_drafts(std::vector<int>(ids.begin(), ids.end()), next, 3, &probs);
+    ASSERT_EQ(tree.tokens, std::vector<TokenId>(want.begin(), want.end())) << "prompt " << salt;
+    for (std::size_t k = 0; k < want.size(); ++k)
+      EXPECT_NEAR(tree.q[k], probs[k], kProbTolerance) << "prompt " << salt << " step " << k + 1;
   }
 }
 
