@@ -95,6 +95,8 @@ struct DeltaShape {
   std::int64_t C, Dk, Dv, Hk, Hv, Kc;
   explicit DeltaShape(const ModelParams& p)
       : C(p.ssm_channels()), Dk(p.ssm_state), Dv(p.ssm_state), Hk(p.ssm_groups), Hv(p.ssm_heads), Kc(p.ssm_conv_kernel) {}
+  // q and k together, [Dk, 2 Hk, rows], inside y [C, rows].
+  TensorView qk(float* y, std::uint32_t rows) const { return with_stride(f32_view(y, Dk, 2 * Hk, rows), 2, C); }
   // q, k [Dk, Hk, rows] and v [Dv, Hv, rows] inside y [C, rows] (one row's q | k | v after another).
   std::array<TensorView, 3> qkv(float* y, std::uint32_t rows) const {
     return {with_stride(f32_view(y, Dk, Hk, rows), 2, C), with_stride(f32_view(y + Hk * Dk, Dk, Hk, rows), 2, C),
@@ -135,10 +137,8 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
                                   parents ? TensorView{} : st.conv(index)));
     r0 += s.n_tokens;
   }
-  // q and k per head /= their L2 norms.
-  const auto [q, k, v] = d.qkv(ws.ssm_y, n);
-  GRAFT_TRY(be.l2_norm(q, p_.rms_eps, q));
-  GRAFT_TRY(be.l2_norm(k, p_.rms_eps, k));
+  // q and k per head /= their L2 norms (one call: the 2 Hk heads of q | k lie side by side).
+  GRAFT_TRY(be.l2_norm(d.qk(ws.ssm_y, n), p_.rms_eps, d.qk(ws.ssm_y, n)));
   // Each sequence: o [Dv, Hv, rows] = the gated delta rule over its state.
   r0 = 0;
   for (const SequenceRows& s : seqs) {
@@ -178,9 +178,8 @@ Status DecoderBlock::commit_delta_net(Workspace& ws, const LayerWeights& L, std:
   // The same steps as the pass's, now moving the window and the state on (the output is not used).
   GRAFT_TRY(be.causal_conv_silu(f32_view(ws.ssm_x, d.C, n), f32_view(static_cast<float*>(L.ssm_conv.view.data), d.Kc, d.C),
                                 st.conv(index), nullptr, f32_view(ws.ssm_y, d.C, n), st.conv(index)));
+  GRAFT_TRY(be.l2_norm(d.qk(ws.ssm_y, n), p_.rms_eps, d.qk(ws.ssm_y, n)));
   const auto [q, k, v] = d.qkv(ws.ssm_y, n);
-  GRAFT_TRY(be.l2_norm(q, p_.rms_eps, q));
-  GRAFT_TRY(be.l2_norm(k, p_.rms_eps, k));
   return be.gated_delta_net(q, k, v, f32_view(ws.ssm_g, d.Hv, n), f32_view(ws.ssm_b, d.Hv, n), st.delta(index), nullptr,
                             f32_view(ws.ssm_o, d.Dv, d.Hv, n), st.delta(index));
 }
