@@ -1,6 +1,7 @@
 #include "engine/session.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -80,23 +81,31 @@ std::uint64_t Session::state_bytes() const {
   return bytes;
 }
 
-Status Session::take_checkpoint() {
-  if (!state_ || state_checkpoints_ == 0) return Status::success();
+void Session::take_checkpoint() {
+  if (!state_ || state_checkpoints_ == 0) return;
   for (const auto& c : checkpoints_)
-    if (c->position() == state_->position()) return Status::success();  // held already
+    if (c->position() == state_->position()) return;  // held already
   // A free one, or a new one while fewer than asked are held, else the earliest goes.
   RecurrentState* slot = nullptr;
   for (const auto& c : checkpoints_)
     if (c->position() == RecurrentState::kUnknown) slot = c.get();
   if (!slot && checkpoints_.size() < state_checkpoints_) {
     auto fresh = model_->new_recurrent_state(0);
-    if (!fresh) return std::move(fresh).status();
-    checkpoints_.push_back(std::move(*fresh));
-    slot = checkpoints_.back().get();
+    if (!fresh) {
+      // Checkpoints only make cuts cheaper: without one, a cut runs more tokens again.
+      spdlog::warn("recurrent state: no memory for checkpoint {} of {} ({}); cuts will re-run more tokens",
+                   checkpoints_.size() + 1, state_checkpoints_, fresh.status().message());
+      state_checkpoints_ = static_cast<std::uint32_t>(checkpoints_.size());
+      if (checkpoints_.empty()) return;
+    } else {
+      checkpoints_.push_back(std::move(*fresh));
+      slot = checkpoints_.back().get();
+    }
   }
   if (!slot)
     slot = std::ranges::min_element(checkpoints_, {}, [](const auto& c) { return c->position(); })->get();
-  return slot->copy_from(*state_);
+  if (Status st = slot->copy_from(*state_); !st.ok())  // the slot stays unknown: never restored
+    spdlog::warn("recurrent state: a checkpoint could not be taken ({})", st.message());
 }
 
 Status Session::sync_state() {
@@ -162,7 +171,7 @@ Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
     // tokens() says.
     if (Status st = model_->forward(*ws_, *kv_, batch, chunk); !st.ok()) return recover(std::move(st));
     tokens_.insert(tokens_.end(), batch.tokens.begin(), batch.tokens.end());
-    if (n > 1) GRAFT_TRY(take_checkpoint());  // a prompt piece
+    if (n > 1) take_checkpoint();  // a prompt piece
     if (all_logits || pos + n == tokens.size()) logits_.insert(logits_.end(), chunk.begin(), chunk.end());
   }
   if (logits_.size() != (all_logits ? tokens.size() : 1) * n_vocab)
@@ -205,7 +214,7 @@ Status Session::append_together(Workspace& ws, std::span<const SessionStep> step
     Session& s = *steps[i].session;
     s.tokens_.insert(s.tokens_.end(), steps[i].tokens.begin(), steps[i].tokens.end());
     s.logits_.assign(out.logits.begin() + i * V, out.logits.begin() + (i + 1) * V);
-    if (steps[i].tokens.size() > 1) GRAFT_TRY(s.take_checkpoint());
+    if (steps[i].tokens.size() > 1) s.take_checkpoint();
   }
   return Status::success();
 }
@@ -267,8 +276,10 @@ Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std
   // replayed from the rows the pass kept; a chain moved it on already.
   const auto kept = static_cast<std::uint32_t>(rows.size());
   const bool tree = state_ && !state_->pending_parents().empty() && state_->position() == n_past;
-  if (tree)
+  if (tree) {
+    GRAFT_TRY(Model::check_path(*state_, rows));  // refused: the pass's rows stay for another try
     if (Status st = model_->commit_recurrent(*ws_, *state_, rows); !st.ok()) return recover(std::move(st));
+  }
   // The kept rows move down to follow the committed ones; everything after them goes.
   if (Status st = in_place ? kv_->truncate(n_past + kept) : kv_->compact(n_past, src); !st.ok())
     return recover(std::move(st));
@@ -276,7 +287,10 @@ Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std
   logits_.assign(logits.begin(), logits.end());
   if (!state_ || tree) return Status::success();
   // A chain kept whole is a prompt piece (checkpointed); one cut short goes back to a checkpoint.
-  if (state_->position() == n_past + kept && in_place) return kept > 1 ? take_checkpoint() : Status::success();
+  if (state_->position() == n_past + kept && in_place) {
+    if (kept > 1) take_checkpoint();
+    return Status::success();
+  }
   return sync_state();
 }
 

@@ -170,8 +170,9 @@ class Session {
   // The recurrent state (and KV store) at n <= tokens().size() tokens: the latest checkpoint at or
   // before n, then tokens n_checkpoint..n run again.
   Status rewind_state(std::uint32_t n);
-  // A copy of the state at its position, replacing the oldest when all are taken.
-  Status take_checkpoint();
+  // A copy of the state at its position, replacing the earliest when all are taken. Best effort:
+  // a checkpoint that cannot be allocated or copied is a warning (cuts then re-run more tokens).
+  void take_checkpoint();
 
   // Members in this order so the workspace and store (backend memory) go before the model.
   std::shared_ptr<const Model> model_;

@@ -29,14 +29,12 @@ Status Model::layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, st
   return block_->layer(ws, L, slot, seqs, positions, n, ws.x);
 }
 
-Status Model::commit_recurrent(Workspace& ws, RecurrentState& state, std::span<const std::uint32_t> rows) const {
+Status Model::check_path(const RecurrentState& state, std::span<const std::uint32_t> rows) {
   // The rows must be a path from the root of the tree the last pass kept: each row's parent is the
   // one before it.
   const auto parents = state.pending_parents();
   if (rows.empty()) return Status::success();
   if (parents.empty()) return Status(Errc::invalid_argument, "commit_recurrent: no token tree is pending");
-  if (rows.size() > ws.max_batch())
-    return Status(Errc::invalid_argument, "commit_recurrent: more rows than the workspace holds");
   for (std::size_t j = 0; j < rows.size(); ++j) {
     if (rows[j] >= parents.size())
       return Status(Errc::out_of_range, fmt::format("commit_recurrent: row {} of a tree of {}", rows[j], parents.size()));
@@ -45,10 +43,25 @@ Status Model::commit_recurrent(Workspace& ws, RecurrentState& state, std::span<c
       return Status(Errc::invalid_argument,
                     fmt::format("commit_recurrent: row {} does not follow {} in the tree", rows[j], want));
   }
+  return Status::success();
+}
+
+Status Model::commit_recurrent(Workspace& ws, RecurrentState& state, std::span<const std::uint32_t> rows) const {
+  GRAFT_TRY(check_path(state, rows));
+  if (rows.empty()) {
+    state.clear_pending();
+    return Status::success();
+  }
+  if (rows.size() > ws.max_batch())
+    return Status(Errc::invalid_argument, "commit_recurrent: more rows than the workspace holds");
+  // Layer by layer the state moves on: unknown until every layer has (a failure half-way is
+  // rebuilt by the owner, as after a failed chain pass).
+  const std::uint32_t at = state.position();
+  state.set_position(RecurrentState::kUnknown);
   std::uint32_t index = 0;
   for (const LayerWeights& L : weights_.layers)
     if (L.kind == LayerKind::delta_net) GRAFT_TRY(block_->commit_delta_net(ws, L, index++, state, rows));
-  state.set_position(state.position() + static_cast<std::uint32_t>(rows.size()));
+  state.set_position(at + static_cast<std::uint32_t>(rows.size()));
   state.clear_pending();
   return Status::success();
 }
@@ -152,11 +165,23 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
     std::uint32_t r0 = 0;
     for (const SequenceRows& s : batch.sequences) {
       if (s.ancestor) {
-        for (std::uint32_t t = 0; t < s.n_tokens; ++t) {
+        const std::uint32_t m = s.n_tokens;
+        for (std::uint32_t t = 0; t < m; ++t) {
           std::int32_t parent = -1;
           for (std::uint32_t j = 0; j < t; ++j)
-            if (s.ancestor[std::size_t(t) * s.n_tokens + j]) parent = static_cast<std::int32_t>(j);
+            if (s.ancestor[std::size_t(t) * m + j]) parent = static_cast<std::int32_t>(j);
           ws.parents[r0 + t] = parent;
+          // Attention reads the mask, the delta-net the parents: they must say the same (row t sees
+          // itself and exactly what its parent sees).
+          for (std::uint32_t j = 0; j < m; ++j) {
+            const bool sees = s.ancestor[std::size_t(t) * m + j] != 0;
+            const bool should = j == t || (parent >= 0 && s.ancestor[std::size_t(parent) * m + j] != 0);
+            if (sees != should)
+              return Status(Errc::invalid_argument,
+                            fmt::format("forward: the ancestor mask is not a tree in order at row {} (a hybrid "
+                                        "model's rows must each see themselves and exactly their parent's rows)",
+                                        t));
+          }
         }
         s.state->set_pending(std::span<const std::int32_t>(ws.parents).subspan(r0, s.n_tokens));
       } else {

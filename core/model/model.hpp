@@ -97,6 +97,9 @@ class Model {
   // After a pass over a token tree: state moves on past `rows` of it (a path from the root,
   // ascending), bit for bit as if they had been decoded one at a time; the kept rows are dropped.
   Status commit_recurrent(Workspace& ws, RecurrentState& state, std::span<const std::uint32_t> rows) const;
+  // Whether `rows` is a path from the root of the tree `state` keeps (commit_recurrent's check,
+  // alone: nothing changes).
+  static Status check_path(const RecurrentState& state, std::span<const std::uint32_t> rows);
   // The state a sequence of this model needs (null when it has no delta-net layers), keeping the
   // rows of token trees of up to max_pending rows.
   Expected<std::unique_ptr<RecurrentState>> new_recurrent_state(std::uint32_t max_pending) const;

@@ -55,7 +55,9 @@ float* RecurrentState::pending_g(std::uint32_t i) const { return pending_x(i) + 
 float* RecurrentState::pending_b(std::uint32_t i) const { return pending_g(i) + std::uint64_t(max_pending_) * heads_; }
 
 Status RecurrentState::zero() {
-  // Backends have no fill op: one layer's worth of zeros copied in, layer by layer.
+  // Backends have no fill op: one layer's worth of zeros copied in, layer by layer (the position
+  // unknown until all are).
+  position_ = kUnknown;
   const std::vector<float> zeros(layer_floats(), 0.0f);
   for (std::uint32_t i = 0; i < layers_; ++i)
     GRAFT_TRY(backend_->copy(base_ + i * layer_floats(), MemoryKind::device, zeros.data(), MemoryKind::host,
@@ -68,9 +70,11 @@ Status RecurrentState::zero() {
 Status RecurrentState::copy_from(const RecurrentState& from) {
   if (from.layers_ != layers_ || from.layer_floats() != layer_floats())
     return Status(Errc::invalid_argument, "recurrent state: copied from another model's state");
-  if (&from != this)
+  if (&from != this) {
+    position_ = kUnknown;  // until the copy is whole
     GRAFT_TRY(backend_->copy(base_, MemoryKind::device, from.base_, MemoryKind::device,
                              std::uint64_t(layers_) * layer_floats() * sizeof(float)));
+  }
   position_ = from.position_;
   pending_parents_.clear();
   return Status::success();

@@ -1,5 +1,7 @@
 #include "speculative/speculative_decoder.hpp"
 
+#include "model/recurrent_state.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -308,8 +310,10 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
   TreeBudget budget;
   budget.max_depth = std::min(options_.max_depth, max_new - 1);
   const std::uint64_t slots = s.capacity() - n_past - 1;
+  // (A hybrid model's state keeps the rows of trees up to its own size.)
+  const std::uint32_t tree_rows = s.recurrent() ? s.recurrent()->max_pending() : s.max_batch();
   budget.max_nodes = static_cast<std::uint32_t>(
-      std::min<std::uint64_t>({options_.max_nodes, std::min(max_rows, s.max_batch()) - 1, slots}));
+      std::min<std::uint64_t>({options_.max_nodes, std::min({max_rows, s.max_batch(), tree_rows}) - 1, slots}));
   if (budget.max_depth == 0) budget.max_nodes = 0;
   // The policy asks the drafters cheapest first, each only where it is expected to pay.
   policy_.begin_round(budget.max_nodes);

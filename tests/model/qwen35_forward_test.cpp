@@ -197,10 +197,19 @@ TEST_F(Qwen35Forward, RowsThatAreNotAPathAreRefusedAndChangeNothing) {
   const std::vector<TokenId> kept(extra.begin(), extra.end());
   const Status st = s->commit_rows(kept, rows, std::span<const float>(logits).subspan(0, params().n_vocab));
   EXPECT_EQ(st.message(), "commit_recurrent: row 2 does not follow 1 in the tree");
-  // The session is back at its committed tokens, its state that of decoding them.
+  // Nothing changed: the committed tokens, the state of decoding them, the pass's rows in the KV
+  // store (a correct path can still be committed).
   EXPECT_EQ(s->tokens().size(), 4u);
-  auto plain = decoded(prefix);
-  EXPECT_EQ(state_of(*s), state_of(*plain));
+  EXPECT_EQ(s->kv().size(), 7u);
+  const std::vector<std::uint32_t> path{0, 2};
+  const std::vector<TokenId> path_tokens{extra[0], extra[2]};
+  auto check = decoded(prefix);
+  EXPECT_EQ(state_of(*s), state_of(*check));
+  ASSERT_TRUE(s->commit_rows(path_tokens, path, std::span<const float>(logits).subspan(2 * params().n_vocab, params().n_vocab)).ok());
+  std::vector<TokenId> all(prefix);
+  all.insert(all.end(), path_tokens.begin(), path_tokens.end());
+  auto after = decoded(all);
+  EXPECT_EQ(state_of(*s), state_of(*after));
 }
 
 TEST_F(Qwen35Forward, CutsToAnEarlierLengthRestoreTheStateOfThatLength) {
@@ -268,6 +277,16 @@ TEST_F(Qwen35Forward, APassWithoutTheStateOrAtTheWrongPositionIsRefused) {
   rows.n_past = 2;
   EXPECT_EQ(pipeline_->model().forward(**ws, batch, out).message(),
             "forward: the recurrent state holds 3 tokens but the sequence's rows follow 2");
+  // A mask that is not a tree in order: row 2's deepest ancestor is row 1, but it also sees row 0,
+  // which row 1 does not.
+  const std::vector<std::uint8_t> mask{1, 0, 0, 0, 1, 0, 1, 1, 1};
+  const TokenId three[] = {9, 10, 11};
+  SequenceRows tree{&s->kv(), 3, 3, mask.data(), s->recurrent()};
+  batch.tokens = three;
+  batch.sequences = std::span(&tree, 1);
+  EXPECT_EQ(pipeline_->model().forward(**ws, batch, out).message(),
+            "forward: the ancestor mask is not a tree in order at row 2 (a hybrid model's rows must each see "
+            "themselves and exactly their parent's rows)");
 }
 
 }  // namespace
