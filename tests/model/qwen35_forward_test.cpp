@@ -84,15 +84,7 @@ TEST_F(Qwen35Forward, LogitsMatchTheReference) {
   auto s = session();
   const auto ts = tokens(12);
   ASSERT_TRUE(s->append(ts, /*all_logits=*/true).ok());
-  ref::Params rp{int(mp.n_vocab), int(mp.n_embd), int(mp.n_main_layers()), int(mp.n_head), int(mp.n_head_kv),
-                 int(mp.head_dim), int(mp.n_ff), int(mp.n_rot), mp.rope_neox, mp.qk_norm, double(mp.rope_freq_base),
-                 double(mp.rms_eps)};
-  rp.qwen35 = true;
-  rp.interval = int(mp.full_attention_interval);
-  rp.conv_kernel = int(mp.ssm_conv_kernel);
-  rp.ssm_state = int(mp.ssm_state);
-  rp.ssm_groups = int(mp.ssm_groups);
-  rp.ssm_heads = int(mp.ssm_heads);
+  const ref::Params rp = ref::params_of(mp);
   ref::Transformer reference(pipeline_->model().file(), rp);
   const auto want = reference.forward(std::vector<int>(ts.begin(), ts.end()));
   const std::size_t V = mp.n_vocab;

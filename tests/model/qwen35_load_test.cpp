@@ -170,11 +170,8 @@ TEST(Qwen35GatedAttention, LogitsMatchTheReferenceAndDecodingMatchesPrefill) {
   batch.all_logits = true;
   ASSERT_TRUE((*s)->forward(batch, logits).ok());
 
-  ref::Params rp{int(mp.n_vocab), int(mp.n_embd), int(mp.n_main_layers()), int(mp.n_head), int(mp.n_head_kv),
-                 int(mp.head_dim), int(mp.n_ff), int(mp.n_rot), mp.rope_neox, mp.qk_norm, double(mp.rope_freq_base),
-                 double(mp.rms_eps)};
-  rp.qwen35 = true;
-  rp.interval = 1;
+  const ref::Params rp = ref::params_of(mp);
+  ASSERT_EQ(rp.interval, 1);  // every layer full attention
   ref::Transformer reference((*p)->model().file(), rp);
   const auto want = reference.forward(std::vector<int>(tokens.begin(), tokens.end()));
   const std::size_t V = mp.n_vocab;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gguf/gguf_file.hpp"
+#include "model/model_params.hpp"
 
 namespace ref {
 
@@ -24,6 +25,22 @@ struct Params {
   bool qwen35 = false;
   int interval = 4, conv_kernel = 0, ssm_state = 0, ssm_groups = 0, ssm_heads = 0;
 };
+
+// The reference's parameters read from a loaded model's (the qwen35 ones for a qwen35 file).
+inline Params params_of(const graft::ModelParams& mp) {
+  Params p{int(mp.n_vocab), int(mp.n_embd), int(mp.n_main_layers()), int(mp.n_head), int(mp.n_head_kv),
+           int(mp.head_dim), int(mp.n_ff), int(mp.n_rot), mp.rope_neox, mp.qk_norm, double(mp.rope_freq_base),
+           double(mp.rms_eps)};
+  if (mp.arch_name == "qwen35") {
+    p.qwen35 = true;
+    p.interval = int(mp.full_attention_interval);
+    p.conv_kernel = int(mp.ssm_conv_kernel);
+    p.ssm_state = int(mp.ssm_state);
+    p.ssm_groups = int(mp.ssm_groups);
+    p.ssm_heads = int(mp.ssm_heads);
+  }
+  return p;
+}
 
 class Transformer {
  public:

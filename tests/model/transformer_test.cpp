@@ -53,9 +53,7 @@ class TransformerTest : public ::testing::TestWithParam<Case> {
 
   ref::Params ref_params(const Pipeline& p) const {
     const auto& mp = const_cast<Pipeline&>(p).model().params();
-    return ref::Params{int(mp.n_vocab), int(mp.n_embd), int(mp.n_main_layers()), int(mp.n_head), int(mp.n_head_kv),
-                       int(mp.head_dim), int(mp.n_ff), int(mp.n_rot), mp.rope_neox, mp.qk_norm,
-                       double(mp.rope_freq_base), double(mp.rms_eps)};
+    return ref::params_of(mp);
   }
 
   TempDir dir_;

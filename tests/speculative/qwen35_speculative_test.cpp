@@ -129,15 +129,7 @@ TEST_F(Qwen35Speculative, MtpDraftsEqualTheReference) {
   constexpr double kProbTolerance = 1e-4;  // f32 against double on this tiny f32 file
   const ModelParams& mp = p_->model().params();
   ASSERT_EQ(mp.n_nextn, 1u);
-  ref::Params rp{int(mp.n_vocab), int(mp.n_embd), int(mp.n_main_layers()), int(mp.n_head), int(mp.n_head_kv),
-                 int(mp.head_dim), int(mp.n_ff), int(mp.n_rot), mp.rope_neox, mp.qk_norm, double(mp.rope_freq_base),
-                 double(mp.rms_eps)};
-  rp.qwen35 = true;
-  rp.interval = int(mp.full_attention_interval);
-  rp.conv_kernel = int(mp.ssm_conv_kernel);
-  rp.ssm_state = int(mp.ssm_state);
-  rp.ssm_groups = int(mp.ssm_groups);
-  rp.ssm_heads = int(mp.ssm_heads);
+  const ref::Params rp = ref::params_of(mp);
   const ref::Transformer reference(p_->model().file(), rp);
   auto host = drafter_host(*p_);
   auto lib = p_->find_plugin(PluginKind::drafter, "mtp");
