@@ -144,15 +144,36 @@ Expected<StateCost> measure_state_cost(Session& s, std::span<const TokenId> prom
     b.n_past = n_past;
     b.ancestor = mask.data();
     b.all_logits = true;
-    std::vector<double> times;
+    const std::uint8_t one = 1;
+    SequenceBatch after;  // the next round's pass: one row after the n committed
+    after.tokens = std::span<const TokenId>(&next, 1);
+    after.n_past = n_past + n;
+    after.ancestor = &one;
+    auto last_logits = [&] { return std::span<const float>(logits).subspan(std::size_t(n - 1) * V, V); };
+    std::vector<double> with_path, without, settle;
     for (std::int64_t r = 0; r < reps; ++r) {
+      // commit + the next pass applying the path, then the same pass with nothing to apply.
       GRAFT_TRY(s.forward(b, logits));
-      const auto t0 = std::chrono::steady_clock::now();
-      GRAFT_TRY(s.commit_rows(tokens, rows, std::span<const float>(logits).subspan(std::size_t(n - 1) * V, V)));
-      times.push_back(seconds_since(t0));
+      auto t0 = std::chrono::steady_clock::now();
+      GRAFT_TRY(s.commit_rows(tokens, rows, last_logits()));
+      GRAFT_TRY(s.forward(after, logits));
+      with_path.push_back(seconds_since(t0));
+      GRAFT_TRY(s.kv().truncate(n_past + n));
+      t0 = std::chrono::steady_clock::now();
+      GRAFT_TRY(s.forward(after, logits));
+      without.push_back(seconds_since(t0));
+      GRAFT_TRY(s.kv().truncate(n_past + n));
+      GRAFT_TRY(s.truncate(n_past));
+      // commit + applying the path alone.
+      GRAFT_TRY(s.forward(b, logits));
+      t0 = std::chrono::steady_clock::now();
+      GRAFT_TRY(s.commit_rows(tokens, rows, last_logits()));
+      GRAFT_TRY(s.settle_state());
+      settle.push_back(seconds_since(t0));
       GRAFT_TRY(s.truncate(n_past));
     }
-    cost.commit_seconds.push_back(median(times));
+    cost.restore_seconds.push_back(median(with_path) - median(without));
+    cost.settle_seconds.push_back(median(settle));
   }
   return cost;
 }

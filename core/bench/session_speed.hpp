@@ -28,14 +28,17 @@ Expected<std::vector<double>> measure_verify_cost(Session& session, std::span<co
 
 // What a hybrid model's recurrent state costs a speculative round, against one decode step (a
 // one-row pass that moves the state on in place; median seconds over `reps`):
-// - keep: a one-row pass over a token tree (the state left alone, the row's conv input and gates
-//   kept for the commit) minus the decode step;
-// - restore: Session::commit_rows of a path of n rows of such a pass (the state moved on from the
-//   kept rows, Model::commit_recurrent), entry n - 1 for n = 1..max_rows.
+// - keep: a one-row pass over a token tree (the state left alone, what moves it on by the row
+//   kept) minus the decode step;
+// - restore: Session::commit_rows of a path of n rows of such a pass, plus the next one-row tree
+//   pass (which applies the path to each layer before reading it), minus the same pass with
+//   nothing to apply; entry n - 1 for n = 1..max_rows;
+// - settle: the commit of n rows applied at once on its own (Session::settle_state), as when the
+//   state is copied before the next pass.
 struct StateCost {
   double decode_seconds = 0;
   double tree_row_seconds = 0;
-  std::vector<double> commit_seconds;
+  std::vector<double> restore_seconds, settle_seconds;
 };
 Expected<StateCost> measure_state_cost(Session& session, std::span<const TokenId> prompt, std::uint32_t max_rows,
                                        std::int64_t reps);

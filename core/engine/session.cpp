@@ -104,8 +104,16 @@ void Session::take_checkpoint() {
   }
   if (!slot)
     slot = std::ranges::min_element(checkpoints_, {}, [](const auto& c) { return c->position(); })->get();
-  if (Status st = slot->copy_from(*state_); !st.ok())  // the slot stays unknown: never restored
+  Status st = settle_state();
+  if (st.ok()) st = slot->copy_from(*state_);
+  if (!st.ok())  // the slot stays unknown: never restored
     spdlog::warn("recurrent state: a checkpoint could not be taken ({})", st.message());
+}
+
+Status Session::settle_state() {
+  if (!state_) return Status::success();
+  if (Status st = model_->settle_recurrent(*state_); !st.ok()) return recover(std::move(st));
+  return Status::success();
 }
 
 Status Session::sync_state() {
@@ -278,7 +286,7 @@ Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std
   const bool tree = state_ && !state_->pending_parents().empty() && state_->position() == n_past;
   if (tree) {
     GRAFT_TRY(Model::check_path(*state_, rows));  // refused: the pass's rows stay for another try
-    if (Status st = model_->commit_recurrent(*ws_, *state_, rows); !st.ok()) return recover(std::move(st));
+    if (Status st = model_->commit_recurrent(*state_, rows); !st.ok()) return recover(std::move(st));
   }
   // The kept rows move down to follow the committed ones; everything after them goes.
   if (Status st = in_place ? kv_->truncate(n_past + kept) : kv_->compact(n_past, src); !st.ok())

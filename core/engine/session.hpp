@@ -96,8 +96,11 @@ class Session {
 
   const Model& model() const { return *model_; }
   KvStore& kv() { return *kv_; }
-  // The delta-net layers' state of a hybrid model; null for others.
+  // The delta-net layers' state of a hybrid model; null for others. A path accepted after a tree
+  // pass is applied by the next pass (RecurrentState::deferred); settle_state() applies it now,
+  // before the state's memory is read directly.
   RecurrentState* recurrent() { return state_.get(); }
+  Status settle_state();
   // The positions of the recurrent state's checkpoints held now (ascending).
   std::vector<std::uint32_t> checkpoints() const;
   // Bytes of the recurrent state with its kept tree rows, and of its checkpoints (each allocated

@@ -117,20 +117,20 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
   GRAFT_TRY(matmul(L.ssm_beta, in, n, ws.ssm_b));
   const TensorView g = f32_view(ws.ssm_g, d.Hv, n), b = f32_view(ws.ssm_b, d.Hv, n);
   GRAFT_TRY(be.delta_net_gates(g, b, L.ssm_dt_bias.view, L.ssm_a.view, g, b));
-  // Each sequence: y [C, rows] = silu(causal conv of x over its window); a chain moves the window
-  // on, a tree keeps its rows' x, g and b for the commit of the accepted path.
+  // Each sequence: its state takes the path accepted after its last tree pass, if any (here,
+  // just before the state is read: one sweep over it per round); y [C, rows] = silu(causal conv
+  // of x over its window); a chain moves the window on, a tree keeps its rows' x and g.
   const TensorView w = f32_view(static_cast<float*>(L.ssm_conv.view.data), d.Kc, d.C);
   std::uint32_t r0 = 0;
   for (const SequenceRows& s : seqs) {
     RecurrentState& st = *s.state;
+    GRAFT_TRY(settle_delta_net(index, st));
     const std::int32_t* parents = s.ancestor ? ws.parents.data() + r0 : nullptr;
     const TensorView x = f32_view(ws.ssm_x + std::int64_t(r0) * d.C, d.C, s.n_tokens);
     if (parents) {
       const std::size_t rows = s.n_tokens;
       GRAFT_TRY(be.copy(st.pending_x(index), MemoryKind::device, x.data, MemoryKind::device, rows * d.C * sizeof(float)));
       GRAFT_TRY(be.copy(st.pending_g(index), MemoryKind::device, ws.ssm_g + std::int64_t(r0) * d.Hv, MemoryKind::device,
-                        rows * d.Hv * sizeof(float)));
-      GRAFT_TRY(be.copy(st.pending_b(index), MemoryKind::device, ws.ssm_b + std::int64_t(r0) * d.Hv, MemoryKind::device,
                         rows * d.Hv * sizeof(float)));
     }
     GRAFT_TRY(be.causal_conv_silu(x, w, st.conv(index), parents, f32_view(ws.ssm_y + std::int64_t(r0) * d.C, d.C, s.n_tokens),
@@ -139,16 +139,23 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
   }
   // q and k per head /= their L2 norms (one call: the 2 Hk heads of q | k lie side by side).
   GRAFT_TRY(be.l2_norm(d.qk(ws.ssm_y, n), p_.rms_eps, d.qk(ws.ssm_y, n)));
-  // Each sequence: o [Dv, Hv, rows] = the gated delta rule over its state.
+  // Each sequence: o [Dv, Hv, rows] = the gated delta rule over its state; a tree keeps its rows'
+  // k and d too.
   r0 = 0;
   for (const SequenceRows& s : seqs) {
     RecurrentState& st = *s.state;
     const std::int32_t* parents = s.ancestor ? ws.parents.data() + r0 : nullptr;
-    const auto [qs, ks, vs] = d.qkv(ws.ssm_y + std::int64_t(r0) * d.C, s.n_tokens);
+    float* y = ws.ssm_y + std::int64_t(r0) * d.C;
+    const auto [qs, ks, vs] = d.qkv(y, s.n_tokens);
+    if (parents)
+      for (std::uint32_t t = 0; t < s.n_tokens; ++t)
+        GRAFT_TRY(be.copy(st.pending_k(index) + std::int64_t(t) * d.Hk * d.Dk, MemoryKind::device,
+                          y + std::int64_t(t) * d.C + d.Hk * d.Dk, MemoryKind::device, d.Hk * d.Dk * sizeof(float)));
     GRAFT_TRY(be.gated_delta_net(qs, ks, vs, f32_view(ws.ssm_g + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens),
                                  f32_view(ws.ssm_b + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens), st.delta(index), parents,
                                  f32_view(ws.ssm_o + std::int64_t(r0) * d.Hv * d.Dv, d.Dv, d.Hv, s.n_tokens),
-                                 parents ? TensorView{} : st.delta(index)));
+                                 parents ? TensorView{} : st.delta(index),
+                                 parents ? f32_view(st.pending_d(index), d.Dv, d.Hv, s.n_tokens) : TensorView{}));
     r0 += s.n_tokens;
   }
   // Gated norm per head: o = rms_norm(o) * ssm_norm * silu(z); out = o * ssm_out [Hv*Dv, E].
@@ -159,29 +166,16 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
   return matmul(L.ssm_out, ws.ssm_o, n, out);
 }
 
-Status DecoderBlock::commit_delta_net(Workspace& ws, const LayerWeights& L, std::uint32_t index, RecurrentState& st,
-                                      std::span<const std::uint32_t> rows) const {
-  Backend& be = *be_;
+Status DecoderBlock::settle_delta_net(std::uint32_t index, RecurrentState& st) const {
+  const auto path = st.deferred();
+  if (path.empty()) return Status::success();
   const DeltaShape d(p_);
-  const auto n = static_cast<std::uint32_t>(rows.size());
-  if (n == 0) return Status::success();
-  // The path's kept conv inputs and gates, in order, as one chain.
-  for (std::uint32_t j = 0; j < n; ++j) {
-    const std::uint64_t r = rows[j];
-    GRAFT_TRY(be.copy(ws.ssm_x + std::int64_t(j) * d.C, MemoryKind::device, st.pending_x(index) + r * d.C,
-                      MemoryKind::device, d.C * sizeof(float)));
-    GRAFT_TRY(be.copy(ws.ssm_g + std::int64_t(j) * d.Hv, MemoryKind::device, st.pending_g(index) + r * d.Hv,
-                      MemoryKind::device, d.Hv * sizeof(float)));
-    GRAFT_TRY(be.copy(ws.ssm_b + std::int64_t(j) * d.Hv, MemoryKind::device, st.pending_b(index) + r * d.Hv,
-                      MemoryKind::device, d.Hv * sizeof(float)));
-  }
-  // The same steps as the pass's, now moving the window and the state on (the output is not used).
-  GRAFT_TRY(be.causal_conv_silu(f32_view(ws.ssm_x, d.C, n), f32_view(static_cast<float*>(L.ssm_conv.view.data), d.Kc, d.C),
-                                st.conv(index), nullptr, f32_view(ws.ssm_y, d.C, n), st.conv(index)));
-  GRAFT_TRY(be.l2_norm(d.qk(ws.ssm_y, n), p_.rms_eps, d.qk(ws.ssm_y, n)));
-  const auto [q, k, v] = d.qkv(ws.ssm_y, n);
-  return be.gated_delta_net(q, k, v, f32_view(ws.ssm_g, d.Hv, n), f32_view(ws.ssm_b, d.Hv, n), st.delta(index), nullptr,
-                            f32_view(ws.ssm_o, d.Dv, d.Hv, n), st.delta(index));
+  const auto kept = static_cast<std::int64_t>(st.max_pending());
+  const auto n = static_cast<std::uint32_t>(path.size());
+  // The window takes the path's raw inputs; the state each row's decay and rank-one update.
+  GRAFT_TRY(be_->conv_window_advance(f32_view(st.pending_x(index), d.C, kept), path.data(), n, st.conv(index)));
+  return be_->delta_net_apply(f32_view(st.pending_k(index), d.Dk, d.Hk, kept), f32_view(st.pending_d(index), d.Dv, d.Hv, kept),
+                              f32_view(st.pending_g(index), d.Hv, kept), path.data(), n, st.delta(index));
 }
 
 Status DecoderBlock::ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, const float* in, float* out) const {

@@ -33,14 +33,14 @@ class DecoderBlock {
                    const std::int32_t* positions, std::uint32_t n, const float* in, float* out) const;
   // out [E, n] = ssm_out(gated_norm(delta_rule(conv(in)))) (qwen35.md section 4): in already
   // normed; in and out may be one buffer. Each sequence's rows run over its own recurrent state
-  // (layer `index` of it): a chain advances it, a token tree (parents from ws.parents) leaves it
-  // and keeps the rows' conv inputs and gates for commit_delta_net.
+  // (layer `index` of it), after that layer has applied the state's deferred path
+  // (settle_delta_net): a chain advances it, a token tree (parents from ws.parents) leaves it and
+  // keeps what moves it on by each row (RecurrentState's pending rows).
   Status delta_net(Workspace& ws, const LayerWeights& L, std::uint32_t index, std::span<const SequenceRows> seqs,
                    std::uint32_t n, const float* in, float* out) const;
-  // Advances layer `index` of `state` past rows `rows` (a path from the root) of the token tree its
-  // last pass kept, as if they had been decoded one by one (the same bits). Scratch from ws.
-  Status commit_delta_net(Workspace& ws, const LayerWeights& L, std::uint32_t index, RecurrentState& state,
-                          std::span<const std::uint32_t> rows) const;
+  // Layer `index` of `state` moves on past its deferred path (rows of the token tree its last pass
+  // kept), as if they had been decoded one by one (the same bits).
+  Status settle_delta_net(std::uint32_t index, RecurrentState& state) const;
   // out [E, n] = w_down(silu(w_gate in) * w_up in); in and out may be one buffer.
   Status ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, const float* in, float* out) const;
   // y [m, n] = x [k, n] w^T through the weight's format kernels.

@@ -46,23 +46,30 @@ Status Model::check_path(const RecurrentState& state, std::span<const std::uint3
   return Status::success();
 }
 
-Status Model::commit_recurrent(Workspace& ws, RecurrentState& state, std::span<const std::uint32_t> rows) const {
+Status Model::commit_recurrent(RecurrentState& state, std::span<const std::uint32_t> rows) const {
   GRAFT_TRY(check_path(state, rows));
-  if (rows.empty()) {
+  if (rows.empty())
     state.clear_pending();
-    return Status::success();
-  }
-  if (rows.size() > ws.max_batch())
-    return Status(Errc::invalid_argument, "commit_recurrent: more rows than the workspace holds");
-  // Layer by layer the state moves on: unknown until every layer has (a failure half-way is
-  // rebuilt by the owner, as after a failed chain pass).
+  else
+    state.defer(rows);  // applied layer by layer by the next pass, just before it reads each layer
+  return Status::success();
+}
+
+Status Model::settle_recurrent(RecurrentState& state) const {
+  if (state.deferred().empty()) return Status::success();
+  // Unknown until every layer has moved on (a failure half-way is rebuilt by the owner).
   const std::uint32_t at = state.position();
   state.set_position(RecurrentState::kUnknown);
   std::uint32_t index = 0;
   for (const LayerWeights& L : weights_.layers)
-    if (L.kind == LayerKind::delta_net) GRAFT_TRY(block_->commit_delta_net(ws, L, index++, state, rows));
-  state.set_position(at + static_cast<std::uint32_t>(rows.size()));
-  state.clear_pending();
+    if (L.kind == LayerKind::delta_net) {
+      if (Status st = block_->settle_delta_net(index++, state); !st.ok()) {
+        state.clear_deferred();
+        return st;
+      }
+    }
+  state.clear_deferred();
+  state.set_position(at);
   return Status::success();
 }
 
@@ -158,8 +165,8 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   };
 
   // Recurrent states: a token tree's rows each follow their parent (the deepest of the ancestors
-  // its mask names), and the state keeps them; a chain moves the state on, so it is unknown until
-  // the pass is through.
+  // its mask names), and the state keeps them; a chain moves the state on, and so does a deferred
+  // path (applied by each layer), so the state is unknown until the pass is through.
   if (any_delta_net_) {
     ws.parents.resize(n);
     std::uint32_t r0 = 0;
@@ -183,7 +190,15 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
                                         t));
           }
         }
+      }
+      r0 += s.n_tokens;
+    }
+    // Every mask is a tree: now the states change.
+    r0 = 0;
+    for (const SequenceRows& s : batch.sequences) {
+      if (s.ancestor) {
         s.state->set_pending(std::span<const std::int32_t>(ws.parents).subspan(r0, s.n_tokens));
+        if (!s.state->deferred().empty()) s.state->set_position(RecurrentState::kUnknown);
       } else {
         s.state->clear_pending();
         s.state->set_position(RecurrentState::kUnknown);
@@ -204,7 +219,8 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   }();
   if (any_delta_net_)
     for (const SequenceRows& s : batch.sequences) {
-      if (!s.ancestor && st.ok()) s.state->set_position(s.n_past + s.n_tokens);
+      s.state->clear_deferred();  // applied by every layer, or the state is unknown
+      if (st.ok()) s.state->set_position(s.ancestor ? s.n_past : s.n_past + s.n_tokens);
       if (s.ancestor && !st.ok()) s.state->clear_pending();
     }
   GRAFT_TRY(std::move(st));

@@ -95,8 +95,12 @@ class Model {
   Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
                const std::int32_t* positions, std::uint32_t rows) const;
   // After a pass over a token tree: state moves on past `rows` of it (a path from the root,
-  // ascending), bit for bit as if they had been decoded one at a time; the kept rows are dropped.
-  Status commit_recurrent(Workspace& ws, RecurrentState& state, std::span<const std::uint32_t> rows) const;
+  // ascending), bit for bit as if they had been decoded one at a time. Deferred: the next pass
+  // applies the path to each layer just before reading it (or settle_recurrent, now); position()
+  // counts it at once. An empty path drops the kept rows.
+  Status commit_recurrent(RecurrentState& state, std::span<const std::uint32_t> rows) const;
+  // Applies a deferred path to every layer now (for a copy of the state, or to read it).
+  Status settle_recurrent(RecurrentState& state) const;
   // Whether `rows` is a path from the root of the tree `state` keeps (commit_recurrent's check,
   // alone: nothing changes).
   static Status check_path(const RecurrentState& state, std::span<const std::uint32_t> rows);

@@ -10,7 +10,9 @@ namespace graft {
 
 std::uint64_t RecurrentState::bytes_for(const ModelParams& p, std::uint32_t max_pending) {
   const std::uint64_t layers = p.count(LayerKind::delta_net);
-  const std::uint64_t pending = layers * max_pending * (std::uint64_t(p.ssm_channels()) + 2ull * p.ssm_heads);
+  const std::uint64_t row = std::uint64_t(p.ssm_channels()) + std::uint64_t(p.ssm_groups) * p.ssm_state +
+                            p.ssm_heads + std::uint64_t(p.ssm_heads) * p.ssm_state;  // x, k, g, d
+  const std::uint64_t pending = layers * max_pending * row;
   return (p.recurrent_state_floats() + pending) * sizeof(float);
 }
 
@@ -28,6 +30,7 @@ Expected<std::unique_ptr<RecurrentState>> RecurrentState::create(Backend& backen
   s->dk_ = s->dv_ = p.ssm_state;
   s->channels_ = p.ssm_channels();
   s->heads_ = p.ssm_heads;
+  s->k_heads_ = p.ssm_groups;
   s->conv_floats_ = std::uint64_t(s->kc_ - 1) * s->channels_;
   s->delta_floats_ = std::uint64_t(s->dk_) * s->dv_ * s->heads_;
   s->bytes_ = bytes_for(p, max_pending);
@@ -49,10 +52,19 @@ TensorView RecurrentState::delta(std::uint32_t i) const {
 }
 
 float* RecurrentState::pending_x(std::uint32_t i) const {
-  return pending_ + std::uint64_t(i) * max_pending_ * (channels_ + 2 * heads_);
+  return pending_ + std::uint64_t(i) * max_pending_ * pending_row_floats();
 }
-float* RecurrentState::pending_g(std::uint32_t i) const { return pending_x(i) + std::uint64_t(max_pending_) * channels_; }
-float* RecurrentState::pending_b(std::uint32_t i) const { return pending_g(i) + std::uint64_t(max_pending_) * heads_; }
+float* RecurrentState::pending_k(std::uint32_t i) const { return pending_x(i) + std::uint64_t(max_pending_) * channels_; }
+float* RecurrentState::pending_g(std::uint32_t i) const {
+  return pending_k(i) + std::uint64_t(max_pending_) * k_heads_ * dk_;
+}
+float* RecurrentState::pending_d(std::uint32_t i) const { return pending_g(i) + std::uint64_t(max_pending_) * heads_; }
+
+void RecurrentState::defer(std::span<const std::uint32_t> path) {
+  deferred_.assign(path.begin(), path.end());
+  pending_parents_.clear();  // the kept rows now serve the deferred path only
+  if (position_ != kUnknown) position_ += static_cast<std::uint32_t>(path.size());
+}
 
 Status RecurrentState::zero() {
   // Backends have no fill op: one layer's worth of zeros copied in, layer by layer (the position
@@ -64,12 +76,15 @@ Status RecurrentState::zero() {
                              zeros.size() * sizeof(float)));
   position_ = 0;
   pending_parents_.clear();
+  deferred_.clear();
   return Status::success();
 }
 
 Status RecurrentState::copy_from(const RecurrentState& from) {
   if (from.layers_ != layers_ || from.layer_floats() != layer_floats())
     return Status(Errc::invalid_argument, "recurrent state: copied from another model's state");
+  if (!from.deferred_.empty())
+    return Status(Errc::invalid_argument, "recurrent state: copied from a state whose accepted path is not applied yet");
   if (&from != this) {
     position_ = kUnknown;  // until the copy is whole
     GRAFT_TRY(backend_->copy(base_, MemoryKind::device, from.base_, MemoryKind::device,
@@ -77,6 +92,7 @@ Status RecurrentState::copy_from(const RecurrentState& from) {
   }
   position_ = from.position_;
   pending_parents_.clear();
+  deferred_.clear();
   return Status::success();
 }
 

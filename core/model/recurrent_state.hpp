@@ -6,9 +6,12 @@
 //
 // Unlike a KV cache, the state cannot be cut back: it is the sum of every token so far. So it
 // tracks how many tokens it has consumed (position()), and a pass over a token tree leaves it as
-// it is and keeps, per delta-net layer and row, what the rows fed into it (the raw conv input and
-// the two gates): accepting a path of the tree then replays those rows as a chain (Model::
-// commit_recurrent), with no second forward pass and the same bits as decoding them one by one.
+// it is and keeps, per delta-net layer and row, what moves a state on by that row: the raw conv
+// input, the row's normalised k, its decay g and its update d (gated_delta_net's deltas).
+// Accepting a path of the tree (Model::commit_recurrent) only records the path: the next pass
+// applies it to each layer's state just before reading it (delta_net_apply: no dot products, the
+// state read and written once, as a decode step does), so a speculative round costs no separate
+// sweep over the state; the bits are those of decoding the rows one by one.
 #pragma once
 
 #include <cstdint>
@@ -45,32 +48,45 @@ class RecurrentState {
   TensorView delta(std::uint32_t i) const;  // [Dk, Dv, Hv]
 
   // The rows of the last pass over a token tree, kept for commit: their parents (-1: the state)
-  // and, per layer, the raw conv input x [C, rows] and the gates g, b [Hv, rows].
+  // and, per layer, the raw conv input x [C, rows], k [Dk, Hk, rows] (normalised), the log decay
+  // g [Hv, rows] and the update d [Dv, Hv, rows].
   std::uint32_t max_pending() const { return max_pending_; }
   std::span<const std::int32_t> pending_parents() const { return pending_parents_; }
   void set_pending(std::span<const std::int32_t> parents) { pending_parents_.assign(parents.begin(), parents.end()); }
   void clear_pending() { pending_parents_.clear(); }
   float* pending_x(std::uint32_t i) const;
+  float* pending_k(std::uint32_t i) const;
   float* pending_g(std::uint32_t i) const;
-  float* pending_b(std::uint32_t i) const;
+  float* pending_d(std::uint32_t i) const;
 
-  // Back to position 0: every window and state zero, nothing pending.
+  // A path of the kept tree (rows ascending, each the parent of the next) accepted but not yet
+  // applied to the layers' windows and states; position() counts it already. The kept rows stay
+  // until every layer has applied it (the next pass, or Model::settle_recurrent).
+  std::span<const std::uint32_t> deferred() const { return deferred_; }
+  void defer(std::span<const std::uint32_t> path);
+  void clear_deferred() { deferred_.clear(); }
+
+  // Back to position 0: every window and state zero, nothing pending or deferred.
   Status zero();
-  // This state becomes `from`'s (same model; pending rows are not copied).
+  // This state becomes `from`'s (same model; nothing pending is copied). `from` must have no
+  // deferred path (settle it first).
   Status copy_from(const RecurrentState& from);
 
  private:
   RecurrentState() = default;
   std::uint64_t layer_floats() const { return conv_floats_ + delta_floats_; }
+  // Floats of one kept row of one layer: x, k, g and d.
+  std::uint64_t pending_row_floats() const { return channels_ + k_heads_ * dk_ + heads_ + heads_ * dv_; }
 
   Backend* backend_ = nullptr;
   std::unique_ptr<Buffer> buffer_;
   float* base_ = nullptr;      // the state: per layer conv then delta
   float* pending_ = nullptr;   // per layer x, g, b of max_pending rows
   std::uint32_t layers_ = 0, max_pending_ = 0, position_ = 0;
-  std::uint64_t conv_floats_ = 0, delta_floats_ = 0, channels_ = 0, heads_ = 0, bytes_ = 0;
+  std::uint64_t conv_floats_ = 0, delta_floats_ = 0, channels_ = 0, heads_ = 0, k_heads_ = 0, bytes_ = 0;
   std::int64_t kc_ = 0, dk_ = 0, dv_ = 0;
   std::vector<std::int32_t> pending_parents_;
+  std::vector<std::uint32_t> deferred_;
 };
 
 }  // namespace graft

@@ -2,8 +2,9 @@
 // written from the published recurrence (shared/reference/qwen35.md, section 4), at the real
 // shapes of Qwen3.6-27B's delta-net heads (Dk = Dv = 128, Hk = 16, Hv = 48): the recurrence
 // itself, a token tree against each of its paths run alone (bit for bit), a chain's final state
-// against one row at a time (bit for bit), the same bits on every thread count and level, the
-// causal convolution with its rolling window, the gates, l2_norm and sigmoid_mul.
+// against one row at a time (bit for bit), a tree's kept deltas moving the state along a path
+// (bit for bit), the same bits on every thread count and level, the causal convolution with its
+// rolling window and the window moved along a path, the gates, l2_norm and sigmoid_mul.
 #include <algorithm>
 #include <limits>
 
@@ -134,12 +135,13 @@ std::vector<double> delta_chunked_reference(const DeltaInputs& in, std::int64_t 
 
 struct DeltaRun {
   Status status;
-  std::vector<float> out, state_out;
+  std::vector<float> out, state_out, deltas;
 };
 
-// The op over rows [t0, t0 + n) of `in` (state: `state`), as a chain or with parents.
+// The op over rows [t0, t0 + n) of `in` (state: `state`), as a chain or with parents; with
+// want_deltas, each row's d too.
 DeltaRun run_delta(Backend& be, const DeltaInputs& in, std::int64_t t0, std::int64_t n, std::vector<float> state,
-                   const std::int32_t* parents = nullptr, bool want_state = false) {
+                   const std::int32_t* parents = nullptr, bool want_state = false, bool want_deltas = false) {
   auto sub = [&](const std::vector<float>& x, std::int64_t row) {
     return std::vector<float>(x.begin() + t0 * row, x.begin() + (t0 + n) * row);
   };
@@ -148,12 +150,27 @@ DeltaRun run_delta(Backend& be, const DeltaInputs& in, std::int64_t t0, std::int
   DeltaRun r;
   r.out.assign(static_cast<std::size_t>(kDv * kHv * n), 0.0f);
   r.state_out.assign(state.size(), 0.0f);
+  r.deltas.assign(r.out.size(), 0.0f);
   TensorView none;
   none.data = nullptr;
   r.status = be.gated_delta_net(view(q, kDk, kHk, n), view(k, kDk, kHk, n), view(v, kDv, kHv, n), view(g, kHv, n),
                                 view(b, kHv, n), view(state, kDk, kDv, kHv), parents, view(r.out, kDv, kHv, n),
-                                want_state ? view(r.state_out, kDk, kDv, kHv) : none);
+                                want_state ? view(r.state_out, kDk, kDv, kHv) : none,
+                                want_deltas ? view(r.deltas, kDv, kHv, n) : none);
   return r;
+}
+
+// The rows `path` of `in` gathered into a chain from the same state.
+DeltaInputs chain_of(const DeltaInputs& in, const std::vector<std::int64_t>& path) {
+  DeltaInputs chain{static_cast<std::int64_t>(path.size()), {}, {}, {}, {}, {}, in.state};
+  for (std::int64_t t : path) {
+    auto take = [&](const std::vector<float>& x, std::vector<float>& to, std::int64_t row) {
+      to.insert(to.end(), x.begin() + t * row, x.begin() + (t + 1) * row);
+    };
+    take(in.q, chain.q, kDk * kHk), take(in.k, chain.k, kDk * kHk), take(in.v, chain.v, kDv * kHv);
+    take(in.g, chain.g, kHv), take(in.b, chain.b, kHv);
+  }
+  return chain;
 }
 
 double max_rel_error(const std::vector<float>& got, const std::vector<double>& want) {
@@ -225,15 +242,7 @@ TEST_P(DeltaNet, ATreeRowIsBitForBitItsPathRunAlone) {
   ASSERT_TRUE(tree.status.ok()) << tree.status.message();
   const std::vector<std::vector<std::int64_t>> paths = {{0, 1, 2, 3}, {0, 4, 5}};
   for (const auto& path : paths) {
-    // The path's rows gathered into a chain.
-    DeltaInputs chain{static_cast<std::int64_t>(path.size()), {}, {}, {}, {}, {}, in.state};
-    for (std::int64_t t : path) {
-      auto take = [&](const std::vector<float>& x, std::vector<float>& to, std::int64_t row) {
-        to.insert(to.end(), x.begin() + t * row, x.begin() + (t + 1) * row);
-      };
-      take(in.q, chain.q, kDk * kHk), take(in.k, chain.k, kDk * kHk), take(in.v, chain.v, kDv * kHv);
-      take(in.g, chain.g, kHv), take(in.b, chain.b, kHv);
-    }
+    const DeltaInputs chain = chain_of(in, path);
     const DeltaRun alone = run_delta(*backend, chain, 0, chain.T, in.state);
     ASSERT_TRUE(alone.status.ok());
     for (std::size_t p = 0; p < path.size(); ++p) {
@@ -242,6 +251,32 @@ TEST_P(DeltaNet, ATreeRowIsBitForBitItsPathRunAlone) {
         ASSERT_EQ(bits(alone.out[p * kDv * kHv + e]), bits(tree.out[t * kDv * kHv + e])) << "row " << t << " elem " << e;
     }
   }
+}
+
+// What a tree pass keeps (each row's d, with its k and g) moves the state along any path of the
+// tree to the bits of running that path as a chain: the commit of a speculative round, without
+// the dot products. Paths of the tree of the test above, whole, cut short, and of one row.
+TEST_P(DeltaNet, ATreePassesDeltasMoveTheStateAlongAPathBitForBit) {
+  const DeltaInputs in = delta_inputs(6, 350);
+  const std::int32_t parents[] = {-1, 0, 1, 2, 0, 4};
+  const DeltaRun tree = run_delta(*backend, in, 0, 6, in.state, parents, false, true);
+  ASSERT_TRUE(tree.status.ok()) << tree.status.message();
+  auto k = in.k, g = in.g;
+  for (const std::vector<std::int64_t>& path : {std::vector<std::int64_t>{0, 1, 2, 3}, {0, 4, 5}, {0, 1}, {0}}) {
+    const DeltaInputs chain = chain_of(in, path);
+    const DeltaRun want = run_delta(*backend, chain, 0, chain.T, in.state, nullptr, true);
+    ASSERT_TRUE(want.status.ok());
+    std::vector<std::uint32_t> rows(path.begin(), path.end());
+    auto state = in.state, deltas = tree.deltas;
+    ASSERT_TRUE(backend->delta_net_apply(view(k, kDk, kHk, 6), view(deltas, kDv, kHv, 6), view(g, kHv, 6), rows.data(),
+                                         static_cast<std::uint32_t>(rows.size()), view(state, kDk, kDv, kHv)).ok());
+    EXPECT_EQ(first_bit_difference(state, want.state_out), -1) << "path of " << path.size() << " ending at " << path.back();
+  }
+  // No rows: the state as it was.
+  auto state = in.state, deltas = tree.deltas;
+  ASSERT_TRUE(backend->delta_net_apply(view(k, kDk, kHk, 6), view(deltas, kDv, kHv, 6), view(g, kHv, 6), nullptr, 0,
+                                       view(state, kDk, kDv, kHv)).ok());
+  EXPECT_EQ(first_bit_difference(state, in.state), -1);
 }
 
 // Every level computes the dot products in the same lane order (kernels.hpp): the same bits as the
@@ -309,6 +344,24 @@ TEST_P(DeltaNet, TheCausalConvolutionFollowsItsWindowInChainsAndTrees) {
   EXPECT_EQ(first_bit_difference(rolling, want_next), -1);
 }
 
+// The window moved on by a path's raw inputs equals the window after running that path (the
+// conv's own state_out): longer than the window, shorter, one row, none.
+TEST_P(DeltaNet, TheConvWindowAdvancesAlongAPath) {
+  const std::int64_t T = 6, H = kConvKernel - 1;
+  auto x = random_floats(kChannels * T, -2, 2, 550), state = random_floats(H * kChannels, -2, 2, 551);
+  for (const std::vector<std::int64_t>& path :
+       {std::vector<std::int64_t>{0, 3, 4, 5}, {1, 2}, {5}, std::vector<std::int64_t>{}}) {
+    std::vector<float> want(state.size());
+    conv_reference(x, std::vector<float>(kConvKernel * kChannels, 0.0f), state, path, &want);
+    if (path.empty()) want = state;
+    std::vector<std::uint32_t> rows(path.begin(), path.end());
+    auto got = state;
+    ASSERT_TRUE(backend->conv_window_advance(view(x, kChannels, T), rows.data(), static_cast<std::uint32_t>(rows.size()),
+                                             view(got, H, kChannels)).ok());
+    EXPECT_EQ(first_bit_difference(got, want), -1) << "a path of " << path.size();
+  }
+}
+
 TEST_P(DeltaNet, GatesL2NormAndSigmoidMulMatchDoubleReferences) {
   const std::int64_t T = 7;
   auto alpha = random_floats(kHv * T, -25, 25, 600), beta = random_floats(kHv * T, -8, 8, 601),
@@ -359,13 +412,28 @@ TEST_P(DeltaNet, BadArgumentsAreOneLineErrors) {
   TensorView none;
   none.data = nullptr;
   EXPECT_EQ(backend->gated_delta_net(view(q, 20, 2), view(k, 20, 2), view(v, kDv, 3), view(g, 3), view(b, 3),
-                                     view(s, 20, kDv, 3), nullptr, view(out, kDv, 3), none).message(),
+                                     view(s, 20, kDv, 3), nullptr, view(out, kDv, 3), none, none).message(),
             "cpu backend: gated_delta_net: the key head size Dk = 20 is not a multiple of 16");
+  // deltas: one per row of v.
+  std::vector<float> deltas(kDv * kHv), out2(kDv * kHv * 2);
+  EXPECT_EQ(backend->gated_delta_net(view(in.q, kDk, kHk, 2), view(in.k, kDk, kHk, 2), view(in.v, kDv, kHv, 2),
+                                     view(in.g, kHv, 2), view(in.b, kHv, 2), view(in.state, kDk, kDv, kHv), tree,
+                                     view(out2, kDv, kHv, 2), none,
+                                     view(deltas, kDv, kHv, 1)).message(),
+            "cpu backend: gated_delta_net: deltas has shape [128, 48]; expected [128, 48, 2] like v");
+  // delta_net_apply and conv_window_advance: rows past what is kept.
+  const std::uint32_t past[] = {0, 2};
+  std::vector<float> d(kDv * kHv * 2);
+  EXPECT_EQ(backend->delta_net_apply(view(in.k, kDk, kHk, 2), view(d, kDv, kHv, 2), view(in.g, kHv, 2), past, 2,
+                                     view(in.state, kDk, kDv, kHv)).message(),
+            "cpu backend: delta_net_apply: rows[1] = 2 is past the 2 rows kept");
   std::vector<float> x(8 * 2), w(9 * 8), st(8 * 8), y(8 * 2);
   EXPECT_EQ(backend->causal_conv_silu(view(x, 8, 2), view(w, 9, 8), view(st, 8, 8), nullptr, view(y, 8, 2), none).message(),
             "cpu backend: causal_conv_silu: the kernel size Kc = w.ne[0] = 9 is not supported (2..8)");
   EXPECT_EQ(backend->causal_conv_silu(view(x, 8, 2), view(w, 4, 8), view(st, 3, 8), nullptr, view(x, 8, 2), none).message(),
             "cpu backend: causal_conv_silu: y is x; this op cannot run in place");
+  EXPECT_EQ(backend->conv_window_advance(view(x, 8, 2), past, 2, view(st, 3, 8)).message(),
+            "cpu backend: conv_window_advance: rows[1] = 2 is past the 2 rows of x");
 }
 
 }  // namespace

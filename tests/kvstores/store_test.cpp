@@ -45,7 +45,15 @@ class FakeBackend final : public Backend {
     return not_implemented("x");
   }
   Status gated_delta_net(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
-                         const TensorView&, const std::int32_t*, const TensorView&, const TensorView&) override {
+                         const TensorView&, const std::int32_t*, const TensorView&, const TensorView&,
+                         const TensorView&) override {
+    return not_implemented("x");
+  }
+  Status delta_net_apply(const TensorView&, const TensorView&, const TensorView&, const std::uint32_t*, std::uint32_t,
+                         const TensorView&) override {
+    return not_implemented("x");
+  }
+  Status conv_window_advance(const TensorView&, const std::uint32_t*, std::uint32_t, const TensorView&) override {
     return not_implemented("x");
   }
 

@@ -54,6 +54,7 @@ class Qwen35Forward : public ::testing::Test {
   static std::vector<float> state_of(Session& s) {
     RecurrentState* st = s.recurrent();
     EXPECT_NE(st, nullptr);
+    EXPECT_TRUE(s.settle_state().ok());  // a path accepted last is applied by the next pass, or now
     std::vector<float> all;
     for (std::uint32_t i = 0; st && i < st->layers(); ++i)
       for (const TensorView& t : {st->conv(i), st->delta(i)}) {
@@ -162,13 +163,16 @@ TEST_F(Qwen35Forward, ATreePassKeepsTheStateAndItsCommittedPathEqualsDecodingIt)
   std::vector<TokenId> all(prefix);
   all.insert(all.end(), kept.begin(), kept.end());
   auto plain = decoded(all);
+  // The commit records the path; the next pass applies it to each layer before reading it.
   EXPECT_EQ(s->recurrent()->position(), 10u);
-  EXPECT_EQ(state_of(*s), state_of(*plain));
-  // And on from there: the next token's logits equal the plain run's.
+  EXPECT_EQ(std::vector<std::uint32_t>(s->recurrent()->deferred().begin(), s->recurrent()->deferred().end()), rows);
+  // And on from there: the next token's logits and the state equal the plain run's.
   const TokenId next = 77;
   ASSERT_TRUE(s->append(std::span<const TokenId>(&next, 1)).ok());
+  EXPECT_TRUE(s->recurrent()->deferred().empty());
   ASSERT_TRUE(plain->append(std::span<const TokenId>(&next, 1)).ok());
   EXPECT_EQ(s->logits(), plain->logits());
+  EXPECT_EQ(state_of(*s), state_of(*plain));
 }
 
 TEST_F(Qwen35Forward, RowsThatAreNotAPathAreRefusedAndChangeNothing) {

@@ -55,7 +55,7 @@ TEST(ProfilePlugins, AbiMismatchedDrafterIsRefusedWithItsFile) {
   EXPECT_EQ(st.code(), Errc::abi_mismatch);
   EXPECT_EQ(st.message(), "test.toml:4:1: " + kFake +
                               "/libgraft_drafter_badabi.so: plugin ABI version 999 does not match host ABI "
-                              "version 5; rebuild the plugin against graft SDK ABI 5");
+                              "version 6; rebuild the plugin against graft SDK ABI 6");
 }
 
 TEST(ProfilePlugins, GraftProfileCheckLoadsThePlugins) {

@@ -50,6 +50,7 @@ class Qwen35Speculative : public ::testing::Test {
   static std::vector<float> state_of(Session& s) {
     std::vector<float> all;
     RecurrentState* st = s.recurrent();
+    EXPECT_TRUE(s.settle_state().ok());  // a path accepted last is applied by the next pass, or now
     for (std::uint32_t i = 0; st && i < st->layers(); ++i)
       for (const TensorView& t : {st->conv(i), st->delta(i)}) all.insert(all.end(), t.as<const float>(), t.as<const float>() + t.elements());
     return all;

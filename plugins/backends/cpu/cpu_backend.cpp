@@ -123,9 +123,17 @@ class CpuBackend final : public Backend {
   }
   Status gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
                          const TensorView& b, const TensorView& state, const std::int32_t* parents, const TensorView& out,
-                         const TensorView& state_out) override {
+                         const TensorView& state_out, const TensorView& deltas) override {
     return guarded("gated_delta_net",
-                   [&] { return op_gated_delta_net(ctx(), q, k, v, g, b, state, parents, out, state_out); });
+                   [&] { return op_gated_delta_net(ctx(), q, k, v, g, b, state, parents, out, state_out, deltas); });
+  }
+  Status delta_net_apply(const TensorView& k, const TensorView& d, const TensorView& g, const std::uint32_t* rows,
+                         std::uint32_t n_rows, const TensorView& state) override {
+    return guarded("delta_net_apply", [&] { return op_delta_net_apply(ctx(), k, d, g, rows, n_rows, state); });
+  }
+  Status conv_window_advance(const TensorView& x, const std::uint32_t* rows, std::uint32_t n_rows,
+                             const TensorView& state) override {
+    return guarded("conv_window_advance", [&] { return op_conv_window_advance(ctx(), x, rows, n_rows, state); });
   }
 
  private:

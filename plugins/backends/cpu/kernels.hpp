@@ -34,11 +34,17 @@ struct Kernels {
   // One row of the gated delta rule for one head: s is the head's state, dv rows of dk floats
   // (row m holds S[., m]); dk a multiple of 16. Per row m, with the dot products in the defined
   // lane order below: s[m] *= decay; d = beta * (v[m] - dot(s[m], k)); s[m] += k * d (fused
-  // multiply-adds); out[m] = dot(s[m], q) * scale. The dot product is 16 lane sums of fused
-  // multiply-adds (lane l takes the elements i = l mod 16, in order), then lanes l and l + 8, l
-  // and l + 4, l and l + 2, l and l + 1 added: every level gives the same bits.
+  // multiply-adds); out[m] = dot(s[m], q) * scale; d_out[m] = d unless d_out is null. The dot
+  // product is 16 lane sums of fused multiply-adds (lane l takes the elements i = l mod 16, in
+  // order), then lanes l and l + 8, l and l + 4, l and l + 2, l and l + 1 added: every level gives
+  // the same bits.
   void (*delta_rule_row)(float* s, const float* q, const float* k, const float* v, float decay, float beta,
-                         float scale, float* out, std::size_t dk, std::size_t dv);
+                         float scale, float* out, float* d_out, std::size_t dk, std::size_t dv);
+  // delta_rule_row's state update for n rows whose d is known (their d_out): for t = 0..n-1, per
+  // row m of s: s[m] = fma(k[t], d[t][m], s[m] * decay[t]), the same bits; each s row is loaded
+  // and stored once. k[t]: dk floats, d[t]: dv floats; dk a multiple of 16.
+  void (*delta_apply_rows)(float* s, const float* const* k, const float* const* d, const float* decay, std::size_t n,
+                           std::size_t dk, std::size_t dv);
 };
 
 // The lane order of delta_rule_row's dot products, for the scalar kernel and the tests.

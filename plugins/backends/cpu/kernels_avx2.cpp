@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -109,7 +110,7 @@ inline float reduce16(__m256 lo, __m256 hi) {
 }
 
 void delta_rule_row(float* s, const float* q, const float* k, const float* v, float decay, float beta, float scale,
-                    float* out, std::size_t dk, std::size_t dv) {
+                    float* out, float* d_out, std::size_t dk, std::size_t dv) {
   const __m256 vdecay = _mm256_set1_ps(decay);
   for (std::size_t m = 0; m < dv; ++m, s += dk) {
     __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
@@ -121,7 +122,9 @@ void delta_rule_row(float* s, const float* q, const float* k, const float* v, fl
       lo = _mm256_fmadd_ps(s0, _mm256_loadu_ps(k + i), lo);
       hi = _mm256_fmadd_ps(s1, _mm256_loadu_ps(k + i + 8), hi);
     }
-    const __m256 d = _mm256_set1_ps(beta * (v[m] - reduce16(lo, hi)));
+    const float dm = beta * (v[m] - reduce16(lo, hi));
+    if (d_out) d_out[m] = dm;
+    const __m256 d = _mm256_set1_ps(dm);
     lo = hi = _mm256_setzero_ps();
     for (std::size_t i = 0; i < dk; i += 16) {
       const __m256 s0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), d, _mm256_loadu_ps(s + i));
@@ -133,6 +136,32 @@ void delta_rule_row(float* s, const float* q, const float* k, const float* v, fl
     }
     out[m] = reduce16(lo, hi) * scale;
   }
+}
+
+// Floats [i, i + 8 P) of state row m (at s) in P registers through every row t.
+template <std::size_t P>
+inline void delta_apply_part(float* s, const float* const* k, const float* const* d, const float* decay, std::size_t n,
+                             std::size_t m, std::size_t i) {
+  __m256 r[P];
+  for (std::size_t p = 0; p < P; ++p) r[p] = _mm256_loadu_ps(s + i + p * 8);
+  for (std::size_t t = 0; t < n; ++t) {
+    const __m256 dt = _mm256_set1_ps(d[t][m]), at = _mm256_set1_ps(decay[t]);
+    const float* kt = k[t] + i;
+    for (std::size_t p = 0; p < P; ++p) r[p] = _mm256_fmadd_ps(_mm256_loadu_ps(kt + p * 8), dt, _mm256_mul_ps(r[p], at));
+  }
+  for (std::size_t p = 0; p < P; ++p) _mm256_storeu_ps(s + i + p * 8, r[p]);
+}
+
+void delta_apply_rows(float* s, const float* const* k, const float* const* d, const float* decay, std::size_t n,
+                      std::size_t dk, std::size_t dv) {
+  // 64 floats (8 registers, independent chains) of a state row at a time; dk is a multiple of 16.
+  for (std::size_t m = 0; m < dv; ++m, s += dk)
+    for (std::size_t i = 0; i < dk; i += 64) switch (std::min<std::size_t>(8, (dk - i) / 8)) {
+        case 8: delta_apply_part<8>(s, k, d, decay, n, m, i); break;
+        case 6: delta_apply_part<6>(s, k, d, decay, n, m, i); break;
+        case 4: delta_apply_part<4>(s, k, d, decay, n, m, i); break;
+        default: delta_apply_part<2>(s, k, d, decay, n, m, i); break;
+      }
 }
 
 // Rotations use separate multiplies and adds (no FMA), so they give the scalar path's bits.
@@ -183,7 +212,7 @@ namespace graft::cpu {
 
 namespace {
 constexpr Kernels kAvx2{SimdLevel::avx2, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row,
-                        sigmoid_mul_row, delta_rule_row};
+                        sigmoid_mul_row, delta_rule_row, delta_apply_rows};
 }  // namespace
 
 const Kernels& avx2_kernels() noexcept { return kAvx2; }

@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -100,7 +101,7 @@ inline float reduce16(__m512 v) {
 }
 
 void delta_rule_row(float* s, const float* q, const float* k, const float* v, float decay, float beta, float scale,
-                    float* out, std::size_t dk, std::size_t dv) {
+                    float* out, float* d_out, std::size_t dk, std::size_t dv) {
   const __m512 vdecay = _mm512_set1_ps(decay);
   for (std::size_t m = 0; m < dv; ++m, s += dk) {
     __m512 acc = _mm512_setzero_ps();
@@ -109,7 +110,9 @@ void delta_rule_row(float* s, const float* q, const float* k, const float* v, fl
       _mm512_storeu_ps(s + i, si);
       acc = _mm512_fmadd_ps(si, _mm512_loadu_ps(k + i), acc);
     }
-    const __m512 d = _mm512_set1_ps(beta * (v[m] - reduce16(acc)));
+    const float dm = beta * (v[m] - reduce16(acc));
+    if (d_out) d_out[m] = dm;
+    const __m512 d = _mm512_set1_ps(dm);
     acc = _mm512_setzero_ps();
     for (std::size_t i = 0; i < dk; i += W) {
       const __m512 si = _mm512_fmadd_ps(_mm512_loadu_ps(k + i), d, _mm512_loadu_ps(s + i));
@@ -118,6 +121,52 @@ void delta_rule_row(float* s, const float* q, const float* k, const float* v, fl
     }
     out[m] = reduce16(acc) * scale;
   }
+}
+
+// Floats [i, i + 16 P) of state rows m .. m + R - 1 (at s, dk apart) in R * P registers through
+// every row t: independent chains of multiply then fused multiply-add keep both FMA ports busy
+// through their latency, and each load of k serves R state rows.
+template <std::size_t R, std::size_t P>
+inline void delta_apply_part(float* s, const float* const* k, const float* const* d, const float* decay, std::size_t n,
+                             std::size_t m, std::size_t i, std::size_t dk) {
+  __m512 r[R][P];
+  for (std::size_t a = 0; a < R; ++a)
+    for (std::size_t p = 0; p < P; ++p) r[a][p] = _mm512_loadu_ps(s + a * dk + i + p * W);
+  for (std::size_t t = 0; t < n; ++t) {
+    const __m512 at = _mm512_set1_ps(decay[t]);
+    __m512 dt[R];
+    for (std::size_t a = 0; a < R; ++a) dt[a] = _mm512_set1_ps(d[t][m + a]);
+    const float* kt = k[t] + i;
+    for (std::size_t p = 0; p < P; ++p) {
+      const __m512 kp = _mm512_loadu_ps(kt + p * W);
+      for (std::size_t a = 0; a < R; ++a) r[a][p] = _mm512_fmadd_ps(kp, dt[a], _mm512_mul_ps(r[a][p], at));
+    }
+  }
+  for (std::size_t a = 0; a < R; ++a)
+    for (std::size_t p = 0; p < P; ++p) _mm512_storeu_ps(s + a * dk + i + p * W, r[a][p]);
+}
+
+template <std::size_t R>
+inline void delta_apply_rows_of(float* s, const float* const* k, const float* const* d, const float* decay,
+                                std::size_t n, std::size_t m, std::size_t dk) {
+  for (std::size_t i = 0; i < dk; i += 8 * W) switch (std::min<std::size_t>(8, (dk - i) / W)) {  // dk: 16 | dk
+      case 8: delta_apply_part<R, 8>(s, k, d, decay, n, m, i, dk); break;
+      case 7: delta_apply_part<R, 7>(s, k, d, decay, n, m, i, dk); break;
+      case 6: delta_apply_part<R, 6>(s, k, d, decay, n, m, i, dk); break;
+      case 5: delta_apply_part<R, 5>(s, k, d, decay, n, m, i, dk); break;
+      case 4: delta_apply_part<R, 4>(s, k, d, decay, n, m, i, dk); break;
+      case 3: delta_apply_part<R, 3>(s, k, d, decay, n, m, i, dk); break;
+      case 2: delta_apply_part<R, 2>(s, k, d, decay, n, m, i, dk); break;
+      default: delta_apply_part<R, 1>(s, k, d, decay, n, m, i, dk); break;
+    }
+}
+
+void delta_apply_rows(float* s, const float* const* k, const float* const* d, const float* decay, std::size_t n,
+                      std::size_t dk, std::size_t dv) {
+  // Two state rows at a time (up to 16 registers of state), then the odd one.
+  std::size_t m = 0;
+  for (; m + 2 <= dv; m += 2, s += 2 * dk) delta_apply_rows_of<2>(s, k, d, decay, n, m, dk);
+  if (m < dv) delta_apply_rows_of<1>(s, k, d, decay, n, m, dk);
 }
 
 // Rotations use separate multiplies and adds (no FMA), so they give the scalar path's bits.
@@ -164,7 +213,7 @@ namespace graft::cpu {
 
 namespace {
 constexpr Kernels kAvx512{SimdLevel::avx512, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row,
-                            sigmoid_mul_row, delta_rule_row};
+                            sigmoid_mul_row, delta_rule_row, delta_apply_rows};
 }  // namespace
 
 const Kernels& avx512_kernels() noexcept { return kAvx512; }

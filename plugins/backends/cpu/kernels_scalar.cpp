@@ -47,17 +47,28 @@ void sigmoid_mul_row(const float* x, const float* g, float* y, std::size_t n) {
 }
 
 void delta_rule_row(float* s, const float* q, const float* k, const float* v, float decay, float beta, float scale,
-                    float* out, std::size_t dk, std::size_t dv) {
+                    float* out, float* d_out, std::size_t dk, std::size_t dv) {
   for (std::size_t m = 0; m < dv; ++m, s += dk) {
     for (std::size_t i = 0; i < dk; ++i) s[i] *= decay;
     const float d = beta * (v[m] - lane_dot16(s, k, dk));
+    if (d_out) d_out[m] = d;
     for (std::size_t i = 0; i < dk; ++i) s[i] = __builtin_fmaf(k[i], d, s[i]);
     out[m] = lane_dot16(s, q, dk) * scale;
   }
 }
 
+void delta_apply_rows(float* s, const float* const* k, const float* const* d, const float* decay, std::size_t n,
+                      std::size_t dk, std::size_t dv) {
+  for (std::size_t m = 0; m < dv; ++m, s += dk)
+    for (std::size_t i = 0; i < dk; ++i) {
+      float x = s[i];
+      for (std::size_t t = 0; t < n; ++t) x = __builtin_fmaf(k[t][i], d[t][m], x * decay[t]);
+      s[i] = x;
+    }
+}
+
 constexpr Kernels kScalar{SimdLevel::scalar, rms_norm_row, add_row, silu_mul_row, rope_norm_row, rope_neox_row,
-                          sigmoid_mul_row, delta_rule_row};
+                          sigmoid_mul_row, delta_rule_row, delta_apply_rows};
 
 }  // namespace
 

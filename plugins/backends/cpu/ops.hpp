@@ -43,6 +43,11 @@ Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const Tensor
                            const std::int32_t* parents, const TensorView& y, const TensorView& state_out);
 Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorView& k, const TensorView& v,
                           const TensorView& g, const TensorView& b, const TensorView& state,
-                          const std::int32_t* parents, const TensorView& out, const TensorView& state_out);
+                          const std::int32_t* parents, const TensorView& out, const TensorView& state_out,
+                          const TensorView& deltas);
+Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorView& d, const TensorView& g,
+                          const std::uint32_t* rows, std::uint32_t n_rows, const TensorView& state);
+Status op_conv_window_advance(const OpContext& c, const TensorView& x, const std::uint32_t* rows, std::uint32_t n_rows,
+                              const TensorView& state);
 
 }  // namespace graft::cpu

@@ -1,6 +1,7 @@
 // The ops of gated linear attention (qwen35's gated delta-net and its gated full attention):
-// sigmoid_mul, l2_norm, delta_net_gates, causal_conv_silu and gated_delta_net. Contracts in
-// docs/backends.md. The recurrences run heads (or channels) in parallel and rows in order, so a
+// sigmoid_mul, l2_norm, delta_net_gates, causal_conv_silu and gated_delta_net, and the two that
+// move a state on by a token tree's accepted rows (delta_net_apply, conv_window_advance). Contracts
+// in docs/backends.md. The recurrences run heads (or channels) in parallel and rows in order, so a
 // result never depends on the thread count; a token tree's rows each start from their parent's
 // state, so a row's result is exactly that of running its path one row at a time.
 #include <algorithm>
@@ -203,7 +204,8 @@ Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const Tensor
 
 Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorView& k, const TensorView& v,
                           const TensorView& g, const TensorView& b, const TensorView& state,
-                          const std::int32_t* parents, const TensorView& out, const TensorView& state_out) {
+                          const std::int32_t* parents, const TensorView& out, const TensorView& state_out,
+                          const TensorView& deltas) {
   constexpr const char* op = "gated_delta_net";
   for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"b", &b}, {"out", &out}})
     if (auto e = check_rows(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
@@ -228,6 +230,13 @@ Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorV
                                {{"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"b", &b}, {"out", &out}});
       !e.empty())
     return op_error(op, e);
+  if (deltas.data) {
+    if (auto e = check_dense("deltas", deltas, {type_id::f32}); !e.empty()) return op_error(op, e);
+    if (!same_shape(deltas, v)) return op_error(op, expect("deltas", deltas, shape_string(v) + " like v"));
+    for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"b", &b}, {"state", &state}, {"out", &out},
+                           {"state_out", &state_out}})
+      if (t->data && overlap(deltas, *t) != Overlap::none) return op_error(op, std::string("deltas overlaps ") + name);
+  }
 
   const std::size_t head = static_cast<std::size_t>(Dk * Dv);
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
@@ -255,12 +264,90 @@ Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorV
         const std::size_t qk_row = tr * static_cast<std::size_t>(Hk) + kh, v_row = tr * static_cast<std::size_t>(Hv) + j;
         kern.delta_rule_row(s, row_ptr<const float>(q, qk_row), row_ptr<const float>(k, qk_row),
                             row_ptr<const float>(v, v_row), std::exp(row_ptr<const float>(g, tr)[j]),
-                            row_ptr<const float>(b, tr)[j], scale, row_ptr<float>(out, v_row), static_cast<std::size_t>(Dk),
+                            row_ptr<const float>(b, tr)[j], scale, row_ptr<float>(out, v_row),
+                            deltas.data ? row_ptr<float>(deltas, v_row) : nullptr, static_cast<std::size_t>(Dk),
                             static_cast<std::size_t>(Dv));
       }
       if (state_out.data && !in_place) std::copy(scratch.data(), scratch.data() + head, state_out.as<float>() + j * head);
     }
   });
+  return Status::success();
+}
+
+Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorView& d, const TensorView& g,
+                          const std::uint32_t* rows, std::uint32_t n_rows, const TensorView& state) {
+  constexpr const char* op = "delta_net_apply";
+  for (auto [name, t] : {std::pair{"k", &k}, {"d", &d}, {"g", &g}})
+    if (auto e = check_rows(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
+  if (auto e = check_dense("state", state, {type_id::f32}); !e.empty()) return op_error(op, e);
+  const std::int64_t Dk = k.ne[0], Hk = k.ne[1], T = k.ne[2], Dv = d.ne[0], Hv = d.ne[1];
+  if (k.ne[3] != 1) return op_error(op, expect("k", k, "[Dk, Hk, T]"));
+  if (Dk % 16 != 0) return op_error(op, "the key head size Dk = " + std::to_string(Dk) + " is not a multiple of 16");
+  if (!is(d, Dv, Hv, T)) return op_error(op, expect("d", d, "[Dv, Hv, " + std::to_string(T) + "]"));
+  if (Hv % Hk != 0)
+    return op_error(op, "v heads Hv = " + std::to_string(Hv) + " is not a multiple of the q/k heads Hk = " + std::to_string(Hk));
+  if (!is(g, Hv, T)) return op_error(op, expect("g", g, "[" + std::to_string(Hv) + ", " + std::to_string(T) + "]"));
+  if (!is(state, Dk, Dv, Hv))
+    return op_error(op, expect("state", state, "[" + std::to_string(Dk) + ", " + std::to_string(Dv) + ", " +
+                                                   std::to_string(Hv) + "] (Dk, Dv, Hv)"));
+  for (auto [name, t] : {std::pair{"k", &k}, {"d", &d}, {"g", &g}})
+    if (overlap(state, *t) != Overlap::none) return op_error(op, std::string("state overlaps ") + name);
+  if (n_rows > 0 && !rows) return op_error(op, "rows is null");
+  for (std::uint32_t i = 0; i < n_rows; ++i)
+    if (rows[i] >= T)
+      return op_error(op, "rows[" + std::to_string(i) + "] = " + std::to_string(rows[i]) + " is past the " +
+                              std::to_string(T) + " rows kept");
+  if (n_rows == 0) return Status::success();
+
+  const std::size_t head = static_cast<std::size_t>(Dk * Dv), n = n_rows;
+  const Kernels& kern = c.k;
+  c.for_rows(static_cast<std::size_t>(Hv), n * head * 2, [&](std::size_t h0, std::size_t h1) {
+    thread_local std::vector<const float*> kp, dp;
+    thread_local std::vector<float> decay;
+    kp.resize(n), dp.resize(n), decay.resize(n);
+    for (std::size_t j = h0; j < h1; ++j) {
+      const std::size_t kh = j % static_cast<std::size_t>(Hk);
+      for (std::size_t t = 0; t < n; ++t) {
+        const std::size_t r = rows[t];
+        kp[t] = row_ptr<const float>(k, r * static_cast<std::size_t>(Hk) + kh);
+        dp[t] = row_ptr<const float>(d, r * static_cast<std::size_t>(Hv) + j);
+        decay[t] = std::exp(row_ptr<const float>(g, r)[j]);  // as gated_delta_net computes it
+      }
+      kern.delta_apply_rows(state.as<float>() + j * head, kp.data(), dp.data(), decay.data(), n,
+                            static_cast<std::size_t>(Dk), static_cast<std::size_t>(Dv));
+    }
+  });
+  return Status::success();
+}
+
+Status op_conv_window_advance(const OpContext& /*c*/, const TensorView& x, const std::uint32_t* rows,
+                              std::uint32_t n_rows, const TensorView& state) {
+  constexpr const char* op = "conv_window_advance";
+  if (auto e = check_rows("x", x, {type_id::f32}); !e.empty()) return op_error(op, e);
+  if (auto e = check_dense("state", state, {type_id::f32}); !e.empty()) return op_error(op, e);
+  const std::int64_t C = x.ne[0], T = x.rows(), H = state.ne[0];
+  if (H < 1 || H + 1 > kMaxConvKernel || !is(state, H, C))
+    return op_error(op, expect("state", state, "[Kc - 1, " + std::to_string(C) + "] with Kc in 2.." +
+                                                   std::to_string(kMaxConvKernel)));
+  if (overlap(state, x) != Overlap::none) return op_error(op, "state overlaps x");
+  if (n_rows > 0 && !rows) return op_error(op, "rows is null");
+  for (std::uint32_t i = 0; i < n_rows; ++i)
+    if (rows[i] >= T)
+      return op_error(op, "rows[" + std::to_string(i) + "] = " + std::to_string(rows[i]) + " is past the " +
+                              std::to_string(T) + " rows of x");
+  // Entry i of the new window is entry n + i of (window | the rows' inputs), which is later than i:
+  // in place, ascending, nothing is read after it is written.
+  float* sp = state.as<float>();
+  const std::int64_t n = n_rows;
+  for (std::int64_t i = 0; i < H; ++i) {
+    const std::int64_t idx = n + i;
+    if (idx < H) {
+      for (std::int64_t ch = 0; ch < C; ++ch) sp[ch * H + i] = sp[ch * H + idx];
+    } else {
+      const float* xr = row_ptr<const float>(x, rows[idx - H]);
+      for (std::int64_t ch = 0; ch < C; ++ch) sp[ch * H + i] = xr[ch];
+    }
+  }
   return Status::success();
 }
 

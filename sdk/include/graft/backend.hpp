@@ -124,9 +124,24 @@ class Backend : public PluginObject {
   // q, k: [Dk, Hk, T]; v, out: [Dv, Hv, T]; g, b: [Hv, T]; all row-strided. state: packed
   // [Dk, Dv, Hv]. Hv a multiple of Hk. parents and state_out as in causal_conv_silu. A row's
   // result is that of running its rows (its ancestors, then it) one at a time, bit for bit.
+  // deltas (data null: none) receives each row's d, packed [Dv, Hv, T]: with the row's k and g it
+  // moves its parent's state on to the row's without the dot products (delta_net_apply).
   virtual Status gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
                                  const TensorView& b, const TensorView& state, const std::int32_t* parents,
-                                 const TensorView& out, const TensorView& state_out) = 0;
+                                 const TensorView& out, const TensorView& state_out, const TensorView& deltas) = 0;
+  // Moves a delta state on by rows a pass over a token tree has computed: for each of `rows` in
+  // order (indices into k, d and g), per v head j (q/k head j mod Hk): S = exp(g[j]) * S, then
+  // S[i][m] += k[i] d[m]: the same bits as gated_delta_net's chain over those rows. k: [Dk, Hk, T]
+  // and g: [Hv, T] row-strided, d: [Dv, Hv, T] (gated_delta_net's deltas); state: packed
+  // [Dk, Dv, Hv], moved on in place. rows: n_rows entries, each < T.
+  virtual Status delta_net_apply(const TensorView& k, const TensorView& d, const TensorView& g,
+                                 const std::uint32_t* rows, std::uint32_t n_rows, const TensorView& state) = 0;
+  // Moves a causal conv window on by raw inputs: state (packed [Kc - 1, C], per channel its last
+  // Kc - 1 raw inputs, oldest first) becomes the last Kc - 1 of (state, x[., rows[0]], ...,
+  // x[., rows[n_rows - 1]]), as causal_conv_silu's state_out over those rows. x: [C, T]
+  // row-strided; rows: n_rows entries, each < T.
+  virtual Status conv_window_advance(const TensorView& x, const std::uint32_t* rows, std::uint32_t n_rows,
+                                     const TensorView& state) = 0;
 };
 
 }  // namespace GRAFT_ABI_NAMESPACE
