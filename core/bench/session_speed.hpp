@@ -32,7 +32,8 @@ Expected<std::vector<double>> measure_verify_cost(Session& session, std::span<co
 //   kept) minus the decode step;
 // - restore: Session::commit_rows of a path of n rows of such a pass, plus the next one-row tree
 //   pass (which applies the path to each layer before reading it), minus the same pass with
-//   nothing to apply; entry n - 1 for n = 1..max_rows;
+//   nothing to apply (the median of the differences of pairs run one after the other); entry
+//   n - 1 for n = 1..max_rows;
 // - settle: the commit of n rows applied at once on its own (Session::settle_state), as when the
 //   state is copied before the next pass.
 struct StateCost {
