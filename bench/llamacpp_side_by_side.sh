@@ -6,15 +6,16 @@
 # of graft/llama.cpp for prefill and decode over the pairs.
 # usage: bench/llamacpp_side_by_side.sh [--preset NAME] [--pairs N] [--threads T] [--llama-cpu NAME|all]
 #                                       [BUILD_DIR] [TYPES...]
-#   --llama-cpu  the one ggml CPU variant llama.cpp may load (default: haswell, its AVX2 build,
-#                when the CPU has AVX2/FMA/F16C, as tools/crosscheck/compare.sh; "all" lets ggml
-#                pick the best variant for this CPU)
+#   --llama-cpu  the ggml CPU variant llama.cpp may load: "all" (the default) lets ggml pick the
+#                best variant for this CPU, as a user's llama.cpp does; a name (haswell, zen4, ...)
+#                pins one (e.g. haswell beside GRAFT_CPU_SIMD=avx2). Each llama.cpp run reports the
+#                variant it loaded (read from its own memory map) in the "variant" column.
 #   needs: tools/crosscheck/setup.sh run once (npm ci of the pinned package, offline afterwards)
 set -euo pipefail
 preset=bench-250m
 pairs=3
 threads=2
-llama_cpu=""
+llama_cpu=all
 while [[ $# -gt 0 && $1 == --* ]]; do
   case "$1" in
     --preset) preset=$2; shift 2 ;;
@@ -41,7 +42,7 @@ llama_cpu_select "$xc" "$llama_cpu" llamacpp_side_by_side.sh || exit 2
 source "$here/bench_model.sh"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
-printf "%-12s %-6s %-9s %4s %12s %12s %8s\n" preset type engine pair prefill_tps decode_tps pf/dec
+printf "%-12s %-6s %-9s %4s %12s %12s %8s %s\n" preset type engine pair prefill_tps decode_tps pf/dec variant
 for t in "${types[@]}"; do
   m=$(bench_model "$build" "$preset" "$t") || exit 1
   for i in $(seq "$pairs"); do
@@ -53,10 +54,11 @@ for t in "${types[@]}"; do
           --kv-type f16)
       fi
       python3 -c '
-import json, sys
+import json, os, sys
 r = json.loads(sys.argv[5])
-print("%-12s %-6s %-9s %4s %12.1f %12.2f %8.2f" % (sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4],
-      r["prefill_mean"], r["decode_mean"], r["prefill_mean"] / r["decode_mean"]))' \
+print("%-12s %-6s %-9s %4s %12.1f %12.2f %8.2f %s" % (sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4],
+      r["prefill_mean"], r["decode_mean"], r["prefill_mean"] / r["decode_mean"],
+      r.get("cpu_variant", "GRAFT_CPU_SIMD=" + os.environ.get("GRAFT_CPU_SIMD", "auto"))))' \
         "$preset" "$t" "$engine" "$i" "$out" | tee -a "$results"
     done
   done
@@ -64,10 +66,12 @@ done
 echo
 python3 - "$results" <<'PY'
 import statistics, sys
-runs = {}
+runs, variants = {}, set()
 for line in open(sys.argv[1]):
     f = line.split()
     runs.setdefault((f[0], f[1], f[3]), {})[f[2]] = (float(f[4]), float(f[5]))
+    if f[2] == "llama.cpp" and len(f) > 7: variants.add(f[7])
+print("llama.cpp ran its CPU variant(s): " + (", ".join(sorted(variants)) or "unknown"))
 ratios = {}
 for (preset, t, _), e in runs.items():
     g, l = e["graft"], e["llama.cpp"]

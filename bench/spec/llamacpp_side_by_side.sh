@@ -22,7 +22,8 @@
 #   --out       directory for every run's raw output and the summary (default
 #               BUILD/bench-spec/llamacpp-YYYYmmdd-HHMMSS; reused if it exists, old runs removed)
 #   --llama-cpu the one ggml CPU variant llama.cpp may load (default haswell when the CPU has
-#               AVX2/FMA/F16C, as bench/llamacpp_side_by_side.sh; "all": ggml picks)
+#               AVX2/FMA/F16C; "all": ggml picks its best, as a user's llama.cpp does: use it for
+#               speed figures, as docs/benchmarks.md does)
 #   --llama-lookup
 #               prompt (default): node-llama-cpp's InputLookupTokenPredictor with its defaults
 #               (looks up the prompt only); context: the predictor of llamacpp_spec_bench.mjs that

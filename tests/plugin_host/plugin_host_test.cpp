@@ -210,7 +210,7 @@ TEST(GraftPluginsCommand, ListsGoodPluginsAndFailsOnBrokenOnes) {
   auto bad = run_command(std::string(GRAFT_EXE) + " plugins --plugin-dir " + kFakeDir.string());
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_NE(bad.output.find("error: " + (kFakeDir / "libgraft_drafter_badabi.so").string() +
-                            ": plugin ABI version 999 does not match host ABI version 5"),
+                            ": plugin ABI version 999 does not match host ABI version " + std::to_string(kAbiVersion)),
             std::string::npos)
       << bad.output;
   EXPECT_NE(bad.output.find("drafter  counting       1.2.3"), std::string::npos) << bad.output;

@@ -10,6 +10,7 @@
 // Prints one JSON object with the same key names as `graft bench --json` (prefill_mean,
 // decode_mean, ...). Each decode step goes through node-llama-cpp's controlledEvaluate, so
 // llama.cpp's decode time here includes one JavaScript/N-API round trip per token.
+import { readFileSync } from "node:fs";
 import process from "node:process";
 import { performance } from "node:perf_hooks";
 import { createContext, loadLlama, loadModel, parseArgs, setUsage, usage } from "./lib.mjs";
@@ -92,8 +93,19 @@ for (let r = 0; r < reps; r++) {
 }
 
 const mean = (v) => v.reduce((a, b) => a + b, 0) / v.length;
+// The ggml CPU variant that ran: the libggml-cpu-NAME.so this process mapped (ggml loads the best
+// one for the CPU unless llama_cpu.sh left it a single one).
+const variants = [
+  ...new Set(
+    readFileSync("/proc/self/maps", "utf8")
+      .split("\n")
+      .map((l) => /libggml-cpu-([A-Za-z0-9_]+)\.so/.exec(l)?.[1])
+      .filter(Boolean),
+  ),
+];
 const result = {
   engine: "llama.cpp (node-llama-cpp prebuilt CPU)",
+  cpu_variant: variants.join(",") || "unknown",
   model: args.model,
   threads,
   prompt_tokens: P,
