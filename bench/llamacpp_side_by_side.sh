@@ -10,18 +10,25 @@
 #                best variant for this CPU, as a user's llama.cpp does; a name (haswell, zen4, ...)
 #                pins one (e.g. haswell beside GRAFT_CPU_SIMD=avx2). Each llama.cpp run reports the
 #                variant it loaded (read from its own memory map) in the "variant" column.
+#   --llama-native  run llama.cpp's own llama-bench built natively for this CPU
+#                (tools/crosscheck/build_llama_native.sh, from the same pinned release's sources)
+#                instead of the prebuilt library under node: no JavaScript round trip per token and
+#                no node threads beside ggml's; prefill of 256 tokens, decode of 64 at depth 256,
+#                3 repetitions, its defaults otherwise ("variant" column: native)
 #   needs: tools/crosscheck/setup.sh run once (npm ci of the pinned package, offline afterwards)
 set -euo pipefail
 preset=bench-250m
 pairs=3
 threads=2
 llama_cpu=all
+llama_native=0
 while [[ $# -gt 0 && $1 == --* ]]; do
   case "$1" in
     --preset) preset=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --llama-cpu) llama_cpu=$2; shift 2 ;;
+    --llama-native) llama_native=1; shift ;;
     *) echo "llamacpp_side_by_side.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +45,10 @@ xc="$here/../tools/crosscheck"
 # shellcheck source=../tools/crosscheck/llama_cpu.sh
 source "$xc/llama_cpu.sh"
 llama_cpu_select "$xc" "$llama_cpu" llamacpp_side_by_side.sh || exit 2
+if ((llama_native)); then
+  llama_bench="$xc/.llama-native/bin/llama-bench"
+  [[ -x $llama_bench ]] || { echo "llamacpp_side_by_side.sh: run tools/crosscheck/build_llama_native.sh first" >&2; exit 2; }
+fi
 # shellcheck source=bench_model.sh
 source "$here/bench_model.sh"
 results=$(mktemp)
@@ -49,6 +60,13 @@ for t in "${types[@]}"; do
     for engine in graft llama.cpp; do
       if [[ $engine == graft ]]; then
         out=$("$build/bin/graft" bench --model "$m" -t "$threads" --prompt-tokens 256 --gen-tokens 64 --reps 3 --json 2>/dev/null)
+      elif ((llama_native)); then
+        out=$("$llama_bench" -m "$m" -t "$threads" -p 256 -n 64 -d 0,256 -r 3 -o json 2>/dev/null | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+pf = [r["avg_ts"] for r in rows if r["n_prompt"] == 256 and r["n_gen"] == 0 and r["n_depth"] == 0]
+dec = [r["avg_ts"] for r in rows if r["n_gen"] == 64 and r["n_prompt"] == 0 and r["n_depth"] == 256]
+print(json.dumps({"prefill_mean": pf[0], "decode_mean": dec[0], "cpu_variant": "native"}))')
       else
         out=$(node "$xc/llamacpp_bench.mjs" --model "$m" --threads "$threads" --prompt-tokens 256 --gen-tokens 64 --reps 3 \
           --kv-type f16)
