@@ -15,6 +15,8 @@
 #                instead of the prebuilt library under node: no JavaScript round trip per token and
 #                no node threads beside ggml's; prefill of 256 tokens, decode of 64 at depth 256,
 #                3 repetitions, its defaults otherwise ("variant" column: native)
+#   --llama-native-avx2  the same built for AVX2/FMA/F16C only (build_llama_native.sh avx2), to set
+#                beside GRAFT_CPU_SIMD=avx2 ("variant" column: native-avx2)
 #   needs: tools/crosscheck/setup.sh run once (npm ci of the pinned package, offline afterwards)
 set -euo pipefail
 preset=bench-250m
@@ -29,6 +31,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
     --threads) threads=$2; shift 2 ;;
     --llama-cpu) llama_cpu=$2; shift 2 ;;
     --llama-native) llama_native=1; shift ;;
+    --llama-native-avx2) llama_native=2; shift ;;
     *) echo "llamacpp_side_by_side.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -46,8 +49,12 @@ xc="$here/../tools/crosscheck"
 source "$xc/llama_cpu.sh"
 llama_cpu_select "$xc" "$llama_cpu" llamacpp_side_by_side.sh || exit 2
 if ((llama_native)); then
-  llama_bench="$xc/.llama-native/bin/llama-bench"
-  [[ -x $llama_bench ]] || { echo "llamacpp_side_by_side.sh: run tools/crosscheck/build_llama_native.sh first" >&2; exit 2; }
+  suffix=$( ((llama_native == 2)) && echo -avx2 || true)
+  llama_bench="$xc/.llama-native$suffix/bin/llama-bench"
+  [[ -x $llama_bench ]] || {
+    echo "llamacpp_side_by_side.sh: run tools/crosscheck/build_llama_native.sh $( ((llama_native == 2)) && echo avx2 || echo native) first" >&2
+    exit 2
+  }
 fi
 # shellcheck source=bench_model.sh
 source "$here/bench_model.sh"
@@ -66,7 +73,7 @@ import json, sys
 rows = json.load(sys.stdin)
 pf = [r["avg_ts"] for r in rows if r["n_prompt"] == 256 and r["n_gen"] == 0 and r["n_depth"] == 0]
 dec = [r["avg_ts"] for r in rows if r["n_gen"] == 64 and r["n_prompt"] == 0 and r["n_depth"] == 256]
-print(json.dumps({"prefill_mean": pf[0], "decode_mean": dec[0], "cpu_variant": "native"}))')
+print(json.dumps({"prefill_mean": pf[0], "decode_mean": dec[0], "cpu_variant": "native" + sys.argv[1]}))' "$suffix")
       else
         out=$(node "$xc/llamacpp_bench.mjs" --model "$m" --threads "$threads" --prompt-tokens 256 --gen-tokens 64 --reps 3 \
           --kv-type f16)

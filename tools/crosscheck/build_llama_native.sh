@@ -3,19 +3,26 @@
 # user compiling llama.cpp gets), from the llama.cpp sources the pinned node-llama-cpp package
 # ships (node_modules/node-llama-cpp/llama/gitRelease.bundle: the same release as its prebuilt
 # binaries; no download). For speed comparisons without node's per-token round trip and its
-# threads (bench/llamacpp_side_by_side.sh --llama-native). Output: DIR/.llama-native/bin/llama-bench
-# (git-ignored); reused when present.
-#   usage: tools/crosscheck/build_llama_native.sh   (after tools/crosscheck/setup.sh)
+# threads (bench/llamacpp_side_by_side.sh --llama-native). With "avx2": AVX2/FMA/F16C only, no
+# AVX-512 (beside graft's GRAFT_CPU_SIMD=avx2; --llama-native-avx2). Output:
+# DIR/.llama-native[-avx2]/bin/llama-bench (git-ignored); reused when present.
+#   usage: tools/crosscheck/build_llama_native.sh [native|avx2]   (after tools/crosscheck/setup.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bundle="$here/node_modules/node-llama-cpp/llama/gitRelease.bundle"
-out="$here/.llama-native"
+level=${1:-native}
+case "$level" in
+  native) out="$here/.llama-native"; flags=(-DGGML_NATIVE=ON) ;;
+  avx2) out="$here/.llama-native-avx2"
+        flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON) ;;
+  *) echo "build_llama_native.sh: level $level is not native or avx2" >&2; exit 2 ;;
+esac
 [[ -x "$out/bin/llama-bench" ]] && { echo "$out/bin/llama-bench"; exit 0; }
 [[ -f "$bundle" ]] || { echo "build_llama_native.sh: run tools/crosscheck/setup.sh first (no $bundle)" >&2; exit 2; }
 rm -rf "$out/src" "$out/build"
 mkdir -p "$out"
 git clone -q "$bundle" "$out/src"
-cmake -S "$out/src" -B "$out/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
+cmake -S "$out/src" -B "$out/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${flags[@]}" -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > "$out/configure.log"
 cmake --build "$out/build" --target llama-bench > "$out/build.log"
 mkdir -p "$out/bin"
