@@ -49,12 +49,10 @@ xc="$here/../tools/crosscheck"
 source "$xc/llama_cpu.sh"
 llama_cpu_select "$xc" "$llama_cpu" llamacpp_side_by_side.sh || exit 2
 if ((llama_native)); then
-  suffix=$( ((llama_native == 2)) && echo -avx2 || true)
+  level=native suffix=""
+  ((llama_native == 2)) && level=avx2 suffix=-avx2
   llama_bench="$xc/.llama-native$suffix/bin/llama-bench"
-  [[ -x $llama_bench ]] || {
-    echo "llamacpp_side_by_side.sh: run tools/crosscheck/build_llama_native.sh $( ((llama_native == 2)) && echo avx2 || echo native) first" >&2
-    exit 2
-  }
+  [[ -x $llama_bench ]] || { echo "llamacpp_side_by_side.sh: run tools/crosscheck/build_llama_native.sh $level first" >&2; exit 2; }
 fi
 # shellcheck source=bench_model.sh
 source "$here/bench_model.sh"

@@ -10,6 +10,30 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+double median(std::vector<double>& t) {
+  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+  return t[t.size() / 2];
+}
+
+// n rows after n_past laid out as a verify pass lays out a chain: row i at n_past + i (its token
+// from the prompt), seeing rows 0..i through the ancestor mask, every row's logits asked for.
+struct VerifyChain {
+  std::vector<TokenId> tokens;
+  std::vector<std::int32_t> positions;
+  std::vector<std::uint8_t> mask;
+  std::vector<std::uint32_t> rows;
+  void build(std::span<const TokenId> prompt, std::uint32_t n_past, std::uint32_t n, std::uint32_t n_vocab) {
+    tokens.resize(n), positions.resize(n), rows.resize(n);
+    mask.assign(std::size_t(n) * n, 0);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      tokens[i] = static_cast<TokenId>((prompt[i % prompt.size()] + i) % n_vocab);
+      positions[i] = static_cast<std::int32_t>(n_past + i);
+      rows[i] = i;
+      for (std::uint32_t j = 0; j <= i; ++j) mask[std::size_t(i) * n + j] = 1;
+    }
+  }
+};
 }  // namespace
 
 Expected<std::vector<SpeedSample>> measure_speed(Session& s, std::span<const TokenId> prompt, std::int64_t gen_tokens,
@@ -54,30 +78,17 @@ Expected<std::vector<double>> measure_verify_cost(Session& s, std::span<const To
   const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
   const std::uint32_t V = s.model().params().n_vocab;
   std::vector<double> medians;
-  std::vector<TokenId> tokens;
-  std::vector<std::int32_t> positions;
-  std::vector<std::uint8_t> mask;
-  std::vector<std::uint32_t> rows;
+  VerifyChain chain;
   ForwardOutput out;
   for (std::uint32_t n = 1; n <= max_rows; ++n) {
-    // A chain: row i at n_past + i, seeing rows 0..i through the ancestor mask.
-    tokens.assign(n, 0);
-    positions.resize(n);
-    rows.resize(n);
-    mask.assign(std::size_t(n) * n, 0);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      tokens[i] = static_cast<TokenId>((prompt[i % prompt.size()] + i) % V);
-      positions[i] = static_cast<std::int32_t>(n_past + i);
-      rows[i] = i;
-      for (std::uint32_t j = 0; j <= i; ++j) mask[std::size_t(i) * n + j] = 1;
-    }
+    chain.build(prompt, n_past, n, V);
     // (A hybrid model's one row through the mask too: a tree pass leaves its recurrent state as it is.)
-    const SequenceRows seq{&s.kv(), n, n_past, n > 1 || s.model().hybrid() ? mask.data() : nullptr};
+    const SequenceRows seq{&s.kv(), n, n_past, n > 1 || s.model().hybrid() ? chain.mask.data() : nullptr};
     ForwardBatch batch;
-    batch.tokens = tokens;
-    batch.positions = positions;
+    batch.tokens = chain.tokens;
+    batch.positions = chain.positions;
     batch.sequences = std::span(&seq, 1);
-    batch.logit_rows = rows;
+    batch.logit_rows = chain.rows;
     std::vector<double> times;
     for (std::int64_t r = 0; r < reps; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -85,8 +96,7 @@ Expected<std::vector<double>> measure_verify_cost(Session& s, std::span<const To
       times.push_back(seconds_since(t0));
       GRAFT_TRY(s.kv().truncate(n_past));
     }
-    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-    medians.push_back(times[times.size() / 2]);
+    medians.push_back(median(times));
   }
   return medians;
 }
@@ -100,55 +110,44 @@ Expected<StateCost> measure_state_cost(Session& s, std::span<const TokenId> prom
   GRAFT_TRY(s.append(prompt));  // a checkpoint at its end: every cut below goes back to it
   const auto n_past = static_cast<std::uint32_t>(s.tokens().size());
   const std::uint32_t V = s.model().params().n_vocab;
-  auto median = [](std::vector<double>& t) {
-    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-    return t[t.size() / 2];
-  };
   StateCost cost;
   std::vector<double> decode, tree;
   std::vector<float> logits;
   const TokenId next = static_cast<TokenId>((prompt.back() + 1) % V);
+  // One row `next` over a token tree after `at` committed tokens: the state left as it is.
+  const std::uint8_t one = 1;
+  auto tree_row = [&](std::uint32_t at) {
+    SequenceBatch b;
+    b.tokens = std::span<const TokenId>(&next, 1);
+    b.n_past = at;
+    b.ancestor = &one;
+    return b;
+  };
+  const SequenceBatch first = tree_row(n_past);
   for (std::int64_t r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     GRAFT_TRY(s.append(std::span<const TokenId>(&next, 1)));
     decode.push_back(seconds_since(t0));
     GRAFT_TRY(s.truncate(n_past));
-    const std::uint8_t one = 1;
-    SequenceBatch b;
-    b.tokens = std::span<const TokenId>(&next, 1);
-    b.n_past = n_past;
-    b.ancestor = &one;
     t0 = std::chrono::steady_clock::now();
-    GRAFT_TRY(s.forward(b, logits));
+    GRAFT_TRY(s.forward(first, logits));
     tree.push_back(seconds_since(t0));
     GRAFT_TRY(s.kv().truncate(n_past));
   }
   cost.decode_seconds = median(decode);
   cost.tree_row_seconds = median(tree);
-  std::vector<TokenId> tokens;
-  std::vector<std::int32_t> positions;
-  std::vector<std::uint8_t> mask;
-  std::vector<std::uint32_t> rows;
+  VerifyChain chain;
   for (std::uint32_t n = 1; n <= max_rows; ++n) {
-    tokens.resize(n), positions.resize(n), rows.resize(n);
-    mask.assign(std::size_t(n) * n, 0);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      tokens[i] = static_cast<TokenId>((prompt[i % prompt.size()] + i) % V);
-      positions[i] = static_cast<std::int32_t>(n_past + i);
-      rows[i] = i;
-      for (std::uint32_t j = 0; j <= i; ++j) mask[std::size_t(i) * n + j] = 1;
-    }
+    chain.build(prompt, n_past, n, V);
+    const auto& tokens = chain.tokens;
+    const auto& rows = chain.rows;
     SequenceBatch b;
     b.tokens = tokens;
-    b.positions = positions;
+    b.positions = chain.positions;
     b.n_past = n_past;
-    b.ancestor = mask.data();
+    b.ancestor = chain.mask.data();
     b.all_logits = true;
-    const std::uint8_t one = 1;
-    SequenceBatch after;  // the next round's pass: one row after the n committed
-    after.tokens = std::span<const TokenId>(&next, 1);
-    after.n_past = n_past + n;
-    after.ancestor = &one;
+    const SequenceBatch after = tree_row(n_past + n);  // the next round's pass, after the n committed
     auto last_logits = [&] { return std::span<const float>(logits).subspan(std::size_t(n - 1) * V, V); };
     std::vector<double> restore, settle;
     for (std::int64_t r = 0; r < reps; ++r) {

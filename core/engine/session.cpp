@@ -280,14 +280,12 @@ Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std
     src[i] = n_past + rows[i];
     in_place = in_place && rows[i] == i;
   }
-  // A hybrid model's state first, so that a refused path changes nothing: a token tree's path is
-  // replayed from the rows the pass kept; a chain moved it on already.
+  // A hybrid model's state first: a token tree's path is recorded for the next pass to apply (a
+  // refused path changes nothing: the pass's rows stay for another try); a chain moved it on
+  // already.
   const auto kept = static_cast<std::uint32_t>(rows.size());
   const bool tree = state_ && !state_->pending_parents().empty() && state_->position() == n_past;
-  if (tree) {
-    GRAFT_TRY(Model::check_path(*state_, rows));  // refused: the pass's rows stay for another try
-    if (Status st = model_->commit_recurrent(*state_, rows); !st.ok()) return recover(std::move(st));
-  }
+  if (tree) GRAFT_TRY(model_->commit_recurrent(*state_, rows));
   // The kept rows move down to follow the committed ones; everything after them goes.
   if (Status st = in_place ? kv_->truncate(n_past + kept) : kv_->compact(n_past, src); !st.ok())
     return recover(std::move(st));

@@ -29,9 +29,10 @@ Status Model::layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, st
   return block_->layer(ws, L, slot, seqs, positions, n, ws.x);
 }
 
-Status Model::check_path(const RecurrentState& state, std::span<const std::uint32_t> rows) {
-  // The rows must be a path from the root of the tree the last pass kept: each row's parent is the
-  // one before it.
+namespace {
+// Whether `rows` is a path from the root of the tree the last pass kept: each row's parent is the
+// one before it.
+Status check_path(const RecurrentState& state, std::span<const std::uint32_t> rows) {
   const auto parents = state.pending_parents();
   if (rows.empty()) return Status::success();
   if (parents.empty()) return Status(Errc::invalid_argument, "commit_recurrent: no token tree is pending");
@@ -45,6 +46,7 @@ Status Model::check_path(const RecurrentState& state, std::span<const std::uint3
   }
   return Status::success();
 }
+}  // namespace
 
 Status Model::commit_recurrent(RecurrentState& state, std::span<const std::uint32_t> rows) const {
   GRAFT_TRY(check_path(state, rows));

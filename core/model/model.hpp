@@ -97,13 +97,11 @@ class Model {
   // After a pass over a token tree: state moves on past `rows` of it (a path from the root,
   // ascending), bit for bit as if they had been decoded one at a time. Deferred: the next pass
   // applies the path to each layer just before reading it (or settle_recurrent, now); position()
-  // counts it at once. An empty path drops the kept rows.
+  // counts it at once. An empty path drops the kept rows; rows that are not a path of the kept
+  // tree are refused and change nothing.
   Status commit_recurrent(RecurrentState& state, std::span<const std::uint32_t> rows) const;
   // Applies a deferred path to every layer now (for a copy of the state, or to read it).
   Status settle_recurrent(RecurrentState& state) const;
-  // Whether `rows` is a path from the root of the tree `state` keeps (commit_recurrent's check,
-  // alone: nothing changes).
-  static Status check_path(const RecurrentState& state, std::span<const std::uint32_t> rows);
   // The state a sequence of this model needs (null when it has no delta-net layers), keeping the
   // rows of token trees of up to max_pending rows.
   Expected<std::unique_ptr<RecurrentState>> new_recurrent_state(std::uint32_t max_pending) const;

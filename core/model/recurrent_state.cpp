@@ -8,11 +8,13 @@
 
 namespace graft {
 
+std::uint64_t RecurrentState::pending_row_floats(const ModelParams& p) {
+  return std::uint64_t(p.ssm_channels()) + std::uint64_t(p.ssm_groups) * p.ssm_state + p.ssm_heads +
+         std::uint64_t(p.ssm_heads) * p.ssm_state;  // x [C], k [Dk, Hk], g [Hv], d [Dv, Hv]
+}
+
 std::uint64_t RecurrentState::bytes_for(const ModelParams& p, std::uint32_t max_pending) {
-  const std::uint64_t layers = p.count(LayerKind::delta_net);
-  const std::uint64_t row = std::uint64_t(p.ssm_channels()) + std::uint64_t(p.ssm_groups) * p.ssm_state +
-                            p.ssm_heads + std::uint64_t(p.ssm_heads) * p.ssm_state;  // x, k, g, d
-  const std::uint64_t pending = layers * max_pending * row;
+  const std::uint64_t pending = std::uint64_t(p.count(LayerKind::delta_net)) * max_pending * pending_row_floats(p);
   return (p.recurrent_state_floats() + pending) * sizeof(float);
 }
 
@@ -31,6 +33,7 @@ Expected<std::unique_ptr<RecurrentState>> RecurrentState::create(Backend& backen
   s->channels_ = p.ssm_channels();
   s->heads_ = p.ssm_heads;
   s->k_heads_ = p.ssm_groups;
+  s->pending_row_ = pending_row_floats(p);
   s->conv_floats_ = std::uint64_t(s->kc_ - 1) * s->channels_;
   s->delta_floats_ = std::uint64_t(s->dk_) * s->dv_ * s->heads_;
   s->bytes_ = bytes_for(p, max_pending);
@@ -52,7 +55,7 @@ TensorView RecurrentState::delta(std::uint32_t i) const {
 }
 
 float* RecurrentState::pending_x(std::uint32_t i) const {
-  return pending_ + std::uint64_t(i) * max_pending_ * pending_row_floats();
+  return pending_ + std::uint64_t(i) * max_pending_ * pending_row_;
 }
 float* RecurrentState::pending_k(std::uint32_t i) const { return pending_x(i) + std::uint64_t(max_pending_) * channels_; }
 float* RecurrentState::pending_g(std::uint32_t i) const {

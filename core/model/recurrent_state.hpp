@@ -75,15 +75,16 @@ class RecurrentState {
  private:
   RecurrentState() = default;
   std::uint64_t layer_floats() const { return conv_floats_ + delta_floats_; }
-  // Floats of one kept row of one layer: x, k, g and d.
-  std::uint64_t pending_row_floats() const { return channels_ + k_heads_ * dk_ + heads_ + heads_ * dv_; }
+  // Floats of one kept row of one layer of p: x, k, g and d.
+  static std::uint64_t pending_row_floats(const ModelParams& p);
 
   Backend* backend_ = nullptr;
   std::unique_ptr<Buffer> buffer_;
   float* base_ = nullptr;      // the state: per layer conv then delta
-  float* pending_ = nullptr;   // per layer x, g, b of max_pending rows
+  float* pending_ = nullptr;   // per layer x, k, g, d of max_pending rows
   std::uint32_t layers_ = 0, max_pending_ = 0, position_ = 0;
-  std::uint64_t conv_floats_ = 0, delta_floats_ = 0, channels_ = 0, heads_ = 0, k_heads_ = 0, bytes_ = 0;
+  std::uint64_t conv_floats_ = 0, delta_floats_ = 0, channels_ = 0, heads_ = 0, k_heads_ = 0, pending_row_ = 0,
+                bytes_ = 0;
   std::int64_t kc_ = 0, dk_ = 0, dv_ = 0;
   std::vector<std::int32_t> pending_parents_;
   std::vector<std::uint32_t> deferred_;

@@ -36,6 +36,15 @@ std::string check_parents(const std::int32_t* parents, std::int64_t n) {
   return "";
 }
 
+// "" when rows (n entries) are each below t: `what` names the t rows in the message.
+std::string check_row_list(const std::uint32_t* rows, std::uint32_t n, std::int64_t t, const char* what) {
+  if (n > 0 && !rows) return "rows is null";
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (rows[i] >= t)
+      return "rows[" + std::to_string(i) + "] = " + std::to_string(rows[i]) + " is past the " + std::to_string(t) + what;
+  return "";
+}
+
 // state_out: absent (data null), or a chain's final state shaped like `state` (it may be state).
 std::string check_state_out(const TensorView& state_out, const TensorView& state, const std::int32_t* parents,
                             std::initializer_list<std::pair<const char*, const TensorView*>> inputs) {
@@ -292,11 +301,7 @@ Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorV
                                                    std::to_string(Hv) + "] (Dk, Dv, Hv)"));
   for (auto [name, t] : {std::pair{"k", &k}, {"d", &d}, {"g", &g}})
     if (overlap(state, *t) != Overlap::none) return op_error(op, std::string("state overlaps ") + name);
-  if (n_rows > 0 && !rows) return op_error(op, "rows is null");
-  for (std::uint32_t i = 0; i < n_rows; ++i)
-    if (rows[i] >= T)
-      return op_error(op, "rows[" + std::to_string(i) + "] = " + std::to_string(rows[i]) + " is past the " +
-                              std::to_string(T) + " rows kept");
+  if (auto e = check_row_list(rows, n_rows, T, " rows kept"); !e.empty()) return op_error(op, e);
   if (n_rows == 0) return Status::success();
 
   const std::size_t head = static_cast<std::size_t>(Dk * Dv), n = n_rows;
@@ -330,11 +335,7 @@ Status op_conv_window_advance(const OpContext& /*c*/, const TensorView& x, const
     return op_error(op, expect("state", state, "[Kc - 1, " + std::to_string(C) + "] with Kc in 2.." +
                                                    std::to_string(kMaxConvKernel)));
   if (overlap(state, x) != Overlap::none) return op_error(op, "state overlaps x");
-  if (n_rows > 0 && !rows) return op_error(op, "rows is null");
-  for (std::uint32_t i = 0; i < n_rows; ++i)
-    if (rows[i] >= T)
-      return op_error(op, "rows[" + std::to_string(i) + "] = " + std::to_string(rows[i]) + " is past the " +
-                              std::to_string(T) + " rows of x");
+  if (auto e = check_row_list(rows, n_rows, T, " rows of x"); !e.empty()) return op_error(op, e);
   // Entry i of the new window is entry n + i of (window | the rows' inputs), which is later than i:
   // in place, ascending, nothing is read after it is written.
   float* sp = state.as<float>();
