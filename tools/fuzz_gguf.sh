@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzes what graft reads from GGUF files with libFuzzer + ASan + UBSan for a bounded time.
 #   usage: tools/fuzz_gguf.sh [SECONDS] [TARGET]      (default 60, gguf_fuzz)
-#   TARGET: gguf_fuzz        the parser: header, metadata, tensor table, views
-#           gguf_vocab_fuzz  the model header and the tokenizer read from a parsed file's metadata
+#   TARGET: gguf_fuzz           the parser: header, metadata, tensor table, views
+#           gguf_vocab_fuzz     the model header and the tokenizer read from a parsed file's metadata
+#           chat_template_fuzz  the chat template (tokenizer.chat_template) parsed and rendered over
+#                               fuzzed messages, under a render budget (seeds: tests/data/chat_templates)
 # Builds in build-fuzz/ with clang, seeds a corpus from Writer-made files, runs, and exits
 # non-zero if the fuzzer found a crash, leak, timeout or sanitizer error (the input is saved under
 # build-fuzz/fuzz/artifacts/). Environment: GRAFT_FUZZ_JOBS (build parallelism, default 2).
@@ -17,7 +19,8 @@ fi
 case "$target" in
   gguf_fuzz) max_len=4096 ;;
   gguf_vocab_fuzz) max_len=16384 ;;  # the tokenizer seeds hold 256 byte tokens (3-7 KB)
-  *) echo "fuzz_gguf.sh: TARGET must be gguf_fuzz or gguf_vocab_fuzz, got '$target'" >&2; exit 2 ;;
+  chat_template_fuzz) max_len=16384 ;;  # real templates are 1-10 KB
+  *) echo "fuzz_gguf.sh: TARGET must be gguf_fuzz, gguf_vocab_fuzz or chat_template_fuzz, got '$target'" >&2; exit 2 ;;
 esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-fuzz"
@@ -29,11 +32,20 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Re
 ninja -C "$build" -j"${GRAFT_FUZZ_JOBS:-2}" "$target" gguf_fuzz_seeds
 
 mkdir -p "$corpus" "$work/artifacts"
-"$build/bin/gguf_fuzz_seeds" "$corpus"
+dict=(-dict="$root/tests/fuzz/gguf.dict")
+if [[ $target == chat_template_fuzz ]]; then
+  # Each real template, a zero byte, then bytes for the messages (the harness's input layout).
+  for t in "$root"/tests/data/chat_templates/*.jinja; do
+    { cat "$t"; printf '\0\3hello world\1\2'; } > "$corpus/seed-$(basename "$t" .jinja)"
+  done
+  dict=(-dict="$root/tests/fuzz/chat_template.dict")
+else
+  "$build/bin/gguf_fuzz_seeds" "$corpus"
+fi
 
 set +e
 "$build/bin/$target" "$corpus" \
-  -dict="$root/tests/fuzz/gguf.dict" \
+  "${dict[@]}" \
   -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 \
   -artifact_prefix="$work/artifacts/" -print_final_stats=1 2>&1 | tee "$work/last-run-$target.log"
 rc=${PIPESTATUS[0]}

@@ -90,7 +90,7 @@ RenderResult ChatTemplate::render(const nlohmann::ordered_json& context, const R
     add_globals(globals, options);
     if (!context.is_object()) return RenderResult::failure("chat template: the context must be a JSON object");
     for (const auto& [k, v] : context.items()) globals[k] = Value::from_json(v);
-    Evaluator ev(std::move(globals));
+    Evaluator ev(std::move(globals), options.max_steps, options.max_bytes);
     return RenderResult::success(ev.render(impl_->body));
   } catch (const TemplateError& e) {
     // raise_exception's text is the template author's message: keep it recognizable.

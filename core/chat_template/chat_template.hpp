@@ -6,6 +6,8 @@
 // No function here throws: errors come back as one line,
 // "chat template line L, column C: what is wrong".
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +37,12 @@ class RenderResult {
 struct RenderOptions {
   // Clock behind strftime_now(); tests inject a fixed one. Formats in local time, as transformers.
   std::function<std::chrono::system_clock::time_point()> now = [] { return std::chrono::system_clock::now(); };
+  // A template comes inside a downloaded model file: what one render may cost is bounded. Steps
+  // are statements run, expressions evaluated and loop iterations (a long chat with tools takes
+  // well under 1M; 5M of the costliest kind, loop iterations, take a few seconds); bytes bound the
+  // output and any string or list a render builds on the way.
+  std::uint64_t max_steps = 5'000'000;
+  std::size_t max_bytes = std::size_t{64} << 20;
 };
 
 class ChatTemplate {

@@ -157,7 +157,26 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   fail("unknown operator " + op);
 }
 
-Evaluator::Evaluator(std::unordered_map<std::string, Value> globals) { scopes_.push_back(std::move(globals)); }
+Evaluator::Evaluator(std::unordered_map<std::string, Value> globals, std::uint64_t max_steps, std::size_t max_bytes)
+    : max_steps_(max_steps), max_bytes_(max_bytes) {
+  scopes_.push_back(std::move(globals));
+}
+
+void Evaluator::step() {
+  if (++steps_ > max_steps_)
+    fail("the template ran past its budget of " + std::to_string(max_steps_) + " evaluation steps");
+}
+
+void Evaluator::check_size(const std::string& out) const {
+  if (out.size() > max_bytes_) fail("the template's output passed its budget of " + std::to_string(max_bytes_) + " bytes");
+}
+
+void Evaluator::check_size(const Value& v) const {
+  if (v.is_string() && v.as_string().size() > max_bytes_)
+    fail("the template built a string past its budget of " + std::to_string(max_bytes_) + " bytes");
+  if (v.is_list() && v.as_list().size() > max_bytes_ / 16)
+    fail("the template built a list past its budget of " + std::to_string(max_bytes_ / 16) + " items");
+}
 
 std::string Evaluator::render(const Body& body) {
   std::string out;
@@ -198,46 +217,53 @@ Evaluator::Flow Evaluator::exec_body(const Body& body, std::string& out) {
 
 Evaluator::Flow Evaluator::exec(const Stmt& s, std::string& out) {
   try {
-    switch (s.kind) {
-      case Stmt::Kind::Text: out += s.text; break;
-      case Stmt::Kind::Output: out += eval(*s.expr).to_str(); break;
-      case Stmt::Kind::If:
-        for (const auto& [cond, body] : s.branches)
-          if (eval(*cond).truthy()) return exec_body(body, out);
-        return exec_body(s.else_body, out);
-      case Stmt::Kind::For: return exec_for(s, out);
-      case Stmt::Kind::Set: exec_set(s); break;
-      case Stmt::Kind::SetBlock: {
-        std::string captured;
-        exec_body(s.body, captured);
-        assign(s.targets[0], Value(std::move(captured)));
-        break;
-      }
-      case Stmt::Kind::Macro: assign(s.name, make_macro(s)); break;
-      case Stmt::Kind::CallBlock: {
-        // `caller()` renders the block body, with the call's own parameters bound.
-        auto caller = make_macro(s);
-        scopes_.emplace_back();
-        assign("caller", caller);
-        Value r = eval(*s.expr);
-        scopes_.pop_back();
-        out += r.to_str();
-        break;
-      }
-      case Stmt::Kind::FilterBlock: {
-        std::string captured;
-        exec_body(s.body, captured);
-        filter_block_input_ = Value(std::move(captured));
-        out += eval(*s.expr).to_str();
-        break;
-      }
-      case Stmt::Kind::Break: return Flow::Break;
-      case Stmt::Kind::Continue: return Flow::Continue;
-      case Stmt::Kind::Scope: return exec_body(s.body, out);
-    }
+    step();
+    const Flow flow = exec_kind(s, out);
+    check_size(out);  // the output so far, once the statement ran
+    return flow;
   } catch (TemplateError& e) {
     if (e.pos.line == 0) e.pos = s.pos;
     throw;
+  }
+}
+
+Evaluator::Flow Evaluator::exec_kind(const Stmt& s, std::string& out) {
+  switch (s.kind) {
+    case Stmt::Kind::Text: out += s.text; break;
+    case Stmt::Kind::Output: out += eval(*s.expr).to_str(); break;
+    case Stmt::Kind::If:
+      for (const auto& [cond, body] : s.branches)
+        if (eval(*cond).truthy()) return exec_body(body, out);
+      return exec_body(s.else_body, out);
+    case Stmt::Kind::For: return exec_for(s, out);
+    case Stmt::Kind::Set: exec_set(s); break;
+    case Stmt::Kind::SetBlock: {
+      std::string captured;
+      exec_body(s.body, captured);
+      assign(s.targets[0], Value(std::move(captured)));
+      break;
+    }
+    case Stmt::Kind::Macro: assign(s.name, make_macro(s)); break;
+    case Stmt::Kind::CallBlock: {
+      // `caller()` renders the block body, with the call's own parameters bound.
+      auto caller = make_macro(s);
+      scopes_.emplace_back();
+      assign("caller", caller);
+      Value r = eval(*s.expr);
+      scopes_.pop_back();
+      out += r.to_str();
+      break;
+    }
+    case Stmt::Kind::FilterBlock: {
+      std::string captured;
+      exec_body(s.body, captured);
+      filter_block_input_ = Value(std::move(captured));
+      out += eval(*s.expr).to_str();
+      break;
+    }
+    case Stmt::Kind::Break: return Flow::Break;
+    case Stmt::Kind::Continue: return Flow::Continue;
+    case Stmt::Kind::Scope: return exec_body(s.body, out);
   }
   return Flow::Normal;
 }
@@ -261,6 +287,7 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, std::string& out) {
   if (items.empty()) return exec_body(s.else_body, out);
   auto n = static_cast<std::int64_t>(items.size());
   for (std::int64_t k = 0; k < n; ++k) {
+    step();  // an iteration is a step even when its body is empty
     scopes_.emplace_back();
     bind_targets(s.targets, items[static_cast<std::size_t>(k)]);
     auto loop = std::make_shared<Dict>();
@@ -336,7 +363,10 @@ Value Evaluator::eval_call(const Expr& e) {
 
 Value Evaluator::eval(const Expr& e) {
   try {
-    return eval_inner(e);
+    step();
+    Value v = eval_inner(e);
+    check_size(v);
+    return v;
   } catch (TemplateError& err) {
     if (err.pos.line == 0) err.pos = e.pos;
     throw;

@@ -36,7 +36,7 @@ void usage(std::FILE* out) {
                graft::kAbiVersion);
   std::fprintf(out, "usage: graft <command> [options]   (graft <command> --help for its options)\n\ncommands:\n");
   for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
-  std::fprintf(out, "\nenvironment: GRAFT_PLUGIN_PATH (':'-separated plugin folders), GRAFT_LOG_LEVEL\n");
+  std::fprintf(out, "\nenvironment: GRAFT_PLUGIN_PATH (':'-separated plugin folders), GRAFT_LOG_LEVEL, GRAFT_API_KEY (graft serve)\n");
 }
 
 }  // namespace

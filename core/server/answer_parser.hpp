@@ -7,6 +7,7 @@
 // model that writes no tags comes out exactly as generated.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,10 @@ struct AnswerEvent {
   std::string text;       // reasoning / content
   std::string name;       // tool_call: the function's name
   std::string arguments;  // tool_call: its arguments as JSON text
+  // Set by the job as the event is made (the server's own figures for a stream's live speed):
+  // the tokens generated so far, and the seconds since the first of them.
+  std::uint32_t tokens = 0;
+  double seconds = 0;
 };
 
 class AnswerParser {

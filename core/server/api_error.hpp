@@ -20,9 +20,9 @@ struct ApiError {
               {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
               {"code", nullptr}}}};
   }
-  // Anthropic's: {"type": "error", "error": {"type", "message"}}.
+  // Anthropic's: {"type": "error", "error": {"type", "message"}}, with its names for 500 and 413.
   nlohmann::json anthropic_body() const {
-    const std::string t = type == "server_error" ? "api_error" : type;
+    const std::string t = type == "server_error" ? "api_error" : status == 413 ? "request_too_large" : type;
     return {{"type", "error"}, {"error", {{"type", t}, {"message", message}}}};
   }
 };

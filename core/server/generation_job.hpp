@@ -50,13 +50,14 @@ struct GenerationJob {
   Status status;
   GenerationStats stats;
   double tokens_per_round = 0;  // speculative rounds of this request (0: plain decoding)
+  bool started = false;                   // a sequence has taken the job (cached_tokens is set)
   std::uint32_t cached_tokens = 0;        // prompt tokens whose KV a previous request left (not prefilled again)
   std::vector<std::uint32_t> shifted_at;  // the sequence's length at each context shift
 
   // Worker side.
   void push(std::string_view piece, bool token) {
     std::lock_guard lock(m);
-    if (token) ++generated;
+    if (token && ++generated == 1) first_token_at = std::chrono::steady_clock::now();
     if (piece.empty()) return;
     text.append(piece);
     if (!parser) return add(AnswerEvent{AnswerEvent::Kind::content, std::string(piece), {}, {}});
@@ -90,6 +91,12 @@ struct GenerationJob {
     events.clear();
     return !out.empty() || !finished;
   }
+  // HTTP side: waits (looking every kStreamPoll) until a sequence has taken the job, so that its
+  // cached prefix is known, or the job is over.
+  void wait_started() {
+    std::unique_lock lock(m);
+    while (!started && !finished) cv.wait_for(lock, kStreamPoll);
+  }
   void wait() {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return finished; });
@@ -102,6 +109,8 @@ struct GenerationJob {
 
  private:
   void add(AnswerEvent e) {
+    e.tokens = generated;
+    if (generated > 0) e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_token_at).count();
     switch (e.kind) {
       case AnswerEvent::Kind::content: content += e.text; break;
       case AnswerEvent::Kind::reasoning: reasoning += e.text; break;
@@ -114,6 +123,7 @@ struct GenerationJob {
     scratch_.clear();
   }
   std::vector<AnswerEvent> scratch_;
+  std::chrono::steady_clock::time_point first_token_at;  // of the answer (push)
 };
 
 }  // namespace graft::server

@@ -335,7 +335,11 @@ void GenerationQueue::step() {
 }
 
 void GenerationQueue::start_job(Slot& slot, std::uint32_t kept) {
-  slot.job->cached_tokens = kept;
+  {
+    std::lock_guard lock(slot.job->m);
+    slot.job->cached_tokens = kept;
+    slot.job->started = true;
+  }
   slot.sampler.emplace(slot.job->options.sampling);
   slot.text.emplace(pipeline_.tokenizer(), slot.job->options.stop, slot.job->shown_tokens);
   if (slot.job->thinking) slot.thinking.emplace(*slot.job->thinking, opens_thinking(slot.job->prompt, *slot.job->thinking));

@@ -152,7 +152,8 @@ void run_generation(ServerContext& ctx, httplib::Response& res, std::shared_ptr<
           out.clear();
           return true;
         };
-        shape->opening(out);
+        job->wait_started();
+        shape->opening(*job, out);
         if (!flush()) return false;
         std::deque<AnswerEvent> events;
         while (job->take(events)) {

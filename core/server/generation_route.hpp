@@ -19,7 +19,8 @@ class ResponseShape {
  public:
   virtual ~ResponseShape() = default;
   virtual nlohmann::json whole(const GenerationJob& job) = 0;  // the non-streaming body
-  virtual void opening(std::vector<std::string>& /*out*/) {}    // events before any text
+  // Events before any text, sent once a sequence has taken the job (its cached prefix known).
+  virtual void opening(const GenerationJob& /*job*/, std::vector<std::string>& /*out*/) {}
   virtual void event(const AnswerEvent& e, std::vector<std::string>& out) = 0;
   // The finish reason, usage (always, or with stream_options.include_usage) and the end marker.
   virtual void closing(const GenerationJob& job, bool include_usage, std::vector<std::string>& out) = 0;

@@ -13,8 +13,11 @@
 #include <mutex>
 
 #include "server/api_error.hpp"
+#include "server/api_key.hpp"
 #include "server/chat_page.hpp"
 #include "server/client_connection.hpp"
+#include "server/connection_pool.hpp"
+#include "server/json_bounds.hpp"
 #include "server/server_context.hpp"
 #include "speculative/drafters.hpp"
 
@@ -53,6 +56,8 @@ struct HttpServer::Impl {
 };
 
 namespace {
+constexpr std::size_t kTrimAfterBodyBytes = std::size_t{256} << 10;
+
 // Per request (handler and logger run on the same httplib thread): when it started, its route.
 thread_local std::chrono::steady_clock::time_point t_start;
 
@@ -65,8 +70,7 @@ std::string route_of(const std::string& path) {
 }
 
 bool authorized(const httplib::Request& req, const std::string& key) {
-  if (req.get_header_value("Authorization") == "Bearer " + key) return true;
-  return req.get_header_value("x-api-key") == key;  // Anthropic's clients send this one
+  return key_matches(req.get_header_value("Authorization"), req.get_header_value("x-api-key"), key);
 }
 }  // namespace
 
@@ -97,6 +101,7 @@ void HttpServer::Impl::write_log(const httplib::Request& req, const httplib::Res
 void HttpServer::Impl::routes() {
   const ServerOptions& o = ctx.options;
   http.set_payload_max_length(o.max_body_bytes);
+  http.new_task_queue = [n = o.max_connections] { return new ConnectionPool(n); };
   http.set_socket_options([this](socket_t sock) {
     httplib::default_socket_options(sock);
     listen_fd = static_cast<int>(sock);
@@ -106,16 +111,31 @@ void HttpServer::Impl::routes() {
     t_anthropic = req.path.rfind("/v1/messages", 0) == 0;
     set_current_request(req);  // a whole answer's wait watches this request's client
     busy.begin(req);
-    if (ctx.options.api_key.empty() || req.path == "/health" || is_chat_page_request(req) ||
-        authorized(req, ctx.options.api_key))
-      return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, ApiError{401, "authentication_error",
-                             "missing or wrong API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'", {}});
-    return httplib::Server::HandlerResponse::Handled;
+    // Before cpp-httplib reads a body by it: its unsigned parse made "-5" a huge length that it
+    // then waited to read through (and refused as too large).
+    if (req.has_header("Content-Length")) {
+      const std::string length = req.get_header_value("Content-Length");
+      if (length.empty() || length.find_first_not_of("0123456789") != std::string::npos) {
+        res.set_header("Connection", "close");  // what follows the headers cannot be framed
+        send_error(res, ApiError{400, "invalid_request_error",
+                                 fmt::format("the Content-Length header '{}' is not a non-negative integer", length), {}});
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (!ctx.options.api_key.empty() && req.path != "/health" && !is_chat_page_request(req) &&
+        !authorized(req, ctx.options.api_key)) {
+      send_error(res, ApiError{401, "authentication_error",
+                               "missing or wrong API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'", {}});
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     write_log(req, res);
     busy.end();
+    // A large body's JSON trees (up to --max-json-values nodes, twice) were small blocks in this
+    // thread's arena: handed back to the system now rather than kept after the request.
+    if (req.body.size() >= kTrimAfterBodyBytes) malloc_trim(0);
   });
   // httplib's own refusals (413 for a body over the limit, 400 for a malformed request line) and
   // unknown routes get a JSON body too.
@@ -125,8 +145,15 @@ void HttpServer::Impl::routes() {
       send_error(res, ApiError{404, "not_found_error", fmt::format("no route {} {}", req.method, req.path), {}});
     else if (res.status == 413)
       send_error(res, ApiError{413, "invalid_request_error", "the request body is over the server's limit", {}});
+    else if (res.status == 400 && req.version != "HTTP/1.1" && req.version != "HTTP/1.0")
+      send_error(res, ApiError{400, "invalid_request_error",
+                               "malformed HTTP request: the request line must be 'METHOD PATH HTTP/1.1' and headers "
+                               "'Name: value'",
+                               {}});
     else
-      send_error(res, ApiError{res.status, "invalid_request_error", fmt::format("HTTP {}", res.status), {}});
+      send_error(res, ApiError{res.status, "invalid_request_error",
+                               fmt::format("the server could not read this HTTP request (HTTP {})", res.status),
+                               {}});
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown exception";
@@ -177,13 +204,19 @@ void HttpServer::Impl::routes() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(ctx.metrics.render(ctx.queue->depth(), ctx.queue->running()), "text/plain; version=0.0.4");
   });
-  http.Post("/v1/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { handle_completions(ctx, req, res); });
-  http.Post("/v1/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(ctx, req, res); });
-  http.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) { handle_messages(ctx, req, res); });
-  http.Post("/v1/messages/count_tokens",
-            [this](const httplib::Request& req, httplib::Response& res) { handle_count_tokens(ctx, req, res); });
+  // The JSON routes: what a body would cost to parse is bounded before any route builds a tree of it
+  // (cpp-httplib reads the body after the pre-routing handler, so the check is here).
+  using Route = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
+  const auto bounded = [this](Route route) {
+    return [this, route](const httplib::Request& req, httplib::Response& res) {
+      if (auto e = check_json_bounds(req.body, ctx.options.json_bounds)) return send_error(res, *e);
+      route(ctx, req, res);
+    };
+  };
+  http.Post("/v1/completions", bounded(&handle_completions));
+  http.Post("/v1/chat/completions", bounded(&handle_chat_completions));
+  http.Post("/v1/messages", bounded(&handle_messages));
+  http.Post("/v1/messages/count_tokens", bounded(&handle_count_tokens));
   register_chat_page(http);  // GET / and its files (chat_page.hpp), without the API key
 }
 

@@ -40,9 +40,12 @@ class MessagesShape final : public ResponseShape {
     m["graft"] = graft_fields(job);
     return m;
   }
-  void opening(std::vector<std::string>& out) override {
+  void opening(const GenerationJob& job, std::vector<std::string>& out) override {
     json m = message(json::array(), nullptr, nullptr);
-    m["usage"] = {{"input_tokens", prompt_tokens_}, {"output_tokens", 0}};
+    // The same split of the prompt as message_delta's final usage (a cached prefix is a cache read).
+    m["usage"] = {{"input_tokens", prompt_tokens_ - job.cached_tokens},
+                  {"cache_read_input_tokens", job.cached_tokens},
+                  {"output_tokens", 0}};
     out.push_back(sse({{"type", "message_start"}, {"message", m}}, "message_start"));
     out.push_back(sse({{"type", "ping"}}, "ping"));
   }
@@ -345,7 +348,7 @@ void handle_count_tokens(ServerContext& ctx, const httplib::Request& req, httpli
   std::optional<ForcedCall> forced;
   if (auto e = prompt_context(body, context, thinking, budget, has_tools, forced)) return send_error(res, *e);
   std::vector<TokenId> ids;
-  if (auto e = chat_prompt(ctx, context, ids)) return send_error(res, *e);
+  if (auto e = chat_prompt(ctx, context, ids, /*check_fits=*/false)) return send_error(res, *e);
   res.set_content(json{{"input_tokens", ids.size()}}.dump(), "application/json");
 }
 

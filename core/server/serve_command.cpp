@@ -4,10 +4,12 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/run_support.hpp"
+#include "server/api_key.hpp"
 #include "server/http_server.hpp"
 
 namespace graft::cli {
@@ -19,13 +21,21 @@ int cmd_serve(const Args& args) {
       "address to listen on (loopback by default; 0.0.0.0 for every interface)")(
       "port", po::value<std::int64_t>()->value_name("N")->default_value(8080), "TCP port (0: any free port, printed)")(
       "api-key", po::value<std::string>()->value_name("KEY"),
-      "require this key on every route but /health ('Authorization: Bearer KEY' or 'x-api-key: KEY')")(
+      "require this key on every route but /health ('Authorization: Bearer KEY' or 'x-api-key: KEY'); local "
+      "users can read it in the process list: prefer --api-key-file or $GRAFT_API_KEY")(
+      "api-key-file", po::value<std::string>()->value_name("FILE"),
+      "read the key from FILE's first line instead; with neither flag, the environment variable GRAFT_API_KEY "
+      "(when set) is the key")(
       "parallel", po::value<std::int64_t>()->value_name("N")->default_value(1),
       "sequences decoding together, in one forward pass per step (each with a KV store of the whole context)")(
       "request-log", po::value<std::string>()->value_name("FILE"),
       "append one JSON line per request to FILE ('-': stdout)")(
       "max-body-mib", po::value<std::int64_t>()->value_name("N")->default_value(16),
       "largest request body accepted, in MiB (larger ones get 413)")(
+      "max-connections", po::value<std::int64_t>()->value_name("N")->default_value(256),
+      "connections served at once, each on its own thread (a slow client holds only its own; more wait)")(
+      "max-json-values", po::value<std::int64_t>()->value_name("N")->default_value(200000),
+      "most JSON values (object keys included) a request body may hold, counted before it is parsed (more: 413)")(
       "context-shift", "when a sequence fills --context-shift-at of its context, drop the oldest half of its tokens "
       "(after --context-keep) and go on, instead of ending the request")(
       "context-shift-at", po::value<double>()->value_name("F")->default_value(0.85, "0.85"),
@@ -65,7 +75,30 @@ int cmd_serve(const Args& args) {
   o.port = static_cast<int>(port);
   o.parallel = static_cast<std::uint32_t>(parallel);
   o.max_body_bytes = std::size_t(body_mib) << 20;
-  if (vm.count("api-key")) o.api_key = vm["api-key"].as<std::string>();
+  const std::int64_t json_values = vm["max-json-values"].as<std::int64_t>();
+  if (json_values < 1000 || json_values > 100000000) {
+    std::fprintf(stderr, "graft serve: command line: --max-json-values: %lld is out of range: must be in 1000..100000000\n",
+                 static_cast<long long>(json_values));
+    return 2;
+  }
+  o.json_bounds.max_values = static_cast<std::size_t>(json_values);
+  const std::int64_t connections = vm["max-connections"].as<std::int64_t>();
+  if (connections < 8 || connections > 65536) {
+    std::fprintf(stderr, "graft serve: command line: --max-connections: %lld is out of range: must be in 8..65536\n",
+                 static_cast<long long>(connections));
+    return 2;
+  }
+  o.max_connections = static_cast<std::size_t>(connections);
+  server::ApiKeySource key_source;
+  if (vm.count("api-key")) key_source.flag = vm["api-key"].as<std::string>();
+  if (vm.count("api-key-file")) key_source.file = vm["api-key-file"].as<std::string>();
+  if (const char* env = std::getenv(server::kApiKeyEnv)) key_source.env = env;
+  auto key = server::resolve_api_key(key_source);
+  if (!key) {
+    std::fprintf(stderr, "graft serve: %s\n", key.status().message().c_str());
+    return 2;
+  }
+  o.api_key = key->key;
   const double shift_at = vm["context-shift-at"].as<double>();
   const std::int64_t keep = vm["context-keep"].as<std::int64_t>();
   if (!(shift_at > 0 && shift_at < 1)) {
@@ -116,7 +149,7 @@ int cmd_serve(const Args& args) {
   }
   std::fprintf(stderr, "graft serve: listening on http://%s:%d (model %s, context per request %u tokens)%s\n",
                o.host.c_str(), *bound, parsed->profile.model.filename().string().c_str(),
-               (*pipeline)->context(), o.api_key.empty() ? "" : ", API key required");
+               (*pipeline)->context(), o.api_key.empty() ? "" : (", API key required, from " + key->origin).c_str());
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

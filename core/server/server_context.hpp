@@ -61,8 +61,10 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
 void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_count_tokens(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // The chat template's `context` (messages, tools, switches) rendered with the model's template and
-// tokenized into `out`, checked against the context (chat_route.cpp).
-std::optional<ApiError> chat_prompt(ServerContext& ctx, nlohmann::ordered_json& context, std::vector<TokenId>& out);
+// tokenized into `out`, checked against the context unless `check_fits` is false (count_tokens
+// counts a prompt of any length) (chat_route.cpp).
+std::optional<ApiError> chat_prompt(ServerContext& ctx, nlohmann::ordered_json& context, std::vector<TokenId>& out,
+                                    bool check_fits = true);
 // The template a model file without tokenizer.chat_template gets (ChatML; docs/serve.md).
 extern const char* const kDefaultChatTemplate;
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "server/json_bounds.hpp"
+
 namespace graft::server {
 
 struct ServerOptions {
@@ -14,6 +16,8 @@ struct ServerOptions {
   std::uint32_t parallel = 1;      // sequences decoding together
   std::string request_log;         // JSON lines: a file, "-" for stdout, empty for none
   std::size_t max_body_bytes = std::size_t(16) << 20;  // larger bodies get 413
+  std::size_t max_connections = 256;  // threads serving connections at once (more wait their turn)
+  JsonBounds json_bounds;                               // bodies past them get 413 before they are parsed
   // Context shift (plain decoding): when a sequence holds this fraction of its KV capacity, the
   // oldest half of its tokens after the first `context_keep` go and the rest is prefilled again.
   // 0: off (a request ends with finish_reason length, stop_reason context_full).

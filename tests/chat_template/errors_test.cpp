@@ -68,3 +68,52 @@ TEST(ChatTemplateErrors, LimitsInsteadOfCrashes) {
 
 }  // namespace
 }  // namespace graft::chat
+
+namespace graft::chat {
+namespace {
+
+// A template from a downloaded file cannot make a render run or grow without bound: nested loops,
+// a string doubled in a loop and a list doubled in a loop each end with one error line naming
+// the budget (RenderOptions: 5M steps, 64 MiB by default; smaller here so the test is quick),
+// while the same templates within the budget render.
+TEST(ChatTemplateErrors, ABudgetBoundsStepsAndBytes) {
+  const auto parsed = [](const std::string& source) { return std::get<ChatTemplate>(ChatTemplate::parse(source)); };
+  RenderOptions small;
+  small.max_steps = 100000;
+  small.max_bytes = 1 << 20;
+  const nlohmann::ordered_json none = nlohmann::ordered_json::object();
+  // 1000^3 iterations of nothing: past any step budget, with no output at all.
+  const RenderResult loops =
+      parsed("{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}{% endfor %}{% endfor %}{% endfor %}")
+          .render(none, small);
+  ASSERT_FALSE(loops.ok());
+  EXPECT_EQ(loops.error().substr(loops.error().find(": ") + 2), "the template ran past its budget of 100000 evaluation steps");
+  // A string doubled 30 times (1 GiB).
+  const RenderResult doubled =
+      parsed("{% set ns = namespace(s='x') %}{% for i in range(30) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}")
+          .render(none, small);
+  ASSERT_FALSE(doubled.ok());
+  EXPECT_EQ(doubled.error().substr(doubled.error().find(": ") + 2), "the template built a string past its budget of 1048576 bytes");
+  const RenderResult list =
+      parsed("{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}")
+          .render(none, small);
+  ASSERT_FALSE(list.ok());
+  EXPECT_EQ(list.error().substr(list.error().find(": ") + 2), "the template built a list past its budget of 65536 items");
+  // Output past the budget, a piece at a time.
+  const RenderResult output = parsed("{% set s = 'abcdefghij' * 100 %}{% for i in range(2000) %}{{ s }}{% endfor %}").render(none, small);
+  ASSERT_FALSE(output.ok());
+  EXPECT_EQ(output.error().substr(output.error().find(": ") + 2), "the template's output passed its budget of 1048576 bytes");
+  // Within the budget: the same shapes, smaller.
+  EXPECT_EQ(parsed("{% set ns = namespace(s='x') %}{% for i in range(10) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}")
+                .render(none, small)
+                .text(),
+            "1024");
+  EXPECT_EQ(parsed("{% for a in range(10) %}{% for b in range(10) %}.{% endfor %}{% endfor %}").render(none, small).text(),
+            std::string(100, '.'));
+  // The defaults (docs/chat_templates.md).
+  EXPECT_EQ(RenderOptions{}.max_steps, 5'000'000u);
+  EXPECT_EQ(RenderOptions{}.max_bytes, std::size_t{64} << 20);
+}
+
+}  // namespace
+}  // namespace graft::chat

@@ -8,11 +8,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "server/server_test_util.hpp"
 
@@ -127,7 +131,7 @@ TEST(ServerRobustness, FiftyClientsWithHangUpsAndBadBodiesLeaveTheServerIdle) {
   }
   EXPECT_NE(metrics.find("\ngraft_requests_running 0\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\ngraft_queue_depth 0\n"), std::string::npos) << metrics;
-  EXPECT_EQ(thread_count(), idle_threads) << "threads left behind";
+  EXPECT_LE(wait_for_threads(idle_threads), idle_threads) << "threads left behind";
   const json after = post(c, "/v1/completions", {{"prompt", "z"}, {"max_tokens", 3}}, 200);
   EXPECT_EQ(after["usage"]["completion_tokens"], 3);
 }
@@ -212,6 +216,14 @@ TEST(ServerRobustness, AChunkedBodyOverTheLimitIsRefused) {
 
 namespace {
 using namespace std::chrono_literals;
+
+// Under AddressSanitizer freed memory waits in its quarantine (256 MB by default) before it is
+// reused, so resident memory says nothing about the server's own: those checks are skipped there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssMeaningful = false;
+#else
+constexpr bool kRssMeaningful = true;
+#endif
 
 // The process's resident memory now, KiB (/proc/self/status VmRSS).
 long rss_kib() {
@@ -368,14 +380,14 @@ TEST_P(Burst, MemoryThreadsAndKvReturnToIdleAfterABurst) {
   const auto warm_start = Clock::now();
   burst();  // warm-up: httplib's pool threads, their arenas and stacks, the sequences' buffers
   const double burst_seconds = seconds_since(warm_start);
-  const int idle_threads = thread_count();
+  const int idle_threads = wait_for_threads(0, std::chrono::milliseconds(2500));  // the burst's extra threads ended
   const long idle = rss_kib();
   std::vector<long> after;
   std::string metrics;
   for (int round = 0; round < 3; ++round) {
     metrics = burst();
     after.push_back(rss_kib());
-    EXPECT_EQ(thread_count(), idle_threads) << "threads left behind after burst " << round + 1;
+    EXPECT_LE(wait_for_threads(idle_threads), idle_threads) << "threads left behind after burst " << round + 1;
   }
   std::printf("burst %.2f s; RSS idle %ld KiB, after three bursts %ld, %ld, %ld KiB; threads %d\n", burst_seconds, idle,
               after[0], after[1], after[2], idle_threads);
@@ -384,7 +396,9 @@ TEST_P(Burst, MemoryThreadsAndKvReturnToIdleAfterABurst) {
   // requests' text. (Without the server's fixed mmap threshold, http_server.cpp, the bodies stayed
   // in the connection threads' arenas: +20 to +90 MiB after a burst, growing over six.)
   constexpr long kTolerance = 8 << 10;  // KiB
-  for (long a : after) EXPECT_LE(a - idle, kTolerance);
+  if (kRssMeaningful) {
+    for (long a : after) EXPECT_LE(a - idle, kTolerance);
+  }
   // Every sequence's KV store holds exactly its committed tokens (kept for prompt-prefix reuse):
   // no slot of a cancelled, failed or finished request left behind.
   EXPECT_EQ(metric_value(metrics, "graft_kv_tokens_used"), metric_value(metrics, "graft_kv_tokens_committed"));
@@ -398,3 +412,201 @@ TEST_P(Burst, MemoryThreadsAndKvReturnToIdleAfterABurst) {
 
 INSTANTIATE_TEST_SUITE_P(ServerRobustness, Burst, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "speculative" : "plain"; });
+
+namespace {
+// A raw connection to the server on loopback (-1 on failure).
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+}  // namespace
+
+// Slow clients (slowloris): twelve connections send a request a byte at a time, each byte well
+// inside the read timeout, as eight clients at a byte a second did to the fixed pool of eight
+// threads (every other request, /health included, then waited). Each slow client now holds only
+// its own thread: /health, a model list and a generation answer within a second meanwhile.
+// With the pool bounded at eight threads (cpp-httplib's own pool), the same clients starve /health:
+// the check below can see the defect.
+class SlowClients : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(SlowClients, DoNotStarveOthersUnlessThePoolIsTheirs) {
+  const bool starved = GetParam() == 8;
+  server::ServerOptions o;
+  o.max_connections = GetParam();
+  Running srv(o);
+  ASSERT_GT(srv.port, 0);
+  constexpr int kSlow = 12;
+  std::vector<int> fds;
+  for (int i = 0; i < kSlow; ++i) {
+    const int fd = connect_to(srv.port);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n";
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    for (std::size_t at = 0; at < request.size() && !done; ++at) {
+      for (int fd : fds) ::send(fd, request.data() + at, 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  std::this_thread::sleep_for(300ms);  // every slow connection has been taken by a thread
+  if (starved) {
+    httplib::Client c("127.0.0.1", srv.port);
+    c.set_read_timeout(1, 0);
+    EXPECT_FALSE(c.Get("/health")) << "eight threads, twelve slow clients: /health answered anyway";
+    done = true;
+    trickle.join();
+    for (int fd : fds) ::close(fd);
+    return;
+  }
+  for (const char* path : {"/health", "/v1/models"}) {
+    httplib::Client c("127.0.0.1", srv.port);
+    c.set_connection_timeout(1, 0);
+    c.set_read_timeout(1, 0);
+    const auto start = Clock::now();
+    auto r = c.Get(path);
+    ASSERT_TRUE(r) << path << " did not answer within 1 s while " << kSlow << " clients trickle";
+    EXPECT_EQ(r->status, 200) << path;
+    EXPECT_LT(seconds_since(start), 1.0) << path;
+  }
+  httplib::Client c("127.0.0.1", srv.port);
+  c.set_read_timeout(5, 0);
+  const auto start = Clock::now();
+  const json r = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}, 200);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 2);
+  std::printf("with %d slow clients: a 2-token completion in %.3f s\n", kSlow, seconds_since(start));
+  done = true;
+  trickle.join();
+  for (int fd : fds) ::close(fd);
+}
+
+INSTANTIATE_TEST_SUITE_P(ServerRobustness, SlowClients, ::testing::Values(std::size_t{256}, std::size_t{8}),
+                         [](const ::testing::TestParamInfo<std::size_t>& i) {
+                           return i.param == 8 ? std::string("EightThreadsStarve") : "DefaultPool";
+                         });
+
+// A valid request whose ignored field holds a million tiny objects (~6 MB) made a tree of them,
+// twice (the routes parse the body sorted and in the client's key order): +600 MB at its peak, most
+// of it kept after the request. Now a streaming count refuses it (413, the bound named) before any
+// tree is made, four such bodies at once leave the memory within a few MiB of idle, and so does a
+// body nested a million deep.
+TEST(ServerRobustness, ABodyOfManyTinyValuesIsRefusedBeforeItIsParsed) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  ASSERT_TRUE(c.Get("/health"));
+  std::string many = R"({"prompt": "x", "max_tokens": 1, "junk": [)";
+  for (int i = 0; i < 1000000; ++i) many += i ? ",{}" : "{}";
+  many += "]}";
+  const std::string deep = R"({"prompt": "x", "junk": )" + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+  const long idle = rss_kib();
+  std::vector<int> status(5, -1);
+  std::vector<std::string> message(5);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 5; ++i)
+    threads.emplace_back([&, i] {
+      httplib::Client cl("127.0.0.1", srv.port);
+      cl.set_read_timeout(60, 0);
+      auto r = cl.Post(i < 4 ? "/v1/completions" : "/v1/chat/completions", i < 4 ? many : deep, "application/json");
+      if (!r) return;
+      status[i] = r->status;
+      const json body = json::parse(r->body, nullptr, false);
+      message[i] = body.contains("error") ? body["error"].value("message", r->body) : r->body;
+    });
+  for (auto& t : threads) t.join();
+  const long after = rss_kib();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(status[i], 413) << i;
+    EXPECT_EQ(message[i], "the request body holds more than the server's limit of 200000 JSON values") << i;
+  }
+  EXPECT_EQ(status[4], 413);
+  EXPECT_EQ(message[4], "the request body nests objects and arrays deeper than the server's limit of 64");
+  std::printf("four 6 MB bodies of a million values and one nested a million deep: RSS %ld -> %ld KiB\n", idle, after);
+  // The bodies themselves (6 MB each, read in full before they are judged) are freed: what is left
+  // is thread stacks and arena pages.
+  if (kRssMeaningful) {
+    EXPECT_LE(after - idle, 16L << 10);
+  }
+  // Four bodies just within the bound (150000 values each) at once: parsed, served, and their trees'
+  // memory handed back after the requests.
+  std::string within = R"({"prompt": "x", "max_tokens": 1, "junk": [)";
+  for (int i = 0; i < 150000; ++i) within += i ? ",{}" : "{}";
+  within += "]}";
+  const long before_within = rss_kib();
+  threads.clear();
+  std::fill(status.begin(), status.end(), -1);
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      httplib::Client cl("127.0.0.1", srv.port);
+      cl.set_read_timeout(60, 0);
+      if (auto r = cl.Post("/v1/completions", within, "application/json")) status[i] = r->status;
+    });
+  for (auto& t : threads) t.join();
+  const long after_within = rss_kib();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(status[i], 200) << i;
+  std::printf("four bodies of 150000 values, parsed and served: RSS %ld -> %ld KiB\n", before_within, after_within);
+  if (kRssMeaningful) {
+    EXPECT_LE(after_within - before_within, 16L << 10);
+  }
+  // A body within the bounds is served as before, and an Anthropic client gets its error type.
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}, 200)["usage"]["completion_tokens"], 2);
+  auto a = c.Post("/v1/messages", many, "application/json");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->status, 413);
+  EXPECT_EQ(json::parse(a->body)["error"]["type"], "request_too_large");
+}
+
+namespace {
+// Sends `raw` bytes on a new connection and reads the reply until the server closes it (or 3 s).
+std::string raw_exchange(int port, const std::string& raw) {
+  const int fd = connect_to(port);
+  if (fd < 0) return {};
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return reply;
+}
+
+// The status line's code and the JSON body's error message of a raw reply.
+std::pair<int, std::string> status_and_message(const std::string& reply) {
+  if (reply.rfind("HTTP/1.1 ", 0) != 0) return {-1, reply};
+  const auto body = reply.find("\r\n\r\n");
+  const json j = json::parse(body == std::string::npos ? "" : reply.substr(body + 4), nullptr, false);
+  return {std::stoi(reply.substr(9, 3)), j.is_object() ? j["error"].value("message", "") : reply};
+}
+}  // namespace
+
+// Malformed HTTP gets 400 with a message that says what is wrong: a negative Content-Length (which
+// cpp-httplib's unsigned parse turned into a huge length: 413), a request line that is not one.
+TEST(ServerRobustness, MalformedHttpGets400SayingWhy) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  for (const char* length : {"-5", "12abc"}) {
+    const auto start = Clock::now();
+    auto [status, message] = status_and_message(
+        raw_exchange(srv.port, std::string("POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                           "Content-Length: ") + length + "\r\n\r\n"));
+    EXPECT_EQ(status, 400) << length;
+    EXPECT_EQ(message, std::string("the Content-Length header '") + length + "' is not a non-negative integer");
+    EXPECT_LT(seconds_since(start), 1.0) << "answered at once, not after waiting for a body";
+  }
+  auto [status, message] = status_and_message(raw_exchange(srv.port, "GARBAGE\r\n\r\n"));
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(message,
+            "malformed HTTP request: the request line must be 'METHOD PATH HTTP/1.1' and headers 'Name: value'");
+}
+

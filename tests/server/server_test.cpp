@@ -153,6 +153,17 @@ TEST(Server, ApiKeyIsRequiredOnEveryRouteButHealth) {
   auto anthropic_style = c.Get("/v1/models", {{"x-api-key", "sekrit"}});
   ASSERT_TRUE(anthropic_style);
   EXPECT_EQ(anthropic_style->status, 200);
+  // The scheme in any case (RFC 7235), the key exactly.
+  for (const char* auth : {"bearer sekrit", "BEARER sekrit", "Bearer  sekrit"}) {
+    auto r = c.Get("/v1/models", {{"Authorization", auth}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << auth;
+  }
+  for (const char* auth : {"bearer Sekrit", "Basic sekrit", "sekrit", "bearer sekrit2", "bearersekrit"}) {
+    auto r = c.Get("/v1/models", {{"Authorization", auth}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << auth;
+  }
 }
 
 TEST(Server, BadRequestsGetTheFieldAndTheReason) {
@@ -486,10 +497,21 @@ TEST(ServerChat, MessagesRenderWithTheDefaultTemplateAndAnswerAsPlainGeneration)
     if (line.rfind("data: {", 0) == 0) events.push_back(json::parse(line.substr(6)));
   ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(events.front()["choices"][0]["delta"]["role"], "assistant");
+  std::uint32_t last_count = 0;
   for (const json& e : events) {
     EXPECT_EQ(e["object"], "chat.completion.chunk");
-    if (e["choices"][0]["delta"].contains("content")) streamed += e["choices"][0]["delta"]["content"].get<std::string>();
+    if (!e["choices"][0]["delta"].contains("content")) continue;
+    streamed += e["choices"][0]["delta"]["content"].get<std::string>();
+    if (e["choices"][0]["delta"].contains("role")) continue;  // the opening chunk: no text yet
+    // Each text chunk carries the server's token count so far and its seconds since the first token.
+    ASSERT_TRUE(e.contains("graft")) << e;
+    const std::uint32_t count = e["graft"]["completion_tokens"];
+    EXPECT_GE(count, std::max<std::uint32_t>(1, last_count));
+    EXPECT_GE(e["graft"]["decode_seconds"].get<double>(), 0.0);
+    last_count = count;
   }
+  EXPECT_GT(last_count, 0u);
+  EXPECT_LE(last_count, 20u);
   EXPECT_EQ(streamed, want);
   EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "length");
 }
@@ -663,6 +685,13 @@ TEST(ServerThinking, BudgetsAndAnEndOfSequenceInsideThinkingGiveTheAnswerOnEvery
       {{{"thinking_budget_tokens", 2}}, two.substr(1), 2, "budget"},
       {{{"thinking_budget_tokens", 0}}, "", 0, "budget"},
       {{{"chat_template_kwargs", {{"enable_thinking", false}}}}, "", 0, nullptr},
+      // OpenAI's reasoning_effort: none (and minimal) switch thinking off, low caps it at 1024 tokens
+      // (more than this model thinks), and an explicit budget wins over it.
+      {{{"reasoning_effort", "none"}}, "", 0, nullptr},
+      {{{"reasoning_effort", "minimal"}}, "", 0, nullptr},
+      {{{"reasoning_effort", "low"}}, reasoning, 4, "end_of_sequence"},
+      {{{"reasoning_effort", "high"}}, reasoning, 4, "end_of_sequence"},
+      {{{"reasoning_effort", "none"}, {"thinking_budget_tokens", 2}}, two.substr(1), 2, "budget"},
   };
   server::ServerOptions two_seq;
   two_seq.parallel = 2;
@@ -730,6 +759,21 @@ TEST(ServerThinking, AThinkingBudgetOfTheWrongTypeIsRefusedByName) {
   EXPECT_EQ(r["error"]["param"], "thinking_budget_tokens");
 }
 
+// reasoning_effort: a value OpenAI does not define is refused by name (what each defined one does
+// to thinking: BudgetsAndAnEndOfSequenceInsideThinking... above), and the defined ones are served.
+TEST(ServerThinking, AReasoningEffortIsAppliedOrRefusedNeverIgnored) {
+  Running srv;
+  auto c = srv.client();
+  const json msgs = json::array({{{"role", "user"}, {"content", "hi"}}});
+  const json bad = post(c, "/v1/chat/completions", {{"messages", msgs}, {"reasoning_effort", "extreme"}}, 400);
+  EXPECT_EQ(bad["error"]["param"], "reasoning_effort");
+  EXPECT_EQ(bad["error"]["message"], "'reasoning_effort' must be one of none, minimal, low, medium, high");
+  const json typed = post(c, "/v1/chat/completions", {{"messages", msgs}, {"reasoning_effort", 3}}, 400);
+  EXPECT_EQ(typed["error"]["param"], "reasoning_effort");
+  for (const char* effort : {"none", "minimal", "low", "medium", "high"})
+    post(c, "/v1/chat/completions", {{"messages", msgs}, {"reasoning_effort", effort}, {"max_tokens", 2}}, 200);
+}
+
 // Anthropic's route: count_tokens counts what /v1/messages would prefill (its usage agrees), and
 // what graft does not read is refused by name, in Anthropic's error shape.
 TEST(ServerAnthropic, CountTokensAgreesWithUsageAndUnreadBlocksAreRefusedByName) {
@@ -771,6 +815,55 @@ TEST(ServerAnthropic, CountTokensAgreesWithUsageAndUnreadBlocksAreRefusedByName)
     EXPECT_EQ(e["error"]["type"], "invalid_request_error") << body;
     EXPECT_EQ(e["error"]["message"], message) << body;
   }
+}
+
+// count_tokens counts a prompt of any length (a client asks it precisely to learn whether a prompt
+// fits); /v1/messages refuses the same prompt past the context with a 400 that says so.
+TEST(ServerAnthropic, CountTokensCountsAPromptLongerThanTheContext) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "word" + std::to_string(i) + " ";
+  const json msgs = json::array({{{"role", "user"}, {"content", text}}});
+  const json count = post(c, "/v1/messages/count_tokens", {{"messages", msgs}}, 200);
+  EXPECT_GT(count["input_tokens"].get<int>(), int(kContext));
+  const json refused = post(c, "/v1/messages", {{"messages", msgs}, {"max_tokens", 4}}, 400);
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("context"), std::string::npos) << refused;
+}
+
+// A streamed answer's message_start and final message_delta split the prompt alike: a prefix
+// reused from the last request is a cache read in both (message_start said input 12 while
+// message_delta said input 9 + cache_read 3).
+TEST(ServerAnthropic, StreamUsageAgreesFromStartToEnd) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  const json first = json::array({{{"role", "user"}, {"content", "def f(x):"}}});
+  post(c, "/v1/messages", {{"messages", first}, {"max_tokens", 4}, {"temperature", 0}}, 200);
+  json longer = first;
+  longer.push_back({{"role", "assistant"}, {"content", "return x"}});
+  longer.push_back({{"role", "user"}, {"content", "and g?"}});
+  auto r = c.Post("/v1/messages",
+                  json{{"messages", longer}, {"max_tokens", 4}, {"temperature", 0}, {"stream", true}}.dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  json start, end;
+  std::istringstream in(r->body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("data: {", 0) != 0) continue;
+    const json e = json::parse(line.substr(6));
+    if (e["type"] == "message_start") start = e["message"]["usage"];
+    if (e["type"] == "message_delta") end = e["usage"];
+  }
+  ASSERT_TRUE(start.is_object()) << r->body;
+  ASSERT_TRUE(end.is_object()) << r->body;
+  EXPECT_GT(end["cache_read_input_tokens"].get<int>(), 0) << "the second turn reuses the first's prefix";
+  EXPECT_EQ(start["input_tokens"], end["input_tokens"]);
+  EXPECT_EQ(start["cache_read_input_tokens"], end["cache_read_input_tokens"]);
+  EXPECT_EQ(start["output_tokens"], 0);
+  EXPECT_EQ(end["output_tokens"], 4);
 }
 
 // logit_bias moves the greedy choice; ids outside the vocabulary and malformed entries are refused.

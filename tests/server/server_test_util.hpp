@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -108,6 +109,19 @@ inline int thread_count() {
   for (std::string line; std::getline(status, line);)
     if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
   return -1;
+}
+
+// Waits (at most `limit`) until the process runs at most `want` threads: the server's connection
+// threads past its warm ones end after idling a second (server/connection_pool.hpp). Returns the
+// last count.
+inline int wait_for_threads(int want, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+  const auto start = std::chrono::steady_clock::now();
+  int n = thread_count();
+  while (n > want && std::chrono::steady_clock::now() - start < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    n = thread_count();
+  }
+  return n;
 }
 
 }  // namespace graft::server_test

@@ -116,7 +116,8 @@ TEST(zoo_drafters, GraftPicksEveryFixtureContextsNextToken) {
   auto session = (*p)->new_session();
   ASSERT_TRUE(session) << session.status().message();
   for (const char* name : {"zoo-mtp.json", "zoo-dflash2.json"}) {
-    for (const auto& c : load_json(name)["cases"]) {
+    const auto fx = load_json(name);  // (a range-for over a temporary's member would read it after it died)
+    for (const auto& c : fx["cases"]) {
       const auto ids = c["ids"].get<std::vector<TokenId>>();
       std::vector<float> logits;
       SequenceBatch batch;

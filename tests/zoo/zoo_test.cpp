@@ -115,7 +115,8 @@ TEST(zoo, LogitsMatchThePyTorchReference) {
 TEST(zoo, GreedyContinuationMatchesThePyTorchReference) {
   auto p = pipeline();
   ASSERT_TRUE(p);
-  for (const auto& c : fixture()["cases"]) {
+  const auto fx = fixture();  // (a range-for over a temporary's member would read it after it died)
+  for (const auto& c : fx["cases"]) {
     const auto prompt = c["prompt_ids"].get<std::vector<TokenId>>();
     const auto want = c["greedy_ids"].get<std::vector<TokenId>>();
     GenerationOptions greedy;

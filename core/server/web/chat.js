@@ -233,14 +233,14 @@ async function send(text) {
   history.push({ role: 'user', content: text });
   const view = addAssistantMessage();
   let answerText = '';
-  let tokens = 0;
+  let tokens = 0;       // the server's count of the answer's tokens (chunk.graft.completion_tokens)
+  let seconds = 0;      // the server's seconds since the first of them (chunk.graft.decode_seconds)
   let firstTokenAt = 0;
   let failed = false;
 
   // Chunks can come faster than a page can lay text out: they are parsed as they come, and the
   // text and live figure go to the page once per frame.
   const unshown = { thinking: '', answer: '' };
-  let lastTokenAt = 0;
   let frame = 0;
   const render = () => {
     frame = 0;
@@ -252,7 +252,7 @@ async function send(text) {
       if (unshown.answer) view.answerNode.appendData(unshown.answer);
       unshown.thinking = unshown.answer = '';
       if (tokens > 0) {
-        const seconds = (lastTokenAt - firstTokenAt) / 1000;
+        // Over the server's clock: chunks that arrive in a burst do not make a speed.
         const rate = tokens > 1 && seconds > 0 ? (tokens - 1) / seconds : 0;
         stat(view, 'live', `${tokens} tokens · ${fixed(rate)} tok/s`, rate, 'live');
       }
@@ -292,9 +292,10 @@ async function send(text) {
         const reasoning = delta.reasoning_content || '';
         const content = delta.content || '';
         if (reasoning || content) {
-          lastTokenAt = performance.now();
-          if (tokens === 0) firstTokenAt = lastTokenAt;
-          tokens += 1;
+          if (firstTokenAt === 0) firstTokenAt = performance.now();
+          const g = event.graft || {};
+          tokens = typeof g.completion_tokens === 'number' ? g.completion_tokens : tokens + 1;
+          if (typeof g.decode_seconds === 'number') seconds = g.decode_seconds;
           append(reasoning, content);
         }
         if (choice.finish_reason) {

@@ -91,8 +91,13 @@ struct Avx512 {
     }
     if constexpr (R == 4 && C == 4) {
       // acc[i][j] as entry 4i + j: quarter j of the reduced vector is column j's four rows.
+      // (The lane index of an extract is an immediate: spelled out, so that -O0 builds compile.)
       const __m512 all = reduce16(&acc[0][0]);
-      for (int j = 0; j < 4; ++j) _mm_storeu_ps(a.y + (c + j) * a.y_stride + r, _mm512_extractf32x4_ps(all, j));
+      float* y = a.y + c * a.y_stride + r;
+      _mm_storeu_ps(y, _mm512_extractf32x4_ps(all, 0));
+      _mm_storeu_ps(y + a.y_stride, _mm512_extractf32x4_ps(all, 1));
+      _mm_storeu_ps(y + 2 * a.y_stride, _mm512_extractf32x4_ps(all, 2));
+      _mm_storeu_ps(y + 3 * a.y_stride, _mm512_extractf32x4_ps(all, 3));
     } else {
       for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j) a.y[(c + j) * a.y_stride + r + i] = reduce(acc[i][j]);
