@@ -14,7 +14,8 @@
 #                (tools/crosscheck/build_llama_native.sh, from the same pinned release's sources)
 #                instead of the prebuilt library under node: no JavaScript round trip per token and
 #                no node threads beside ggml's; prefill of 256 tokens, decode of 64 at depth 256,
-#                3 repetitions, its defaults otherwise ("variant" column: native)
+#                3 repetitions, its defaults otherwise ("variant" column: native, or native-noamx where the
+#                build left ggml's AMX kernels out)
 #   --llama-native-avx2  the same built for AVX2/FMA/F16C only (build_llama_native.sh avx2), to set
 #                beside GRAFT_CPU_SIMD=avx2 ("variant" column: native-avx2)
 #   needs: tools/crosscheck/setup.sh run once (npm ci of the pinned package, offline afterwards)
@@ -53,6 +54,8 @@ if ((llama_native)); then
   ((llama_native == 2)) && level=avx2 suffix=-avx2
   llama_bench="$xc/.llama-native$suffix/bin/llama-bench"
   [[ -x $llama_bench ]] || { echo "llamacpp_side_by_side.sh: run tools/crosscheck/build_llama_native.sh $level first" >&2; exit 2; }
+  # A native build on an AMX CPU leaves ggml's AMX kernels out (build_llama_native.sh says why).
+  grep -q mno-amx "$llama_bench.flags" 2>/dev/null && suffix+=-noamx
 fi
 # shellcheck source=bench_model.sh
 source "$here/bench_model.sh"
