@@ -51,11 +51,6 @@ void ConnectionPool::shutdown() {
   join_retired();
 }
 
-std::size_t ConnectionPool::threads() const {
-  std::lock_guard lock(m_);
-  return threads_.size();
-}
-
 void ConnectionPool::work() {
   std::unique_lock lock(m_);
   for (;;) {

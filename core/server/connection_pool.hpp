@@ -31,15 +31,13 @@ class ConnectionPool : public httplib::TaskQueue {
   void enqueue(std::function<void()> fn) override;
   void shutdown() override;
 
-  std::size_t threads() const;  // running now
-
  private:
   void work();
   void start_thread();  // under m_
   void join_retired();  // not under m_
 
   const std::size_t max_threads_;
-  mutable std::mutex m_;
+  std::mutex m_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   std::vector<std::thread> threads_;

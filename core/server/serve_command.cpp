@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.hpp"
@@ -54,41 +55,29 @@ int cmd_serve(const Args& args) {
   auto& vm = parsed->vm;
   server::ServerOptions o;
   o.host = vm["host"].as<std::string>();
-  const std::int64_t port = vm["port"].as<std::int64_t>();
-  const std::int64_t parallel = vm["parallel"].as<std::int64_t>();
-  const std::int64_t body_mib = vm["max-body-mib"].as<std::int64_t>();
-  if (port < 0 || port > 65535) {
-    std::fprintf(stderr, "graft serve: command line: --port: %lld is out of range: must be in 0..65535\n",
-                 static_cast<long long>(port));
-    return 2;
-  }
-  if (parallel < 1 || parallel > 256) {
-    std::fprintf(stderr, "graft serve: command line: --parallel: %lld is out of range: must be in 1..256\n",
-                 static_cast<long long>(parallel));
-    return 2;
-  }
-  if (body_mib < 1 || body_mib > 4096) {
-    std::fprintf(stderr, "graft serve: command line: --max-body-mib: %lld is out of range: must be in 1..4096\n",
-                 static_cast<long long>(body_mib));
-    return 2;
-  }
-  o.port = static_cast<int>(port);
-  o.parallel = static_cast<std::uint32_t>(parallel);
-  o.max_body_bytes = std::size_t(body_mib) << 20;
-  const std::int64_t json_values = vm["max-json-values"].as<std::int64_t>();
-  if (json_values < 1000 || json_values > 100000000) {
-    std::fprintf(stderr, "graft serve: command line: --max-json-values: %lld is out of range: must be in 1000..100000000\n",
-                 static_cast<long long>(json_values));
-    return 2;
-  }
-  o.json_bounds.max_values = static_cast<std::size_t>(json_values);
-  const std::int64_t connections = vm["max-connections"].as<std::int64_t>();
-  if (connections < 8 || connections > 65536) {
-    std::fprintf(stderr, "graft serve: command line: --max-connections: %lld is out of range: must be in 8..65536\n",
-                 static_cast<long long>(connections));
-    return 2;
-  }
-  o.max_connections = static_cast<std::size_t>(connections);
+  // An integer flag in [lo, hi], or the one-line error (exit 2) naming it.
+  const auto integer = [&](const char* flag, std::int64_t lo, std::int64_t hi) -> std::optional<std::int64_t> {
+    const std::int64_t v = vm[flag].as<std::int64_t>();
+    if (v >= lo && v <= hi) return v;
+    std::fprintf(stderr, "graft serve: command line: --%s: %lld is out of range: must be in %lld..%lld\n", flag,
+                 static_cast<long long>(v), static_cast<long long>(lo), static_cast<long long>(hi));
+    return std::nullopt;
+  };
+  const auto port = integer("port", 0, 65535);
+  if (!port) return 2;
+  const auto parallel = integer("parallel", 1, 256);
+  if (!parallel) return 2;
+  const auto body_mib = integer("max-body-mib", 1, 4096);
+  if (!body_mib) return 2;
+  const auto json_values = integer("max-json-values", 1000, 100000000);
+  if (!json_values) return 2;
+  const auto connections = integer("max-connections", 8, 65536);
+  if (!connections) return 2;
+  o.port = static_cast<int>(*port);
+  o.parallel = static_cast<std::uint32_t>(*parallel);
+  o.max_body_bytes = std::size_t(*body_mib) << 20;
+  o.json_bounds.max_values = static_cast<std::size_t>(*json_values);
+  o.max_connections = static_cast<std::size_t>(*connections);
   server::ApiKeySource key_source;
   if (vm.count("api-key")) key_source.flag = vm["api-key"].as<std::string>();
   if (vm.count("api-key-file")) key_source.file = vm["api-key-file"].as<std::string>();
@@ -100,18 +89,14 @@ int cmd_serve(const Args& args) {
   }
   o.api_key = key->key;
   const double shift_at = vm["context-shift-at"].as<double>();
-  const std::int64_t keep = vm["context-keep"].as<std::int64_t>();
   if (!(shift_at > 0 && shift_at < 1)) {
     std::fprintf(stderr, "graft serve: command line: --context-shift-at: %g is out of range: must be in (0, 1)\n", shift_at);
     return 2;
   }
-  if (keep < 0 || keep > 16777216) {
-    std::fprintf(stderr, "graft serve: command line: --context-keep: %lld is out of range: must be in 0..16777216\n",
-                 static_cast<long long>(keep));
-    return 2;
-  }
+  const auto keep = integer("context-keep", 0, 16777216);
+  if (!keep) return 2;
   if (vm.count("context-shift")) o.context_shift_at = shift_at;
-  o.context_keep = static_cast<std::uint32_t>(keep);
+  o.context_keep = static_cast<std::uint32_t>(*keep);
   o.reasoning_budget = vm["reasoning-budget"].as<std::int64_t>();
   if (o.reasoning_budget < -1) {
     std::fprintf(stderr, "graft serve: command line: --reasoning-budget: %lld is out of range: must be >= -1\n",

@@ -235,7 +235,6 @@ async function send(text) {
   let answerText = '';
   let tokens = 0;       // the server's count of the answer's tokens (chunk.graft.completion_tokens)
   let seconds = 0;      // the server's seconds since the first of them (chunk.graft.decode_seconds)
-  let firstTokenAt = 0;
   let failed = false;
 
   // Chunks can come faster than a page can lay text out: they are parsed as they come, and the
@@ -292,7 +291,6 @@ async function send(text) {
         const reasoning = delta.reasoning_content || '';
         const content = delta.content || '';
         if (reasoning || content) {
-          if (firstTokenAt === 0) firstTokenAt = performance.now();
           const g = event.graft || {};
           tokens = typeof g.completion_tokens === 'number' ? g.completion_tokens : tokens + 1;
           if (typeof g.decode_seconds === 'number') seconds = g.decode_seconds;
@@ -318,7 +316,7 @@ async function send(text) {
     setBusy(false);
     renderNow();
     const live = view.stats.querySelector('[data-testid="stat-live"]');
-    if (firstTokenAt === 0) live?.remove();  // no token came
+    if (tokens === 0) live?.remove();  // no token came
     else live?.classList.remove('live');     // as seen here; graft's own figures follow it
     view.msg.classList.add('done');
     view.summary.textContent = 'Thinking';  // no longer live
