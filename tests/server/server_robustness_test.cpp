@@ -495,7 +495,7 @@ INSTANTIATE_TEST_SUITE_P(ServerRobustness, SlowClients, ::testing::Values(std::s
                            return i.param == 8 ? std::string("EightThreadsStarve") : "DefaultPool";
                          });
 
-// A valid request whose ignored field holds a million tiny objects (~6 MB) made a tree of them,
+// A valid request whose ignored field holds a million tiny objects (~3 MB) made a tree of them,
 // twice (the routes parse the body sorted and in the client's key order): +600 MB at its peak, most
 // of it kept after the request. Now a streaming count refuses it (413, the bound named) before any
 // tree is made, four such bodies at once leave the memory within a few MiB of idle, and so does a
@@ -531,8 +531,8 @@ TEST(ServerRobustness, ABodyOfManyTinyValuesIsRefusedBeforeItIsParsed) {
   }
   EXPECT_EQ(status[4], 413);
   EXPECT_EQ(message[4], "the request body nests objects and arrays deeper than the server's limit of 64");
-  std::printf("four 6 MB bodies of a million values and one nested a million deep: RSS %ld -> %ld KiB\n", idle, after);
-  // The bodies themselves (6 MB each, read in full before they are judged) are freed: what is left
+  std::printf("four 3 MB bodies of a million values and one nested a million deep: RSS %ld -> %ld KiB\n", idle, after);
+  // The bodies themselves (3 MB each, read in full before they are judged) are freed: what is left
   // is thread stacks and arena pages.
   if (kRssMeaningful) {
     EXPECT_LE(after - idle, 16L << 10);
