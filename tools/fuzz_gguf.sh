@@ -5,6 +5,8 @@
 #           gguf_vocab_fuzz     the model header and the tokenizer read from a parsed file's metadata
 #           chat_template_fuzz  the chat template (tokenizer.chat_template) parsed and rendered over
 #                               fuzzed messages, under a render budget (seeds: tests/data/chat_templates)
+#           request_fuzz        a request body as graft serve reads it: the JSON bounds, the object
+#                               parse, the generation fields and logit_bias, the error bodies
 # Builds in build-fuzz/ with clang, seeds a corpus from Writer-made files, runs, and exits
 # non-zero if the fuzzer found a crash, leak, timeout or sanitizer error (the input is saved under
 # build-fuzz/fuzz/artifacts/). Environment: GRAFT_FUZZ_JOBS (build parallelism, default 2).
@@ -20,7 +22,8 @@ case "$target" in
   gguf_fuzz) max_len=4096 ;;
   gguf_vocab_fuzz) max_len=16384 ;;  # the tokenizer seeds hold 256 byte tokens (3-7 KB)
   chat_template_fuzz) max_len=16384 ;;  # real templates are 1-10 KB
-  *) echo "fuzz_gguf.sh: TARGET must be gguf_fuzz, gguf_vocab_fuzz or chat_template_fuzz, got '$target'" >&2; exit 2 ;;
+  request_fuzz) max_len=4096 ;;
+  *) echo "fuzz_gguf.sh: TARGET must be gguf_fuzz, gguf_vocab_fuzz, chat_template_fuzz or request_fuzz, got '$target'" >&2; exit 2 ;;
 esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-fuzz"
@@ -39,6 +42,16 @@ if [[ $target == chat_template_fuzz ]]; then
     { cat "$t"; printf '\0\3hello world\1\2'; } > "$corpus/seed-$(basename "$t" .jinja)"
   done
   dict=(-dict="$root/tests/fuzz/chat_template.dict")
+elif [[ $target == request_fuzz ]]; then
+  # Requests as clients send them (the OpenAI and llama.cpp field names).
+  i=0
+  for body in '{"prompt":"x","max_tokens":16,"temperature":0}' \
+    '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}' \
+    '{"prompt":"x","top_p":0.9,"top_k":40,"min_p":0.05,"seed":7,"stop":["\n","END"],"logit_bias":{"15":-100,"7":3.5}}' \
+    '{"prompt":"x","max_completion_tokens":1e20,"repeat_penalty":1.1,"presence_penalty":-2,"n":2,"logprobs":true}'; do
+    printf '%s' "$body" > "$corpus/seed-$((i++))"
+  done
+  dict=(-dict="$root/tests/fuzz/request.dict")
 else
   "$build/bin/gguf_fuzz_seeds" "$corpus"
 fi

@@ -16,31 +16,9 @@ namespace graft::chat {
 class Value;
 using List = std::vector<Value>;
 
-// Dicts keep insertion order (Python dicts do, and tojson output depends on it). Lookup is linear:
-// chat template dicts are small.
-class Dict {
- public:
-  const Value* find(std::string_view key) const;
-  Value* find(std::string_view key);
-  void set(std::string key, Value value);
-  std::size_t size() const { return items_.size(); }
-  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
-
- private:
-  std::vector<std::pair<std::string, Value>> items_;
-};
-
-struct CallArgs {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> named;
-  // Positional argument i or keyword `name`, else nullptr.
-  const Value* get(std::size_t i, std::string_view name) const;
-};
-
-struct Callable {
-  std::string name;
-  std::function<Value(const CallArgs&)> fn;
-};
+class Dict;
+struct CallArgs;
+struct Callable;
 
 struct Undefined {
   std::string name;  // what was looked up, for error messages
@@ -108,6 +86,35 @@ class Value {
 
  private:
   Data data_;
+};
+
+// Defined after Value: a std::pair holding a Value needs Value complete (clang rejects it
+// otherwise).
+//
+// Dicts keep insertion order (Python dicts do, and tojson output depends on it). Lookup is linear:
+// chat template dicts are small.
+class Dict {
+ public:
+  const Value* find(std::string_view key) const;
+  Value* find(std::string_view key);
+  void set(std::string key, Value value);
+  std::size_t size() const { return items_.size(); }
+  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+
+ private:
+  std::vector<std::pair<std::string, Value>> items_;
+};
+
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> named;
+  // Positional argument i or keyword `name`, else nullptr.
+  const Value* get(std::size_t i, std::string_view name) const;
+};
+
+struct Callable {
+  std::string name;
+  std::function<Value(const CallArgs&)> fn;
 };
 
 // Python float repr: shortest round-trip digits, ".0" on integral values, exponent form outside

@@ -7,16 +7,20 @@
 #include <malloc.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "server/api_error.hpp"
 #include "server/api_key.hpp"
 #include "server/chat_page.hpp"
 #include "server/client_connection.hpp"
 #include "server/connection_pool.hpp"
+#include "server/half_closed_reply.hpp"
 #include "server/json_bounds.hpp"
 #include "server/server_context.hpp"
 #include "speculative/drafters.hpp"
@@ -47,9 +51,17 @@ struct HttpServer::Impl {
   int listen_fd = -1;  // the listening socket, to raise cpp-httplib's backlog of 5
   int port = -1;       // the port it listens on (bind())
   BusyConnections busy;
+  // The read deadline's sweep (--read-deadline), while serve() runs.
+  std::thread deadline_thread;
+  std::mutex deadline_m;
+  std::condition_variable deadline_cv;
+  bool deadline_stop = false;
   ~Impl() {
+    stop_deadline();
     if (own_log && log) std::fclose(log);
   }
+  void start_deadline();
+  void stop_deadline();
   void routes();
   json model_entry() const;
   void write_log(const httplib::Request& req, const httplib::Response& res);
@@ -130,6 +142,12 @@ void HttpServer::Impl::routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  // Last before httplib writes the answer: a client that half-closed gets it written by us
+  // (half_closed_reply.hpp).
+  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    busy.answering();  // whatever the route (a GET that came with a body too)
+    reply_if_half_closed(req, res);
+  });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     write_log(req, res);
     busy.end();
@@ -209,6 +227,7 @@ void HttpServer::Impl::routes() {
   using Route = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
   const auto bounded = [this](Route route) {
     return [this, route](const httplib::Request& req, httplib::Response& res) {
+      busy.answering();  // the body is read: the read deadline no longer applies
       if (auto e = check_json_bounds(req.body, ctx.options.json_bounds)) return send_error(res, *e);
       route(ctx, req, res);
     };
@@ -308,7 +327,35 @@ Expected<int> HttpServer::bind() {
   return port;
 }
 
-void HttpServer::serve() { impl_->http.listen_after_bind(); }
+void HttpServer::Impl::start_deadline() {
+  const int seconds = ctx.options.read_deadline_seconds;
+  if (seconds <= 0 || port <= 0) return;
+  deadline_stop = false;
+  deadline_thread = std::thread([this, seconds] {
+    const auto deadline = std::chrono::seconds(seconds);
+    // A sweep reads every descriptor of the process: four per deadline, at most one a second.
+    const auto period = std::min<std::chrono::milliseconds>(std::chrono::seconds(1), std::chrono::milliseconds(deadline) / 4);
+    std::unique_lock lock(deadline_m);
+    while (!deadline_cv.wait_for(lock, period, [this] { return deadline_stop; }))
+      if (const std::size_t n = busy.close_slow(port, deadline))
+        spdlog::warn("closed {} connection(s) that took over {} s to send a request (--read-deadline)", n, seconds);
+  });
+}
+
+void HttpServer::Impl::stop_deadline() {
+  {
+    std::lock_guard lock(deadline_m);
+    deadline_stop = true;
+  }
+  deadline_cv.notify_all();
+  if (deadline_thread.joinable()) deadline_thread.join();
+}
+
+void HttpServer::serve() {
+  impl_->start_deadline();
+  impl_->http.listen_after_bind();
+  impl_->stop_deadline();
+}
 
 // cpp-httplib 0.11's connection threads finish what they answer; the connections idling between
 // keep-alive requests are shut down, or serve() would wait out their 5 s timeout.

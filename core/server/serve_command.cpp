@@ -35,6 +35,9 @@ int cmd_serve(const Args& args) {
       "largest request body accepted, in MiB (larger ones get 413)")(
       "max-connections", po::value<std::int64_t>()->value_name("N")->default_value(256),
       "connections served at once, each on its own thread (a slow client holds only its own; more wait)")(
+      "read-deadline", po::value<std::int64_t>()->value_name("SECONDS")->default_value(60),
+      "seconds a client may take to send one request, headers and body (or to wait for a thread or its next "
+      "request) before its connection is closed; 0: no deadline")(
       "max-json-values", po::value<std::int64_t>()->value_name("N")->default_value(200000),
       "most JSON values (object keys included) a request body may hold, counted before it is parsed (more: 413)")(
       "context-shift", "when a sequence fills --context-shift-at of its context, drop the oldest half of its tokens "
@@ -78,6 +81,9 @@ int cmd_serve(const Args& args) {
   o.max_body_bytes = std::size_t(*body_mib) << 20;
   o.json_bounds.max_values = static_cast<std::size_t>(*json_values);
   o.max_connections = static_cast<std::size_t>(*connections);
+  const auto read_deadline = integer("read-deadline", 0, 86400);
+  if (!read_deadline) return 2;
+  o.read_deadline_seconds = static_cast<int>(*read_deadline);
   server::ApiKeySource key_source;
   if (vm.count("api-key")) key_source.flag = vm["api-key"].as<std::string>();
   if (vm.count("api-key-file")) key_source.file = vm["api-key-file"].as<std::string>();

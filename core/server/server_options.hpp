@@ -17,6 +17,10 @@ struct ServerOptions {
   std::string request_log;         // JSON lines: a file, "-" for stdout, empty for none
   std::size_t max_body_bytes = std::size_t(16) << 20;  // larger bodies get 413
   std::size_t max_connections = 256;  // threads serving connections at once (more wait their turn)
+  // Seconds a connection may take to send one request (headers and body), or wait for a thread or
+  // a next request, before it is closed (0: no deadline; cpp-httplib's own timeout is 5 s between
+  // two reads, which a byte every few seconds never trips).
+  int read_deadline_seconds = 60;
   JsonBounds json_bounds;                               // bodies past them get 413 before they are parsed
   // Context shift (plain decoding): when a sequence holds this fraction of its KV capacity, the
   // oldest half of its tokens after the first `context_keep` go and the rest is prefilled again.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "server/server_test_util.hpp"
 
@@ -615,3 +617,190 @@ TEST(ServerRobustness, MalformedHttpGets400SayingWhy) {
             "malformed HTTP request: the request line must be 'METHOD PATH HTTP/1.1' and headers 'Name: value'");
 }
 
+
+namespace {
+// Sends `raw` on a new connection, shuts the sending side down (a half-close: the client is done
+// sending and still reads), and reads until the server closes (or 20 s).
+std::string half_closed_exchange(int port, const std::string& raw) {
+  const int fd = connect_to(port);
+  if (fd < 0) return {};
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return reply;
+}
+
+std::string post_request(const std::string& path, const json& body) {
+  const std::string b = body.dump();
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(b.size()) + "\r\n\r\n" + b;
+}
+
+// A raw reply split into its interim (1xx) status lines, the final status, its headers and its body
+// (a chunked body joined).
+struct RawReply {
+  std::vector<int> interim;
+  int status = -1;
+  std::string headers;
+  std::string body;
+};
+RawReply parse_reply(std::string raw) {
+  RawReply r;
+  for (;;) {
+    const auto end = raw.find("\r\n\r\n");
+    if (raw.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return r;
+    const int status = std::stoi(raw.substr(9, 3));
+    if (status >= 200) {
+      r.status = status;
+      r.headers = raw.substr(0, end);
+      raw.erase(0, end + 4);
+      break;
+    }
+    r.interim.push_back(status);
+    raw.erase(0, end + 4);
+  }
+  if (r.headers.find("Transfer-Encoding: chunked") == std::string::npos) {
+    r.body = raw;
+    return r;
+  }
+  for (std::size_t at = 0;;) {
+    const auto line = raw.find("\r\n", at);
+    if (line == std::string::npos) return r;  // cut short: the body ends here
+    const std::size_t size = std::stoul(raw.substr(at, line - at), nullptr, 16);
+    if (size == 0) return r;
+    r.body += raw.substr(line + 2, size);
+    at = line + 2 + size + 2;
+  }
+}
+}  // namespace
+
+// A client that half-closes its connection once its request is out (it still reads) gets its
+// answer: a short one, one long enough that the server looks at the connection while generating
+// (it may send a "100 Continue" first, to tell a half-close from a close), a stream, /health.
+// cpp-httplib alone wrote nothing to such a client (its log said 200).
+TEST(ServerRobustness, AClientThatHalfClosesGetsItsAnswer) {
+  Running srv;
+  ASSERT_GT(srv.port, 0);
+  for (int n : {4, 200}) {
+    const RawReply r = parse_reply(half_closed_exchange(
+        srv.port, post_request("/v1/completions", {{"prompt", "x"}, {"max_tokens", n}, {"temperature", 0}})));
+    ASSERT_EQ(r.status, 200) << n << " tokens";
+    for (int s : r.interim) EXPECT_EQ(s, 100);
+    const json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.body;
+    EXPECT_EQ(j["usage"]["completion_tokens"], n);
+    EXPECT_EQ(j["choices"][0]["text"], plain_greedy(*srv.pipeline, "x", n));
+    EXPECT_NE(r.headers.find("Connection: close"), std::string::npos) << r.headers;
+  }
+  const RawReply s = parse_reply(half_closed_exchange(
+      srv.port,
+      post_request("/v1/completions", {{"prompt", "x"}, {"max_tokens", 16}, {"temperature", 0}, {"stream", true}})));
+  ASSERT_EQ(s.status, 200);
+  std::string text;
+  bool done = false;
+  for (std::size_t at = 0; (at = s.body.find("data: ", at)) != std::string::npos;) {
+    const auto end = s.body.find("\n\n", at);
+    const std::string data = s.body.substr(at + 6, end - at - 6);
+    at = end;
+    if (data == "[DONE]") {
+      done = true;
+      break;
+    }
+    const json e = json::parse(data, nullptr, false);
+    if (e.is_object() && !e["choices"].empty()) text += e["choices"][0].value("text", "");
+  }
+  EXPECT_TRUE(done) << s.body;
+  EXPECT_EQ(text, plain_greedy(*srv.pipeline, "x", 16));
+  const RawReply h = parse_reply(half_closed_exchange(srv.port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.body, R"({"status":"ok"})");
+  // And the server goes on.
+  auto c = srv.client();
+  EXPECT_EQ(c.Get("/health")->status, 200);
+}
+
+namespace {
+// Sends `at_once`, then `raw` a byte every `gap`, on a new connection until the server closes it
+// or everything is sent; returns the seconds until the server closed it (-1: it never did, within
+// `limit`).
+double trickle_until_closed(int port, const std::string& at_once, const std::string& raw,
+                            std::chrono::milliseconds gap, std::chrono::seconds limit) {
+  const int fd = connect_to(port);
+  if (fd < 0) return -2;
+  const auto start = Clock::now();
+  if (!at_once.empty() && ::send(fd, at_once.data(), at_once.size(), MSG_NOSIGNAL) != ssize_t(at_once.size())) {
+    ::close(fd);
+    return -2;
+  }
+  double closed = -1;
+  for (std::size_t i = 0; Clock::now() - start < limit; ++i) {
+    if (i < raw.size() && ::send(fd, raw.data() + i, 1, MSG_NOSIGNAL) != 1) {
+      closed = seconds_since(start);
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(gap.count())) > 0) {
+      char c;
+      if (::recv(fd, &c, 1, MSG_DONTWAIT) <= 0) {  // the end of the connection (or a reset)
+        closed = seconds_since(start);
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  return closed;
+}
+}  // namespace
+
+// The read deadline: a connection has --read-deadline seconds (here 1) to send a whole request.
+// One trickling its headers and one trickling its body (a byte every 200 ms, far inside
+// cpp-httplib's 5 s between two reads, which alone let such a client hold its thread for as long
+// as it liked) are closed after 1-2.5 s (a sweep every 250 ms). A keep-alive client whose
+// requests span three seconds, and an answer generated for longer than the deadline, are not cut.
+TEST(ServerRobustness, AConnectionHasTheReadDeadlineToSendARequest) {
+  server::ServerOptions o;
+  o.read_deadline_seconds = 1;
+  o.context_shift_at = 0.85;  // so that an answer can outlast the zoo model's short context
+  Running srv(o);
+  ASSERT_GT(srv.port, 0);
+  const std::string body = json{{"prompt", "x"}, {"max_tokens", 2}}.dump();
+  std::string headers_slowly = "GET /health HTTP/1.1\r\nHost: x\r\n";
+  while (headers_slowly.size() < 200) headers_slowly += "X-Pad: abcdefgh\r\n";
+  const std::string post_headers = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                   "Content-Length: " + std::to_string(body.size() + 100) + "\r\n\r\n";
+  double closed[2] = {0, 0};
+  std::thread a([&] { closed[0] = trickle_until_closed(srv.port, "", headers_slowly, 200ms, 6s); });
+  // The headers at once, the body a byte at a time.
+  std::thread b([&] { closed[1] = trickle_until_closed(srv.port, post_headers, body + std::string(100, ' '), 200ms, 6s); });
+  // Meanwhile a keep-alive client sends a request every 0.5 s for 3 s on one connection.
+  httplib::Client keep("127.0.0.1", srv.port);
+  keep.set_keep_alive(true);
+  int answered = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto r = keep.Post("/v1/completions", body, "application/json");
+    if (r && r->status == 200) ++answered;
+    std::this_thread::sleep_for(500ms);
+  }
+  a.join();
+  b.join();
+  std::printf("closed after %.2f s (headers trickled), %.2f s (body trickled); %d of 6 keep-alive requests answered\n",
+              closed[0], closed[1], answered);
+  for (double t : closed) {
+    EXPECT_GE(t, 0.9) << "closed before the deadline";
+    EXPECT_LE(t, 2.5) << "not closed at the deadline (-1: never)";
+  }
+  EXPECT_EQ(answered, 6);
+  // An answer that takes longer than the deadline to generate is answered whole.
+  auto c = srv.client();
+  const auto start = Clock::now();
+  const json r = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 6000}, {"temperature", 0}}, 200);
+  const double took = seconds_since(start);
+  std::printf("an answer of 6000 tokens (context shifts) in %.2f s\n", took);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 6000);
+  EXPECT_GT(took, 1.5) << "too fast to outlast the deadline: the check above proves nothing";
+}
