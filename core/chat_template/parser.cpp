@@ -477,6 +477,7 @@ class Parser {
       }
       break;
     }
+    if (!slice && !parts[0]) unexpected("an expression");  // x[] (jinja2: a syntax error too)
     expect_op("]");
     auto s = node(slice ? Expr::Kind::Slice : Expr::Kind::Index, pos);
     s->args.push_back(std::move(obj));

@@ -21,6 +21,10 @@ TEST(ChatTemplateErrors, UnknownFilterAndTest) {
 TEST(ChatTemplateErrors, SyntaxError) {
   EXPECT_EQ(render("{{ 1 + }}"), "ERROR: chat template line 1, column 8: expected an expression, got '}}'");
   EXPECT_EQ(render("{{ 'abc }}"), "ERROR: chat template line 1, column 4: unterminated string literal");
+  // An empty subscript (found by chat_template_fuzz: it was parsed into an index of nothing, which
+  // the render then dereferenced).
+  EXPECT_EQ(render("{{ x[] }}"), "ERROR: chat template line 1, column 6: expected an expression, got ']'");
+  EXPECT_EQ(render("{{ a if m[]['k'] == 1 }}"), "ERROR: chat template line 1, column 11: expected an expression, got ']'");
 }
 
 TEST(ChatTemplateErrors, RaiseException) {
