@@ -85,6 +85,8 @@ std::variant<ChatTemplate, std::string> ChatTemplate::parse(std::string_view sou
 }
 
 RenderResult ChatTemplate::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
+  // First made, last ended: the render's reference cycles are broken once nothing of it is used.
+  ContainerArena arena;
   try {
     std::unordered_map<std::string, Value> globals;
     add_globals(globals, options);

@@ -1,5 +1,6 @@
 #include "value.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,43 @@ Value* Dict::find(std::string_view key) {
   for (auto& [k, v] : items_)
     if (k == key) return &v;
   return nullptr;
+}
+
+namespace {
+thread_local ContainerArena* t_arena = nullptr;
+}  // namespace
+
+Value::Value(List l) : data_(std::make_shared<List>(std::move(l))) { ContainerArena::track(std::get<ListPtr>(data_)); }
+
+Value::Value(DictPtr d) : data_(std::move(d)) { ContainerArena::track(std::get<DictPtr>(data_)); }
+
+ContainerArena::ContainerArena() : previous_(t_arena) { t_arena = this; }
+
+ContainerArena::~ContainerArena() {
+  t_arena = previous_;
+  // Emptying every container still alive breaks its cycles; what nothing else holds is then freed.
+  for (const auto& w : lists_)
+    if (auto l = w.lock()) List().swap(*l);
+  for (const auto& w : dicts_)
+    if (auto d = w.lock()) d->clear();
+}
+
+void ContainerArena::track(const std::shared_ptr<List>& list) {
+  if (!t_arena) return;
+  t_arena->lists_.push_back(list);
+  if (t_arena->lists_.size() >= t_arena->prune_at_) t_arena->prune();
+}
+
+void ContainerArena::track(const std::shared_ptr<Dict>& dict) {
+  if (!t_arena) return;
+  t_arena->dicts_.push_back(dict);
+  if (t_arena->dicts_.size() >= t_arena->prune_at_) t_arena->prune();
+}
+
+void ContainerArena::prune() {
+  std::erase_if(lists_, [](const auto& w) { return w.expired(); });
+  std::erase_if(dicts_, [](const auto& w) { return w.expired(); });
+  prune_at_ = 2 * std::max(lists_.size(), dicts_.size()) + 1024;
 }
 
 void Dict::set(std::string key, Value value) {

@@ -43,8 +43,8 @@ class Value {
   Value(double d) : data_(d) {}
   Value(std::string s) : data_(std::move(s)) {}
   Value(const char* s) : data_(std::string(s)) {}
-  Value(List l) : data_(std::make_shared<List>(std::move(l))) {}
-  Value(DictPtr d) : data_(std::move(d)) {}
+  Value(List l);
+  Value(DictPtr d);  // a new dict (counted by the thread's ContainerArena)
   Value(CallablePtr c) : data_(std::move(c)) {}
 
   static Value undefined(std::string name) { return Value(Undefined{std::move(name)}); }
@@ -100,6 +100,7 @@ class Dict {
   void set(std::string key, Value value);
   std::size_t size() const { return items_.size(); }
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+  void clear() { items_.clear(); }
 
  private:
   std::vector<std::pair<std::string, Value>> items_;
@@ -115,6 +116,27 @@ struct CallArgs {
 struct Callable {
   std::string name;
   std::function<Value(const CallArgs&)> fn;
+};
+
+// The lists and dicts made on this thread while it lives, emptied when it ends: templates can
+// make reference cycles (`{% set ns.me = ns %}`, a list appended to itself) that Python's
+// collector frees and shared_ptr never would. A render holds one, made before any value of the
+// render and ended after the last: what is still alive then is garbage or a cycle.
+class ContainerArena {
+ public:
+  ContainerArena();
+  ~ContainerArena();
+  ContainerArena(const ContainerArena&) = delete;
+  ContainerArena& operator=(const ContainerArena&) = delete;
+  static void track(const std::shared_ptr<List>& list);
+  static void track(const std::shared_ptr<Dict>& dict);
+
+ private:
+  void prune();  // drops what has died, so a long render's bookkeeping stays proportional to what lives
+  std::vector<std::weak_ptr<List>> lists_;
+  std::vector<std::weak_ptr<Dict>> dicts_;
+  std::size_t prune_at_ = 1024;
+  ContainerArena* previous_;
 };
 
 // Python float repr: shortest round-trip digits, ".0" on integral values, exponent form outside
