@@ -55,26 +55,34 @@ void for_each_socket(Fn&& fn) {
   ::closedir(dir);
 }
 
-// The socket `req` came on (its local and remote address and port), or -1.
+// Whether `fd` is the connection of `req`: its local and remote address and port (no two open
+// sockets share both endpoints).
+bool is_socket_of(int fd, const httplib::Request& req) {
+  const Endpoint peer = peer_endpoint(fd);
+  if (peer.port != req.remote_port || peer.ip != req.remote_addr) return false;
+  const Endpoint local = local_endpoint(fd);
+  return local.port == req.local_port && local.ip == req.local_addr;
+}
+
+// The socket `req` came on, or -1.
 int find_socket(const httplib::Request& req) {
   int found = -1;
   for_each_socket([&](int fd) {
-    const Endpoint peer = peer_endpoint(fd);
-    if (peer.port != req.remote_port || peer.ip != req.remote_addr) return true;
-    const Endpoint local = local_endpoint(fd);
-    if (local.port != req.local_port || local.ip != req.local_addr) return true;
+    if (!is_socket_of(fd, req)) return true;
     found = fd;
     return false;
   });
   return found;
 }
 
-// Whether `fd` is still the connection of `req` (no two open sockets share both endpoints).
-bool is_socket_of(int fd, const httplib::Request& req) {
-  const Endpoint peer = peer_endpoint(fd);
-  if (peer.port != req.remote_port || peer.ip != req.remote_addr) return false;
-  const Endpoint local = local_endpoint(fd);
-  return local.port == req.local_port && local.ip == req.local_addr;
+// Calls `fn(fd, peer)` for each client connection of the server listening on `local_port`.
+template <class Fn>
+void for_each_client(int local_port, Fn&& fn) {
+  for_each_socket([&](int fd) {
+    const Endpoint peer = peer_endpoint(fd);
+    if (peer.port >= 0 && local_endpoint(fd).port == local_port) fn(fd, peer);
+    return true;
+  });
 }
 
 constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -146,13 +154,10 @@ void BusyConnections::end() {
 
 void BusyConnections::close_idle(int local_port) {
   std::lock_guard lock(m_);
-  for_each_socket([&](int fd) {
-    const Endpoint peer = peer_endpoint(fd);
-    if (peer.port < 0 || local_endpoint(fd).port != local_port) return true;  // not a client of this server
+  for_each_client(local_port, [&](int fd, const Endpoint& peer) {
     for (const auto& [thread, busy] : busy_)
-      if (busy.client.port == peer.port && busy.client.ip == peer.ip) return true;  // answering a request
+      if (busy.client.port == peer.port && busy.client.ip == peer.ip) return;  // answering a request
     ::shutdown(fd, SHUT_RDWR);
-    return true;
   });
 }
 
@@ -161,11 +166,9 @@ std::size_t BusyConnections::close_slow(int local_port, Clock::duration deadline
   const Clock::time_point now = Clock::now();
   std::map<std::pair<std::string, int>, Clock::time_point> still_reading;  // the connections that remain
   std::size_t closed = 0;
-  for_each_socket([&](int fd) {
-    const Endpoint peer = peer_endpoint(fd);
-    if (peer.port < 0 || local_endpoint(fd).port != local_port) return true;  // not a client of this server
+  for_each_client(local_port, [&](int fd, const Endpoint& peer) {
     for (const auto& [thread, busy] : busy_)
-      if (busy.answering && busy.client.port == peer.port && busy.client.ip == peer.ip) return true;
+      if (busy.answering && busy.client.port == peer.port && busy.client.ip == peer.ip) return;
     const std::pair<std::string, int> key{peer.ip, peer.port};
     const auto known = reading_since_.find(key);
     const Clock::time_point since = known == reading_since_.end() ? now : known->second;
@@ -175,7 +178,6 @@ std::size_t BusyConnections::close_slow(int local_port, Clock::duration deadline
     } else {
       still_reading.emplace(key, since);
     }
-    return true;
   });
   reading_since_ = std::move(still_reading);  // closed connections are forgotten
   return closed;
