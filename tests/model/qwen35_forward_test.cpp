@@ -181,9 +181,10 @@ TEST_F(Qwen35Forward, RowsThatAreNotAPathAreRefusedAndChangeNothing) {
   ASSERT_TRUE(s->append(prefix).ok());
   const std::vector<std::uint8_t> mask{1, 0, 0, 1, 1, 0, 1, 0, 1};  // rows 1 and 2 both children of 0
   const auto extra = tokens(3, 2);
+  const std::vector<std::int32_t> positions{4, 5, 5};  // named: the batch holds a span of it
   SequenceBatch batch;
   batch.tokens = extra;
-  batch.positions = std::vector<std::int32_t>{4, 5, 5};
+  batch.positions = positions;
   batch.n_past = 4;
   batch.ancestor = mask.data();
   batch.all_logits = true;
