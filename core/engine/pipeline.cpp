@@ -159,6 +159,9 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
   p->backend_ = *backend;
   if (Status st = p->backend_->status(); !st.ok())
     return Status(st.code(), fmt::format("backend '{}' is not usable: {}", profile.backend.name, st.message()));
+  // The backend's kernel libraries: its kernels for formats and stores whose plugins have none there.
+  if (auto libs = load_kernel_libraries(*plugins->registry, *plugins->host, p->backend_->name()); !libs)
+    return std::move(libs).status();
 
   auto file = gguf::File::open(profile.model, plugins->formats.types);
   if (!file) return std::move(file).status();

@@ -21,7 +21,7 @@ Status DecoderBlock::matmul(const MatrixWeight& w, const float* x, std::uint32_t
 }
 
 Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer,
-                               std::span<const SequenceRows> seqs, const std::int32_t* positions, std::uint32_t n,
+                               std::span<const SequenceRows> seqs, const TensorView& positions, std::uint32_t n,
                                const float* in, float* out) const {
   const auto& p = p_;
   Backend& be = *be_;
@@ -77,7 +77,7 @@ Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32
     AttentionBatch ab;
     ab.n_query = s.n_tokens;
     ab.n_past = s.n_past;
-    ab.ancestor = s.ancestor;
+    ab.ancestor = s.mask;
     ab.scale = 1.0f / std::sqrt(static_cast<float>(D));
     GRAFT_TRY(s.kv->attend(kv_layer, qs, ab, f32_view(ws.attn + std::int64_t(r0) * H * D, D, H, s.n_tokens)));
     r0 += s.n_tokens;
@@ -125,16 +125,16 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
   for (const SequenceRows& s : seqs) {
     RecurrentState& st = *s.state;
     GRAFT_TRY(settle_delta_net(index, st));
-    const std::int32_t* parents = s.ancestor ? ws.parents.data() + r0 : nullptr;
+    const bool tree = s.parents.data != nullptr;
     const TensorView x = f32_view(ws.ssm_x + std::int64_t(r0) * d.C, d.C, s.n_tokens);
-    if (parents) {
+    if (tree) {
       const std::size_t rows = s.n_tokens;
-      GRAFT_TRY(be.copy(st.pending_x(index), MemoryKind::device, x.data, MemoryKind::device, rows * d.C * sizeof(float)));
-      GRAFT_TRY(be.copy(st.pending_g(index), MemoryKind::device, ws.ssm_g + std::int64_t(r0) * d.Hv, MemoryKind::device,
-                        rows * d.Hv * sizeof(float)));
+      GRAFT_TRY(be.copy_async(st.pending_x(index), MemoryKind::device, x.data, MemoryKind::device, rows * d.C * sizeof(float)));
+      GRAFT_TRY(be.copy_async(st.pending_g(index), MemoryKind::device, ws.ssm_g + std::int64_t(r0) * d.Hv,
+                              MemoryKind::device, rows * d.Hv * sizeof(float)));
     }
-    GRAFT_TRY(be.causal_conv_silu(x, w, st.conv(index), parents, f32_view(ws.ssm_y + std::int64_t(r0) * d.C, d.C, s.n_tokens),
-                                  parents ? TensorView{} : st.conv(index)));
+    GRAFT_TRY(be.causal_conv_silu(x, w, st.conv(index), s.parents, f32_view(ws.ssm_y + std::int64_t(r0) * d.C, d.C, s.n_tokens),
+                                  tree ? TensorView{} : st.conv(index)));
     r0 += s.n_tokens;
   }
   // q and k per head /= their L2 norms (one call: the 2 Hk heads of q | k lie side by side).
@@ -144,18 +144,18 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
   r0 = 0;
   for (const SequenceRows& s : seqs) {
     RecurrentState& st = *s.state;
-    const std::int32_t* parents = s.ancestor ? ws.parents.data() + r0 : nullptr;
+    const bool tree = s.parents.data != nullptr;
     float* y = ws.ssm_y + std::int64_t(r0) * d.C;
     const auto [qs, ks, vs] = d.qkv(y, s.n_tokens);
-    if (parents)
+    if (tree)
       for (std::uint32_t t = 0; t < s.n_tokens; ++t)
-        GRAFT_TRY(be.copy(st.pending_k(index) + std::int64_t(t) * d.Hk * d.Dk, MemoryKind::device,
-                          y + std::int64_t(t) * d.C + d.Hk * d.Dk, MemoryKind::device, d.Hk * d.Dk * sizeof(float)));
+        GRAFT_TRY(be.copy_async(st.pending_k(index) + std::int64_t(t) * d.Hk * d.Dk, MemoryKind::device,
+                                y + std::int64_t(t) * d.C + d.Hk * d.Dk, MemoryKind::device, d.Hk * d.Dk * sizeof(float)));
     GRAFT_TRY(be.gated_delta_net(qs, ks, vs, f32_view(ws.ssm_g + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens),
-                                 f32_view(ws.ssm_b + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens), st.delta(index), parents,
+                                 f32_view(ws.ssm_b + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens), st.delta(index), s.parents,
                                  f32_view(ws.ssm_o + std::int64_t(r0) * d.Hv * d.Dv, d.Dv, d.Hv, s.n_tokens),
-                                 parents ? TensorView{} : st.delta(index),
-                                 parents ? f32_view(st.pending_d(index), d.Dv, d.Hv, s.n_tokens) : TensorView{}));
+                                 tree ? TensorView{} : st.delta(index),
+                                 tree ? f32_view(st.pending_d(index), d.Dv, d.Hv, s.n_tokens) : TensorView{}));
     r0 += s.n_tokens;
   }
   // Gated norm per head: o = rms_norm(o) * ssm_norm * silu(z); out = o * ssm_out [Hv*Dv, E].
@@ -167,15 +167,14 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
 }
 
 Status DecoderBlock::settle_delta_net(std::uint32_t index, RecurrentState& st) const {
-  const auto path = st.deferred();
-  if (path.empty()) return Status::success();
+  if (st.deferred().empty()) return Status::success();
+  const TensorView path = st.deferred_rows();  // in backend memory
   const DeltaShape d(p_);
   const auto kept = static_cast<std::int64_t>(st.max_pending());
-  const auto n = static_cast<std::uint32_t>(path.size());
   // The window takes the path's raw inputs; the state each row's decay and rank-one update.
-  GRAFT_TRY(be_->conv_window_advance(f32_view(st.pending_x(index), d.C, kept), path.data(), n, st.conv(index)));
+  GRAFT_TRY(be_->conv_window_advance(f32_view(st.pending_x(index), d.C, kept), path, st.conv(index)));
   return be_->delta_net_apply(f32_view(st.pending_k(index), d.Dk, d.Hk, kept), f32_view(st.pending_d(index), d.Dv, d.Hv, kept),
-                              f32_view(st.pending_g(index), d.Hv, kept), path.data(), n, st.delta(index));
+                              f32_view(st.pending_g(index), d.Hv, kept), path, st.delta(index));
 }
 
 Status DecoderBlock::ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, const float* in, float* out) const {
@@ -195,7 +194,7 @@ Status DecoderBlock::ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, 
 }
 
 Status DecoderBlock::layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
-                           const std::int32_t* positions, std::uint32_t n, float* x) const {
+                           const TensorView& positions, std::uint32_t n, float* x) const {
   const std::int64_t E = p_.n_embd;
   Backend& be = *be_;
   // h = rms_norm(x) * attn_norm [E]; x += mixer(h): attention, or the delta-net.

@@ -25,16 +25,17 @@ class DecoderBlock {
   // x [E, n] += block(x) (norms, the layer's mixer, residuals, SwiGLU). The mixer is attention
   // over each sequence's store, or a delta-net over each sequence's recurrent state; `slot` is the
   // layer's index among the layers of its kind (its layer in the KV store, or in the state).
-  // Scratch from ws (x itself may be ws.x or any packed [E, n] buffer).
+  // Scratch from ws (x itself may be ws.x or any packed [E, n] buffer). positions: i32 [n] and the
+  // sequences' masks and parents in backend memory (SequenceRows::mask, ::parents).
   Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
-               const std::int32_t* positions, std::uint32_t n, float* x) const;
+               const TensorView& positions, std::uint32_t n, float* x) const;
   // out [E, n] = wo(attention(in)): in already normed; in and out may be one buffer (ws.h).
   Status attention(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer, std::span<const SequenceRows> seqs,
-                   const std::int32_t* positions, std::uint32_t n, const float* in, float* out) const;
+                   const TensorView& positions, std::uint32_t n, const float* in, float* out) const;
   // out [E, n] = ssm_out(gated_norm(delta_rule(conv(in)))) (qwen35.md section 4): in already
   // normed; in and out may be one buffer. Each sequence's rows run over its own recurrent state
   // (layer `index` of it), after that layer has applied the state's deferred path
-  // (settle_delta_net): a chain advances it, a token tree (parents from ws.parents) leaves it and
+  // (settle_delta_net): a chain advances it, a token tree (SequenceRows::parents) leaves it and
   // keeps what moves it on by each row (RecurrentState's pending rows).
   Status delta_net(Workspace& ws, const LayerWeights& L, std::uint32_t index, std::span<const SequenceRows> seqs,
                    std::uint32_t n, const float* in, float* out) const;

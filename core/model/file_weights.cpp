@@ -71,14 +71,21 @@ class BoundWeight final : public Weight {
     return m_->kernels->matmul(be_, m_->view, m_->prepared.get(), x, y);
   }
 
-  Status get_rows(const std::int32_t* ids, std::size_t n, const TensorView& y) const override {
+  Status get_rows(const TensorView& ids, const TensorView& y) const override {
     if (!m_) return error("get_rows", "it is a vector, not a matrix");
-    for (std::size_t i = 0; i < n; ++i)
-      if (ids[i] < 0 || ids[i] >= m_->view.ne[1])
-        return error("get_rows", fmt::format("row {} is outside 0..{}", ids[i], m_->view.ne[1] - 1));
-    if (y.type != type_id::f32 || y.ne[0] != m_->view.ne[0] || y.rows() != static_cast<std::int64_t>(n))
+    if (ids.type != type_id::i32 || ids.rows() != 1)
+      return error("get_rows", fmt::format("ids must be an i32 vector, got type {} with {} rows", ids.type, ids.rows()));
+    const std::int64_t n = ids.ne[0];
+    // Ids the host can read are checked here; the kernels check the rest (device memory).
+    if (be_.host_accessible(ids.memory) && ids.data)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int32_t id = static_cast<const std::int32_t*>(ids.data)[i];
+        if (id < 0 || id >= m_->view.ne[1])
+          return error("get_rows", fmt::format("row {} is outside 0..{}", id, m_->view.ne[1] - 1));
+      }
+    if (y.type != type_id::f32 || y.ne[0] != m_->view.ne[0] || y.rows() != n)
       return error("get_rows", fmt::format("y [{}, {}] does not fit {} rows of {}", y.ne[0], y.rows(), n, m_->view.ne[0]));
-    return m_->kernels->get_rows(be_, m_->view, ids, n, y);
+    return m_->kernels->get_rows(be_, m_->view, m_->prepared.get(), ids, y);
   }
 
  private:
@@ -105,36 +112,39 @@ class FileBlockRunner final : public BlockRunner {
   Status layer(std::uint32_t block, KvStore& kv, std::uint32_t kv_layer, const BlockRows& rows,
                const TensorView& x) override {
     const LayerWeights* L = nullptr;
-    const std::int32_t* positions = nullptr;
+    TensorView positions;
     GRAFT_TRY(prepare_call("layer", block, rows, {&x}, L, positions));
-    const SequenceRows seq{&kv, rows.n_tokens, rows.n_past, rows.ancestor};
+    SequenceRows seq{&kv, rows.n_tokens, rows.n_past};
+    seq.mask = rows.ancestor;
     return block_.layer(*ws_, *L, kv_layer, std::span(&seq, 1), positions, rows.n_tokens, x.as<float>());
   }
 
   Status attention(std::uint32_t block, KvStore& kv, std::uint32_t kv_layer, const BlockRows& rows,
                    const TensorView& in, const TensorView& out) override {
     const LayerWeights* L = nullptr;
-    const std::int32_t* positions = nullptr;
+    TensorView positions;
     GRAFT_TRY(prepare_call("attention", block, rows, {&in, &out}, L, positions));
-    const SequenceRows seq{&kv, rows.n_tokens, rows.n_past, rows.ancestor};
+    SequenceRows seq{&kv, rows.n_tokens, rows.n_past};
+    seq.mask = rows.ancestor;
     return block_.attention(*ws_, *L, kv_layer, std::span(&seq, 1), positions, rows.n_tokens, in.as<float>(),
                             out.as<float>());
   }
 
   Status ffn(std::uint32_t block, const TensorView& in, const TensorView& out) override {
     const LayerWeights* L = nullptr;
-    const std::int32_t* positions = nullptr;
+    TensorView positions;
     BlockRows rows;
     rows.n_tokens = static_cast<std::uint32_t>(in.rows());
-    GRAFT_TRY(prepare_call("ffn", block, rows, {&in, &out}, L, positions));
+    GRAFT_TRY(prepare_call("ffn", block, rows, {&in, &out}, L, positions, false));
     return block_.ffn(*ws_, *L, rows.n_tokens, in.as<float>(), out.as<float>());
   }
 
  private:
-  // Checks the rows and activations, binds blk.<block> on first use, and fills in the positions.
+  // Checks the rows and activations, binds blk.<block> on first use, and fills in the positions
+  // (n_past + i in backend memory where the caller gave none).
   Status prepare_call(const char* op, std::uint32_t block, const BlockRows& rows,
-                      std::initializer_list<const TensorView*> tensors, const LayerWeights*& L,
-                      const std::int32_t*& positions) {
+                      std::initializer_list<const TensorView*> tensors, const LayerWeights*& L, TensorView& positions,
+                      bool attends = true) {
     const auto n = rows.n_tokens;
     if (n == 0 || n > ws_->max_batch())
       return Status(Errc::invalid_argument,
@@ -162,11 +172,19 @@ class FileBlockRunner final : public BlockRunner {
       it = layers_.emplace(block, std::move(*bound)).first;
     }
     L = &it->second;
+    if (!attends) return Status::success();
+    if (rows.ancestor.data && (rows.ancestor.type != type_id::i8 || rows.ancestor.ne[0] != n || rows.ancestor.ne[1] != n))
+      return Status(Errc::invalid_argument,
+                    fmt::format("block runner {}: the ancestor mask must be i8 [{}, {}]", op, n, n));
     positions = rows.positions;
-    if (!positions) {
+    if (!positions.data) {
       ws_->positions.resize(n);
       std::iota(ws_->positions.begin(), ws_->positions.end(), static_cast<std::int32_t>(rows.n_past));
-      positions = ws_->positions.data();
+      GRAFT_TRY(ws_->inputs->begin());
+      auto staged = ws_->inputs->add(ws_->positions);
+      if (!staged) return std::move(staged).status();
+      GRAFT_TRY(ws_->inputs->upload());
+      positions = *staged;
     }
     return Status::success();
   }

@@ -16,15 +16,14 @@ Status Model::matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y)
   return block_->matmul(w, x, n, y);
 }
 
-Status Model::embed(Workspace& ws, std::span<const TokenId> tokens) const {
-  // token_embd [E, V]: x[i] = row tokens[i].
-  const auto n = static_cast<std::int64_t>(tokens.size());
-  return weights_.token_embd.kernels->get_rows(*backend_, weights_.token_embd.view, tokens.data(), tokens.size(),
-                                               f32_view(ws.x, params_.n_embd, n));
+Status Model::embed(Workspace& ws, const TensorView& ids) const {
+  // token_embd [E, V]: x[i] = row ids[i].
+  const MatrixWeight& table = weights_.token_embd;
+  return table.kernels->get_rows(*backend_, table.view, table.prepared.get(), ids, f32_view(ws.x, params_.n_embd, ids.ne[0]));
 }
 
 Status Model::layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
-                    const std::int32_t* positions, std::uint32_t n) const {
+                    const TensorView& positions, std::uint32_t n) const {
   // x += the decoder block (decoder_block.cpp: norms, attention or delta-net, SwiGLU, residuals).
   return block_->layer(ws, L, slot, seqs, positions, n, ws.x);
 }
@@ -53,7 +52,7 @@ Status Model::commit_recurrent(RecurrentState& state, std::span<const std::uint3
   if (rows.empty())
     state.clear_pending();
   else
-    state.defer(rows);  // applied layer by layer by the next pass, just before it reads each layer
+    GRAFT_TRY(state.defer(rows));  // applied layer by layer by the next pass, just before it reads each layer
   return Status::success();
 }
 
@@ -89,17 +88,18 @@ Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* lo
                                    p.rms_eps, f32_view(ws.h + std::int64_t(j) * E, E, run)));
       j += run;
     }
-    // logits [V, chunk] = h * output [E, V] (token_embd when tied).
+    // logits [V, chunk] = h * output [E, V] (token_embd when tied), then on their way to the host:
+    // the stream runs the copy before the next chunk's matmul overwrites ws.logits.
     GRAFT_TRY(matmul(weights_.output, ws.h, chunk, ws.logits));
-    GRAFT_TRY(backend_->synchronize());
-    GRAFT_TRY(backend_->copy(logits + r * V, MemoryKind::host, ws.logits, MemoryKind::device, chunk * V * sizeof(float)));
+    GRAFT_TRY(backend_->copy_async(logits + r * V, MemoryKind::host, ws.logits, MemoryKind::device,
+                                   chunk * V * sizeof(float)));
   }
   return Status::success();
 }
 
 Status Model::copy_rows_out(const float* src, std::uint32_t rows, float* dst) const {
-  GRAFT_TRY(backend_->synchronize());
-  return backend_->copy(dst, MemoryKind::host, src, MemoryKind::device, std::size_t(rows) * params_.n_embd * sizeof(float));
+  return backend_->copy_async(dst, MemoryKind::host, src, MemoryKind::device,
+                              std::size_t(rows) * params_.n_embd * sizeof(float));
 }
 
 Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& out) const {
@@ -148,14 +148,18 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
                     fmt::format("forward: hidden-state tap {} is outside 0..{} (the layers' inputs, then the output)",
                                 id, n_layers));
   // RoPE positions: n_past + i within each sequence unless given.
-  const std::int32_t* positions = batch.positions.data();
+  std::span<const std::int32_t> positions = batch.positions;
   if (batch.positions.empty()) {
     ws.positions.resize(n);
     std::uint32_t r = 0;
     for (const SequenceRows& s : batch.sequences)
       for (std::uint32_t i = 0; i < s.n_tokens; ++i) ws.positions[r++] = static_cast<std::int32_t>(s.n_past + i);
-    positions = ws.positions.data();
+    positions = ws.positions;
   }
+  for (const SequenceRows& s : batch.sequences)
+    if (s.ancestor && s.n_tokens > Workspace::kMaxTreeRows)
+      return Status(Errc::invalid_argument, fmt::format("forward: a token tree of {} rows exceeds the {} a pass takes",
+                                                        s.n_tokens, Workspace::kMaxTreeRows));
 
   const std::size_t block = std::size_t(n) * p.n_embd;
   out.hidden.resize((batch.hidden_layers.size() + (batch.hidden_normed_output ? 1 : 0)) * block);
@@ -210,12 +214,38 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   }
   // x [E, n] = token embeddings, then every layer in turn.
   Status st = [&]() -> Status {
-    GRAFT_TRY(embed(ws, batch.tokens));
+    // The pass's index arrays go to backend memory in one copy: ids, positions, and each tree's
+    // mask and (for the delta-net layers) parents (computed above); the sequences as the kernels
+    // see them.
+    GRAFT_TRY(ws.inputs->begin());
+    std::vector<SequenceRows> seqs(batch.sequences.begin(), batch.sequences.end());
+    auto ids = ws.inputs->add(batch.tokens);
+    if (!ids) return std::move(ids).status();
+    auto pos = ws.inputs->add(positions);
+    if (!pos) return std::move(pos).status();
+    {
+      std::uint32_t r0 = 0;
+      for (SequenceRows& s : seqs) {
+        if (s.ancestor) {
+          auto mask = ws.inputs->add_mask(s.ancestor, s.n_tokens);
+          if (!mask) return std::move(mask).status();
+          s.mask = *mask;
+          if (any_delta_net_) {
+            auto parents = ws.inputs->add(std::span<const std::int32_t>(ws.parents).subspan(r0, s.n_tokens));
+            if (!parents) return std::move(parents).status();
+            s.parents = *parents;
+          }
+        }
+        r0 += s.n_tokens;
+      }
+    }
+    GRAFT_TRY(ws.inputs->upload());
+    GRAFT_TRY(embed(ws, *ids));
     std::uint32_t kv_layer = 0, state_layer = 0;  // the KV stores hold the attention layers, the states the others
     for (std::uint32_t il = 0; il < n_layers; ++il) {
       GRAFT_TRY(tap(il));
       const LayerWeights& L = weights_.layers[il];
-      GRAFT_TRY(layer(ws, L, L.kind == LayerKind::delta_net ? state_layer++ : kv_layer++, batch.sequences, positions, n));
+      GRAFT_TRY(layer(ws, L, L.kind == LayerKind::delta_net ? state_layer++ : kv_layer++, seqs, *pos, n));
     }
     return tap(n_layers);
   }();
@@ -225,15 +255,19 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
       if (st.ok()) s.state->set_position(s.ancestor ? s.n_past : s.n_past + s.n_tokens);
       if (s.ancestor && !st.ok()) s.state->clear_pending();
     }
-  GRAFT_TRY(std::move(st));
-  if (batch.hidden_normed_output) {
-    GRAFT_TRY(backend_->rms_norm(f32_view(ws.x, p.n_embd, n), weights_.output_norm.view, p.rms_eps,
-                                 f32_view(ws.h, p.n_embd, n)));
-    GRAFT_TRY(copy_rows_out(ws.h, n, out.hidden.data() + batch.hidden_layers.size() * block));
+  if (st.ok() && batch.hidden_normed_output) {
+    st = backend_->rms_norm(f32_view(ws.x, p.n_embd, n), weights_.output_norm.view, p.rms_eps, f32_view(ws.h, p.n_embd, n));
+    if (st.ok()) st = copy_rows_out(ws.h, n, out.hidden.data() + batch.hidden_layers.size() * block);
   }
   // logits of the chosen rows only.
-  out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
-  return head(ws, batch.logit_rows, out.logits.data());
+  if (st.ok()) {
+    out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
+    st = head(ws, batch.logit_rows, out.logits.data());
+  }
+  // The one wait of the pass: its outputs are on the host after it. Also after a failure, so no
+  // copy still in flight writes into `out` after the caller has moved on.
+  Status done = backend_->synchronize();
+  return st.ok() ? done : st;
 }
 
 Status Model::forward(Workspace& ws, KvStore& kv, const SequenceBatch& batch, std::vector<float>& logits) const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graft/kv_store.hpp"
+#include "graft/tensor.hpp"
 
 namespace graft {
 
@@ -25,6 +26,11 @@ struct SequenceRows {
   // (ancestor null) advances it past the rows; a token tree leaves it as it is and keeps the rows'
   // inputs for Model::commit_recurrent (recurrent_state.hpp).
   RecurrentState* state = nullptr;
+  // The same tree in backend memory, for the kernels: the mask (i8 [n_tokens, n_tokens]) and, for
+  // the delta-net layers, each row's parent (i32 [n_tokens]); data null for a chain. Model::forward
+  // fills them in from `ancestor`; a BlockRunner's caller passes the mask (BlockRows).
+  TensorView mask{};
+  TensorView parents{};
 };
 
 struct ForwardBatch {

@@ -78,6 +78,20 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
     }
     w->prepared = std::move(prepared);
   }
+  // The embedding table: a tied one is the lm_head's prepared copy; an untied one is read from the
+  // file where the backend reads host memory (the CPU), else it is uploaded (prepared) too.
+  if (W.output.view.data == W.token_embd.view.data) {
+    W.token_embd.prepared = W.output.prepared;
+  } else if (!m->backend_->host_accessible(MemoryKind::device)) {
+    std::unique_ptr<PreparedWeights> prepared;
+    if (Status st = W.token_embd.kernels->prepare(*m->backend_, W.token_embd.view, prepared); !st.ok())
+      return Status(st.code(), fmt::format("{}: {}", W.token_embd.name, st.message()));
+    if (prepared) {
+      W.prepared_bytes += prepared->bytes();
+      release_file_pages(W.token_embd.view.data, W.token_embd.bytes);
+    }
+    W.token_embd.prepared = std::move(prepared);
+  }
   for (const LayerWeights& L : W.layers) {
     if (L.kind == LayerKind::gated_attention) m->any_gated_ = true;
     if (L.kind == LayerKind::delta_net) m->any_delta_net_ = true;

@@ -87,13 +87,13 @@ class Model {
   Status forward(Workspace& ws, KvStore& kv, const SequenceBatch& batch, std::vector<float>& logits) const;
 
   // ---- the steps of forward(), for drafters and batching ----
-  // ws.x [rows, n_embd] = the token embeddings.
-  Status embed(Workspace& ws, std::span<const TokenId> tokens) const;
+  // ws.x [rows, n_embd] = the token embeddings of ids (i32 [rows] in backend memory).
+  Status embed(Workspace& ws, const TensorView& ids) const;
   // ws.x += one transformer block over every row: L's weights, its K/V in layer `slot` of each
-  // sequence's store (a delta-net: layer `slot` of each sequence's recurrent state). positions: one
-  // per row.
+  // sequence's store (a delta-net: layer `slot` of each sequence's recurrent state). positions:
+  // i32 [rows] in backend memory; the sequences' masks and parents there too.
   Status layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
-               const std::int32_t* positions, std::uint32_t rows) const;
+               const TensorView& positions, std::uint32_t rows) const;
   // After a pass over a token tree: state moves on past `rows` of it (a path from the root,
   // ascending), bit for bit as if they had been decoded one at a time. Deferred: the next pass
   // applies the path to each layer just before reading it (or settle_recurrent, now); position()
@@ -107,7 +107,7 @@ class Model {
   Expected<std::unique_ptr<RecurrentState>> new_recurrent_state(std::uint32_t max_pending) const;
   bool hybrid() const { return any_delta_net_; }
   // logits [rows.size(), n_vocab] (host memory) = lm_head(output_norm(ws.x[row])) for the chosen rows.
-  // Overwrites ws.h.
+  // Overwrites ws.h. Enqueued: the logits are there after the backend's next synchronize().
   Status head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits) const;
 
  private:

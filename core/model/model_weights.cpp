@@ -40,8 +40,8 @@ TensorView weight_view(const gguf::TensorInfo& t, std::uint32_t block_bytes) {
 }
 
 Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelParams& p, const HostServices& host,
-                                          const Backend& backend) {
-  TensorBinder b(file, host, backend.name());
+                                          Backend& backend) {
+  TensorBinder b(file, host, backend);
   ModelWeights w;
   GRAFT_TRY(b.matrix("token_embd.weight", p.n_embd, p.n_vocab, w.token_embd));
   GRAFT_TRY(b.vector("output_norm.weight", p.n_embd, w.output_norm));
@@ -59,31 +59,31 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
 }
 
 Expected<LayerWeights> bind_layer(const gguf::File& file, const ModelParams& p, std::uint32_t index,
-                                  const HostServices& host, const Backend& backend) {
-  TensorBinder b(file, host, backend.name());
+                                  const HostServices& host, Backend& backend) {
+  TensorBinder b(file, host, backend);
   LayerWeights L;
   GRAFT_TRY((p.arch ? p.arch->bind_layer : bind_attention_layer)(b, p, index, L));
   return L;
 }
 
 Expected<MatrixWeight> bind_matrix(const gguf::File& file, std::string_view name, const HostServices& host,
-                                   const Backend& backend) {
+                                   Backend& backend) {
   const gguf::TensorInfo* t = file.tensor(name);
   if (!t) return Status(Errc::not_found, fmt::format("{}: missing tensor '{}'", file.name(), name));
   if (t->n_dims != 2)
     return Status(Errc::invalid_argument, fmt::format("{}: tensor '{}' has {} dimensions, expected a matrix", file.name(),
                                                       name, t->n_dims));
-  TensorBinder b(file, host, backend.name());
+  TensorBinder b(file, host, backend);
   MatrixWeight w;
   GRAFT_TRY(b.matrix(std::string(name), t->ne[0], t->ne[1], w));
   return w;
 }
 
 Expected<VectorWeight> bind_vector(const gguf::File& file, std::string_view name, const HostServices& host,
-                                   const Backend& backend) {
+                                   Backend& backend) {
   const gguf::TensorInfo* t = file.tensor(name);
   if (!t) return Status(Errc::not_found, fmt::format("{}: missing tensor '{}'", file.name(), name));
-  TensorBinder b(file, host, backend.name());
+  TensorBinder b(file, host, backend);
   VectorWeight w;
   GRAFT_TRY(b.vector(std::string(name), t->elements(), w));
   return w;

@@ -38,6 +38,8 @@ struct VectorWeight {
   std::string name;
   std::vector<float> owned;  // used when the file's type is not f32
   TensorView view;
+  // Where view.data lives on a backend that cannot read host memory: uploaded at load.
+  std::shared_ptr<Buffer> device;
 };
 
 // One transformer block (every kind: LayerKind). Shapes as GGUF stores them, [ne0 = k, ne1 = m] for a matrix used as
@@ -96,7 +98,7 @@ struct ModelWeights {
   // Binds every tensor of the main layers (MTP blocks are left to drafters). Errors name the
   // tensor: missing, wrong shape, or a type no loaded weight-format plugin handles on `backend`.
   static Expected<ModelWeights> bind(const gguf::File& file, const ModelParams& params, const HostServices& host,
-                                     const Backend& backend);
+                                     Backend& backend);
 };
 
 // blk.<index>.* of a softmax-attention layer (llama's and qwen3's names) with the dimensions of p.
@@ -106,11 +108,11 @@ Status bind_attention_layer(TensorBinder& b, const ModelParams& p, std::uint32_t
 // blk.<index>.* of a file with the block dimensions of p: a main layer, an MTP (nextn) block, a
 // drafter's layer. Not stacked or prepared. Errors name the file and tensor.
 Expected<LayerWeights> bind_layer(const gguf::File& file, const ModelParams& p, std::uint32_t index,
-                                  const HostServices& host, const Backend& backend);
+                                  const HostServices& host, Backend& backend);
 // One tensor by name, shaped as the file has it.
 Expected<MatrixWeight> bind_matrix(const gguf::File& file, std::string_view name, const HostServices& host,
-                                   const Backend& backend);
+                                   Backend& backend);
 Expected<VectorWeight> bind_vector(const gguf::File& file, std::string_view name, const HostServices& host,
-                                   const Backend& backend);
+                                   Backend& backend);
 
 }  // namespace graft

@@ -15,7 +15,8 @@ std::uint64_t RecurrentState::pending_row_floats(const ModelParams& p) {
 
 std::uint64_t RecurrentState::bytes_for(const ModelParams& p, std::uint32_t max_pending) {
   const std::uint64_t pending = std::uint64_t(p.count(LayerKind::delta_net)) * max_pending * pending_row_floats(p);
-  return (p.recurrent_state_floats() + pending) * sizeof(float);
+  // ... and the deferred path: max_pending i32 (the size of a float).
+  return (p.recurrent_state_floats() + pending + max_pending) * sizeof(float);
 }
 
 Expected<std::unique_ptr<RecurrentState>> RecurrentState::create(Backend& backend, const ModelParams& p,
@@ -42,6 +43,7 @@ Expected<std::unique_ptr<RecurrentState>> RecurrentState::create(Backend& backen
   s->buffer_ = std::move(*buf);
   s->base_ = static_cast<float*>(s->buffer_->data());
   s->pending_ = s->base_ + std::uint64_t(layers) * s->layer_floats();
+  s->path_ = reinterpret_cast<std::int32_t*>(s->pending_ + std::uint64_t(layers) * max_pending * s->pending_row_);
   GRAFT_TRY(s->zero());
   return s;
 }
@@ -63,10 +65,20 @@ float* RecurrentState::pending_g(std::uint32_t i) const {
 }
 float* RecurrentState::pending_d(std::uint32_t i) const { return pending_g(i) + std::uint64_t(max_pending_) * heads_; }
 
-void RecurrentState::defer(std::span<const std::uint32_t> path) {
+Status RecurrentState::defer(std::span<const std::uint32_t> path) {
+  if (path.size() > max_pending_)
+    return Status(Errc::invalid_argument,
+                  fmt::format("recurrent state: a path of {} rows exceeds the {} rows kept", path.size(), max_pending_));
+  const std::vector<std::int32_t> rows(path.begin(), path.end());
+  GRAFT_TRY(backend_->copy(path_, MemoryKind::device, rows.data(), MemoryKind::host, rows.size() * sizeof(std::int32_t)));
   deferred_.assign(path.begin(), path.end());
   pending_parents_.clear();  // the kept rows now serve the deferred path only
   if (position_ != kUnknown) position_ += static_cast<std::uint32_t>(path.size());
+  return Status::success();
+}
+
+TensorView RecurrentState::deferred_rows() const {
+  return i32_view(path_, static_cast<std::int64_t>(deferred_.size()), MemoryKind::device);
 }
 
 Status RecurrentState::zero() {

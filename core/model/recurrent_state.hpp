@@ -63,7 +63,10 @@ class RecurrentState {
   // applied to the layers' windows and states; position() counts it already. The kept rows stay
   // until every layer has applied it (the next pass, or Model::settle_recurrent).
   std::span<const std::uint32_t> deferred() const { return deferred_; }
-  void defer(std::span<const std::uint32_t> path);
+  // The deferred path in backend memory (i32, one per row), for the kernels that apply it.
+  TensorView deferred_rows() const;
+  // Records the path and copies it to backend memory (between passes: a blocking copy).
+  Status defer(std::span<const std::uint32_t> path);
   void clear_deferred() { deferred_.clear(); }
 
   // Back to position 0: every window and state zero, nothing pending or deferred.
@@ -82,6 +85,7 @@ class RecurrentState {
   std::unique_ptr<Buffer> buffer_;
   float* base_ = nullptr;      // the state: per layer conv then delta
   float* pending_ = nullptr;   // per layer x, k, g, d of max_pending rows
+  std::int32_t* path_ = nullptr;  // the deferred path, max_pending entries after the pending rows
   std::uint32_t layers_ = 0, max_pending_ = 0, position_ = 0;
   std::uint64_t conv_floats_ = 0, delta_floats_ = 0, channels_ = 0, heads_ = 0, k_heads_ = 0, pending_row_ = 0,
                 bytes_ = 0;

@@ -22,14 +22,15 @@ Status TensorBinder::matrix(const std::string& name, std::uint64_t k, std::uint6
                   fmt::format("{}: tensor '{}' has type id {} and no weight-format plugin for it is loaded "
                               "(graft plugins lists what is installed)",
                               f_.name(), name, t->type));
-  FormatKernels* kernels = format->kernels(backend_);
+  // The format plugin's kernels for this backend, else a kernel library's (HostServices).
+  FormatKernels* kernels = host_.format_kernels(t->type, backend_.name());
   const char* type_name = "?";
   std::uint32_t block_bytes = 0;
   for (const auto& tt : format->types())
     if (tt.id == t->type) type_name = tt.name, block_bytes = tt.block_bytes;
   if (!kernels)
     return Status(Errc::unsupported, fmt::format("{}: tensor '{}': weight format {} has no kernels for backend '{}'",
-                                                 f_.name(), name, type_name, backend_));
+                                                 f_.name(), name, type_name, backend_.name()));
   const std::int64_t ne[4] = {static_cast<std::int64_t>(k), static_cast<std::int64_t>(m), 1, 1};
   GRAFT_TRY(format->check_tensor(t->type, ne, 2, t->bytes));
   out.name = name;
@@ -49,15 +50,25 @@ Status TensorBinder::vector(const std::string& name, std::uint64_t n, VectorWeig
   out.name = name;
   if (t->type == type_id::f32) {
     out.view = f32_view(const_cast<float*>(reinterpret_cast<const float*>(t->data)), static_cast<std::int64_t>(n));
-    return Status::success();
+  } else {
+    const WeightFormat* format = host_.weight_format(t->type);
+    if (!format)
+      return Status(Errc::unsupported, fmt::format("{}: tensor '{}' has type id {} and no weight-format plugin for it",
+                                                   f_.name(), name, t->type));
+    out.owned.resize(n);
+    GRAFT_TRY(format->dequantize(t->type, t->data, out.owned.data(), static_cast<std::int64_t>(n)));
+    out.view = f32_view(out.owned.data(), static_cast<std::int64_t>(n));
   }
-  const WeightFormat* format = host_.weight_format(t->type);
-  if (!format)
-    return Status(Errc::unsupported, fmt::format("{}: tensor '{}' has type id {} and no weight-format plugin for it",
-                                                 f_.name(), name, t->type));
-  out.owned.resize(n);
-  GRAFT_TRY(format->dequantize(t->type, t->data, out.owned.data(), static_cast<std::int64_t>(n)));
-  out.view = f32_view(out.owned.data(), static_cast<std::int64_t>(n));
+  if (backend_.host_accessible(MemoryKind::device)) return Status::success();
+  // A GPU: the vector goes to device memory now, once.
+  auto buf = backend_.allocate(n * sizeof(float), MemoryKind::device);
+  if (!buf) return Status(buf.status().code(), fmt::format("{}: tensor '{}': {}", f_.name(), name, buf.status().message()));
+  GRAFT_TRY(backend_.copy((*buf)->data(), MemoryKind::device, out.view.data, MemoryKind::host, n * sizeof(float)));
+  out.device = std::move(*buf);
+  out.owned.clear();
+  out.owned.shrink_to_fit();
+  out.view.data = out.device->data();
+  out.view.memory = MemoryKind::device;
   return Status::success();
 }
 

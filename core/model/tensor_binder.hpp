@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "graft/backend.hpp"
 #include "graft/host.hpp"
 #include "gguf/gguf_file.hpp"
 
@@ -19,12 +20,13 @@ struct VectorWeight;
 
 class TensorBinder {
  public:
-  TensorBinder(const gguf::File& f, const HostServices& host, std::string_view backend)
+  TensorBinder(const gguf::File& f, const HostServices& host, Backend& backend)
       : f_(f), host_(host), backend_(backend) {}
 
   // A matrix [k, m] (y = x W^T) bound to its format's kernels. Errors name the file and tensor.
   Status matrix(const std::string& name, std::uint64_t k, std::uint64_t m, MatrixWeight& out);
-  // A vector of n elements as f32 (converted when the file stores another type).
+  // A vector of n elements as f32 (converted when the file stores another type), in memory the
+  // backend reads (uploaded where it cannot read the host's).
   Status vector(const std::string& name, std::uint64_t n, VectorWeight& out);
   // Every tensor of the file bound, or in a block after the main layers (an MTP head: drafters
   // bind those); otherwise the first one that is not, with why.
@@ -35,7 +37,7 @@ class TensorBinder {
  private:
   const gguf::File& f_;
   const HostServices& host_;
-  std::string backend_;
+  Backend& backend_;
   std::set<std::string> used_;
 };
 

@@ -1,5 +1,7 @@
 #include "model/workspace.hpp"
 
+#include <algorithm>
+
 namespace graft {
 
 std::uint64_t Workspace::lay_out(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch,
@@ -35,7 +37,8 @@ std::uint64_t Workspace::lay_out(const ModelParams& p, const WorkspaceNeeds& nee
 
 std::uint64_t Workspace::bytes_for(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch) {
   Workspace counted;
-  return counted.lay_out(p, needs, max_batch, nullptr) * sizeof(float);
+  return counted.lay_out(p, needs, max_batch, nullptr) * sizeof(float) +
+         PassInputs::bytes_for(max_batch, std::min(max_batch, kMaxTreeRows));
 }
 
 Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const ModelParams& p,
@@ -49,6 +52,10 @@ Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const M
   ws->bytes_ = floats * sizeof(float);
   ws->max_batch_ = max_batch;
   ws->lay_out(p, needs, max_batch, static_cast<float*>(ws->buffer_->data()));
+  auto inputs = PassInputs::create(backend, PassInputs::bytes_for(max_batch, std::min(max_batch, kMaxTreeRows)));
+  if (!inputs) return std::move(inputs).status();
+  ws->inputs = std::move(*inputs);
+  ws->bytes_ += ws->inputs->capacity();
   return ws;
 }
 

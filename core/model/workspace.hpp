@@ -11,6 +11,7 @@
 #include "graft/backend.hpp"
 #include "graft/status.hpp"
 #include "model/model_params.hpp"
+#include "model/pass_inputs.hpp"
 
 namespace graft {
 
@@ -45,6 +46,10 @@ class Workspace {
   float *ssm_x = nullptr, *ssm_y = nullptr, *ssm_z = nullptr, *ssm_o = nullptr, *ssm_g = nullptr, *ssm_b = nullptr;
   std::vector<std::int32_t> positions;  // host: the batch's RoPE positions when the caller gave none
   std::vector<std::int32_t> parents;    // host: each sequence's token-tree parents (delta-net layers)
+  // The pass's index arrays in backend memory (ids, positions, parents, masks).
+  std::unique_ptr<PassInputs> inputs;
+  // The largest token tree (rows of one sequence with a mask) a pass over this workspace takes.
+  static constexpr std::uint32_t kMaxTreeRows = 512;
 
  private:
   Workspace() = default;

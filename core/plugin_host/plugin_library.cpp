@@ -44,7 +44,8 @@ std::string plugin_file_name(PluginKind kind, std::string_view name) {
 }
 
 bool parse_plugin_kind(std::string_view text, PluginKind& kind) {
-  for (PluginKind k : {PluginKind::backend, PluginKind::weight_format, PluginKind::kv_store, PluginKind::drafter}) {
+  for (PluginKind k : {PluginKind::backend, PluginKind::weight_format, PluginKind::kv_store, PluginKind::drafter,
+                       PluginKind::kernels}) {
     if (text == plugin_kind_name(k)) {
       kind = k;
       return true;
@@ -91,7 +92,7 @@ Expected<std::shared_ptr<PluginLibrary>> PluginLibrary::load(const std::filesyst
   if (Status st = check_build(where, "standard library", desc->stdlib, GRAFT_STDLIB_TAG); !st.ok()) return st;
   if (Status st = check_build(where, "SDK header hash", desc->sdk_hash, GRAFT_SDK_HEADER_HASH); !st.ok()) return st;
   const auto kind_value = static_cast<std::uint32_t>(desc->kind);
-  if (kind_value < 1 || kind_value > 4)
+  if (kind_value < 1 || kind_value > static_cast<std::uint32_t>(PluginKind::kernels))
     return Status(Errc::invalid_argument, fmt::format("{}: unknown plugin kind {}", where, kind_value));
   if (!desc->name || !*desc->name || !desc->version || !desc->create)
     return Status(Errc::invalid_argument, fmt::format("{}: descriptor lacks a name, version or factory", where));

@@ -37,4 +37,35 @@ Expected<WeightFormats> load_weight_formats(PluginRegistry& registry, DefaultHos
   return out;
 }
 
+Expected<std::vector<std::shared_ptr<KernelLibrary>>> load_kernel_libraries(PluginRegistry& registry,
+                                                                            DefaultHostServices& host,
+                                                                            std::string_view backend) {
+  std::vector<std::shared_ptr<KernelLibrary>> out;
+  std::map<TypeId, std::string> claimed_by;
+  for (auto& entry : registry.scan(PluginKind::kernels)) {
+    if (!entry.shadowed_by.empty()) continue;
+    // libgraft_kernels_<backend>.so or libgraft_kernels_<backend>-<name>.so only.
+    const std::string stem = entry.file.stem().string().substr(std::string_view("libgraft_kernels_").size());
+    if (stem != backend && !(stem.size() > backend.size() && stem.starts_with(backend) && stem[backend.size()] == '-'))
+      continue;
+    if (!entry.library) return entry.error;
+    auto lib = entry.library->create<KernelLibrary>(host, Config{});
+    if (!lib) return std::move(lib).status();
+    const std::string file = entry.file.string();
+    if ((*lib)->backend() != backend)
+      return Status(Errc::invalid_argument, fmt::format("{}: a kernel library for backend '{}' by its name computes on "
+                                                        "backend '{}'",
+                                                        file, backend, (*lib)->backend()));
+    for (TypeId t : (*lib)->types()) {
+      if (auto prev = claimed_by.find(t); prev != claimed_by.end())
+        return Status(Errc::invalid_argument, fmt::format("{}: type id {} on backend '{}' is already provided by {}", file,
+                                                          t, backend, prev->second));
+      claimed_by.emplace(t, file);
+    }
+    host.add_kernel_library(*lib);
+    out.push_back(*lib);
+  }
+  return out;
+}
+
 }  // namespace graft

@@ -23,4 +23,12 @@ struct WeightFormats {
 // other than GGUF's (or another plugin's) for that id, is an error naming the file.
 Expected<WeightFormats> load_weight_formats(PluginRegistry& registry, DefaultHostServices& host);
 
+// Loads the kernel libraries of one backend on the registry's path (libgraft_kernels_<backend>.so
+// and libgraft_kernels_<backend>-<name>.so: a CPU run opens no GPU library) and registers each with
+// `host`. A library that fails to load, that computes on another backend than its file name says,
+// or that claims a type another library of the backend claims is an error naming the file.
+Expected<std::vector<std::shared_ptr<KernelLibrary>>> load_kernel_libraries(PluginRegistry& registry,
+                                                                            DefaultHostServices& host,
+                                                                            std::string_view backend);
+
 }  // namespace graft

@@ -1,4 +1,4 @@
-# graft_add_plugin(<target> KIND <backend|quant|kvstore|drafter> NAME <name> SOURCES <src>...
+# graft_add_plugin(<target> KIND <backend|quant|kvstore|drafter|kernels> NAME <name> SOURCES <src>...
 #                  [NO_INSTALL])
 #
 # Builds a loadable graft plugin named libgraft_<kind>_<name>.so, the file name the host looks for.
@@ -12,11 +12,17 @@ function(graft_add_plugin target)
   if(NOT ARG_KIND OR NOT ARG_NAME)
     message(FATAL_ERROR "graft_add_plugin(${target}): KIND and NAME are required")
   endif()
-  set(kinds backend quant kvstore drafter)
+  set(kinds backend quant kvstore drafter kernels)
   if(NOT ARG_KIND IN_LIST kinds)
     message(FATAL_ERROR "graft_add_plugin(${target}): KIND must be one of ${kinds}, got '${ARG_KIND}'")
   endif()
-  if(NOT ARG_NAME MATCHES "^[a-z0-9_]+$")
+  # A kernel library is named for its backend, then optionally -<its own name> (cuda, cuda-acme).
+  if(ARG_KIND STREQUAL "kernels")
+    if(NOT ARG_NAME MATCHES "^[a-z0-9_]+(-[a-z0-9_]+)?$")
+      message(FATAL_ERROR "graft_add_plugin(${target}): a kernels NAME must be <backend> or <backend>-<name> "
+                          "([a-z0-9_]+), got '${ARG_NAME}'")
+    endif()
+  elseif(NOT ARG_NAME MATCHES "^[a-z0-9_]+$")
     message(FATAL_ERROR "graft_add_plugin(${target}): NAME must match [a-z0-9_]+, got '${ARG_NAME}'")
   endif()
 

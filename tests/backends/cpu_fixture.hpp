@@ -62,6 +62,12 @@ inline graft::Expected<std::shared_ptr<Backend>> try_make_cpu(std::int64_t threa
   return b;
 }
 
+// An index array (positions, parents, rows) in host memory, as the ops take it; null: none.
+inline graft::TensorView idx(const std::int32_t* p, std::size_t n) {
+  return p ? graft::i32_view(const_cast<std::int32_t*>(p), static_cast<std::int64_t>(n)) : graft::TensorView{};
+}
+inline graft::TensorView idx(const std::vector<std::int32_t>& v) { return idx(v.data(), v.size()); }
+
 inline std::shared_ptr<Backend> make_cpu(std::int64_t threads, const std::string& level = "") {
   auto b = try_make_cpu(threads, level);
   EXPECT_TRUE(b) << b.status().message();

@@ -154,7 +154,7 @@ DeltaRun run_delta(Backend& be, const DeltaInputs& in, std::int64_t t0, std::int
   TensorView none;
   none.data = nullptr;
   r.status = be.gated_delta_net(view(q, kDk, kHk, n), view(k, kDk, kHk, n), view(v, kDv, kHv, n), view(g, kHv, n),
-                                view(b, kHv, n), view(state, kDk, kDv, kHv), parents, view(r.out, kDv, kHv, n),
+                                view(b, kHv, n), view(state, kDk, kDv, kHv), idx(parents, std::size_t(n)), view(r.out, kDv, kHv, n),
                                 want_state ? view(r.state_out, kDk, kDv, kHv) : none,
                                 want_deltas ? view(r.deltas, kDv, kHv, n) : none);
   return r;
@@ -266,15 +266,15 @@ TEST_P(DeltaNet, ATreePassesDeltasMoveTheStateAlongAPathBitForBit) {
     const DeltaInputs chain = chain_of(in, path);
     const DeltaRun want = run_delta(*backend, chain, 0, chain.T, in.state, nullptr, true);
     ASSERT_TRUE(want.status.ok());
-    std::vector<std::uint32_t> rows(path.begin(), path.end());
+    std::vector<std::int32_t> rows(path.begin(), path.end());
     auto state = in.state, deltas = tree.deltas;
-    ASSERT_TRUE(backend->delta_net_apply(view(k, kDk, kHk, 6), view(deltas, kDv, kHv, 6), view(g, kHv, 6), rows.data(),
-                                         static_cast<std::uint32_t>(rows.size()), view(state, kDk, kDv, kHv)).ok());
+    ASSERT_TRUE(backend->delta_net_apply(view(k, kDk, kHk, 6), view(deltas, kDv, kHv, 6), view(g, kHv, 6), idx(rows),
+                                         view(state, kDk, kDv, kHv)).ok());
     EXPECT_EQ(first_bit_difference(state, want.state_out), -1) << "path of " << path.size() << " ending at " << path.back();
   }
   // No rows: the state as it was.
   auto state = in.state, deltas = tree.deltas;
-  ASSERT_TRUE(backend->delta_net_apply(view(k, kDk, kHk, 6), view(deltas, kDv, kHv, 6), view(g, kHv, 6), nullptr, 0,
+  ASSERT_TRUE(backend->delta_net_apply(view(k, kDk, kHk, 6), view(deltas, kDv, kHv, 6), view(g, kHv, 6), TensorView{},
                                        view(state, kDk, kDv, kHv)).ok());
   EXPECT_EQ(first_bit_difference(state, in.state), -1);
 }
@@ -317,7 +317,7 @@ TEST_P(DeltaNet, TheCausalConvolutionFollowsItsWindowInChainsAndTrees) {
        state = random_floats(H * kChannels, -2, 2, 502);
   std::vector<float> y(x.size()), next(state.size()), want_next(state.size());
   ASSERT_TRUE(backend->causal_conv_silu(view(x, kChannels, T), view(w, kConvKernel, kChannels), view(state, H, kChannels),
-                                        nullptr, view(y, kChannels, T), view(next, H, kChannels)).ok());
+                                        TensorView{}, view(y, kChannels, T), view(next, H, kChannels)).ok());
   const auto want = conv_reference(x, w, state, {0, 1, 2, 3, 4}, &want_next);
   for (std::size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], kConvRelTol * std::abs(want[i]) + kConvAbsTol) << i;
   EXPECT_EQ(first_bit_difference(next, want_next), -1);  // raw inputs, copied
@@ -327,7 +327,7 @@ TEST_P(DeltaNet, TheCausalConvolutionFollowsItsWindowInChainsAndTrees) {
   TensorView none;
   none.data = nullptr;
   ASSERT_TRUE(backend->causal_conv_silu(view(x, kChannels, T), view(w, kConvKernel, kChannels), view(state, H, kChannels),
-                                        parents, view(yt, kChannels, T), none).ok());
+                                        idx(parents, 5), view(yt, kChannels, T), none).ok());
   const auto branch = conv_reference(x, w, state, {0, 3, 4});
   for (std::int64_t c = 0; c < kChannels; ++c) {
     ASSERT_EQ(yt[2 * kChannels + c], y[2 * kChannels + c]);  // row 2 follows 0, 1 as in the chain
@@ -338,7 +338,7 @@ TEST_P(DeltaNet, TheCausalConvolutionFollowsItsWindowInChainsAndTrees) {
   for (std::int64_t t = 0; t < T; ++t) {
     std::vector<float> xt(x.begin() + t * kChannels, x.begin() + (t + 1) * kChannels);
     ASSERT_TRUE(backend->causal_conv_silu(view(xt, kChannels), view(w, kConvKernel, kChannels), view(rolling, H, kChannels),
-                                          nullptr, view(y1, kChannels), view(rolling, H, kChannels)).ok());
+                                          TensorView{}, view(y1, kChannels), view(rolling, H, kChannels)).ok());
     for (std::int64_t c = 0; c < kChannels; ++c) ASSERT_EQ(bits(y1[c]), bits(y[t * kChannels + c])) << t;
   }
   EXPECT_EQ(first_bit_difference(rolling, want_next), -1);
@@ -354,10 +354,9 @@ TEST_P(DeltaNet, TheConvWindowAdvancesAlongAPath) {
     std::vector<float> want(state.size());
     conv_reference(x, std::vector<float>(kConvKernel * kChannels, 0.0f), state, path, &want);
     if (path.empty()) want = state;
-    std::vector<std::uint32_t> rows(path.begin(), path.end());
+    std::vector<std::int32_t> rows(path.begin(), path.end());
     auto got = state;
-    ASSERT_TRUE(backend->conv_window_advance(view(x, kChannels, T), rows.data(), static_cast<std::uint32_t>(rows.size()),
-                                             view(got, H, kChannels)).ok());
+    ASSERT_TRUE(backend->conv_window_advance(view(x, kChannels, T), idx(rows), view(got, H, kChannels)).ok());
     EXPECT_EQ(first_bit_difference(got, want), -1) << "a path of " << path.size();
   }
 }
@@ -412,27 +411,40 @@ TEST_P(DeltaNet, BadArgumentsAreOneLineErrors) {
   TensorView none;
   none.data = nullptr;
   EXPECT_EQ(backend->gated_delta_net(view(q, 20, 2), view(k, 20, 2), view(v, kDv, 3), view(g, 3), view(b, 3),
-                                     view(s, 20, kDv, 3), nullptr, view(out, kDv, 3), none, none).message(),
+                                     view(s, 20, kDv, 3), TensorView{}, view(out, kDv, 3), none, none).message(),
             "cpu backend: gated_delta_net: the key head size Dk = 20 is not a multiple of 16");
   // deltas: one per row of v.
   std::vector<float> deltas(kDv * kHv), out2(kDv * kHv * 2);
   EXPECT_EQ(backend->gated_delta_net(view(in.q, kDk, kHk, 2), view(in.k, kDk, kHk, 2), view(in.v, kDv, kHv, 2),
-                                     view(in.g, kHv, 2), view(in.b, kHv, 2), view(in.state, kDk, kDv, kHv), tree,
+                                     view(in.g, kHv, 2), view(in.b, kHv, 2), view(in.state, kDk, kDv, kHv), idx(tree, 2),
                                      view(out2, kDv, kHv, 2), none,
                                      view(deltas, kDv, kHv, 1)).message(),
             "cpu backend: gated_delta_net: deltas has shape [128, 48]; expected [128, 48, 2] like v");
   // delta_net_apply and conv_window_advance: rows past what is kept.
-  const std::uint32_t past[] = {0, 2};
+  const std::int32_t past[] = {0, 2}, negative[] = {-1};
   std::vector<float> d(kDv * kHv * 2);
-  EXPECT_EQ(backend->delta_net_apply(view(in.k, kDk, kHk, 2), view(d, kDv, kHv, 2), view(in.g, kHv, 2), past, 2,
+  EXPECT_EQ(backend->delta_net_apply(view(in.k, kDk, kHk, 2), view(d, kDv, kHv, 2), view(in.g, kHv, 2), idx(past, 2),
                                      view(in.state, kDk, kDv, kHv)).message(),
             "cpu backend: delta_net_apply: rows[1] = 2 is past the 2 rows kept");
+  EXPECT_EQ(backend->delta_net_apply(view(in.k, kDk, kHk, 2), view(d, kDv, kHv, 2), view(in.g, kHv, 2), idx(negative, 1),
+                                     view(in.state, kDk, kDv, kHv)).message(),
+            "cpu backend: delta_net_apply: rows[0] = -1 is negative");
+  // Index arrays are packed i32 vectors of the rows they index.
+  TensorView wrong_type = idx(past, 2);
+  wrong_type.type = graft::type_id::f32;
+  EXPECT_EQ(backend->delta_net_apply(view(in.k, kDk, kHk, 2), view(d, kDv, kHv, 2), view(in.g, kHv, 2), wrong_type,
+                                     view(in.state, kDk, kDv, kHv)).message(),
+            "cpu backend: delta_net_apply: rows has type f32; expected i32");
   std::vector<float> x(8 * 2), w(9 * 8), st(8 * 8), y(8 * 2);
-  EXPECT_EQ(backend->causal_conv_silu(view(x, 8, 2), view(w, 9, 8), view(st, 8, 8), nullptr, view(y, 8, 2), none).message(),
+  EXPECT_EQ(backend->causal_conv_silu(view(x, 8, 2), view(w, 9, 8), view(st, 8, 8), none, view(y, 8, 2), none).message(),
             "cpu backend: causal_conv_silu: the kernel size Kc = w.ne[0] = 9 is not supported (2..8)");
-  EXPECT_EQ(backend->causal_conv_silu(view(x, 8, 2), view(w, 4, 8), view(st, 3, 8), nullptr, view(x, 8, 2), none).message(),
+  EXPECT_EQ(backend->causal_conv_silu(view(x, 8, 2), view(w, 4, 8), view(st, 3, 8), none, view(x, 8, 2), none).message(),
             "cpu backend: causal_conv_silu: y is x; this op cannot run in place");
-  EXPECT_EQ(backend->conv_window_advance(view(x, 8, 2), past, 2, view(st, 3, 8)).message(),
+  const std::int32_t parents_of_one[] = {-1};
+  EXPECT_EQ(backend->causal_conv_silu(view(x, 8, 2), view(w, 4, 8), view(st, 3, 8), idx(parents_of_one, 1), view(y, 8, 2),
+                                      none).message(),
+            "cpu backend: causal_conv_silu: parents has shape [1]; expected [2]");
+  EXPECT_EQ(backend->conv_window_advance(view(x, 8, 2), idx(past, 2), view(st, 3, 8)).message(),
             "cpu backend: conv_window_advance: rows[1] = 2 is past the 2 rows of x");
 }
 

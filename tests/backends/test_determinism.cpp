@@ -76,7 +76,7 @@ TEST_P(Determinism, RopeTokens) {
         [&](Backend& b, std::size_t first, std::size_t count) {
           std::vector<float> y(head_dim * heads * count);
           EXPECT_TRUE(b.rope(graft::f32_view(x.data() + first * head_dim * heads, head_dim, heads, count),
-                             pos.data() + first, p, graft::f32_view(y.data(), head_dim, heads, count))
+                             idx(pos.data() + first, count), p, graft::f32_view(y.data(), head_dim, heads, count))
                           .ok());
           return y;
         },
@@ -100,7 +100,7 @@ TEST(cpuDeterminism, ExactOpsGiveTheSameBitsOnEveryLevel) {
       p.n_rot = 100;  // a tail for every vector width
       p.neox = neox;
       p.freq_base = 10000.0f;
-      EXPECT_TRUE(b->rope(view(x, head_dim, heads, tokens), pos.data(), p, view(y, head_dim, heads, tokens)).ok());
+      EXPECT_TRUE(b->rope(view(x, head_dim, heads, tokens), idx(pos), p, view(y, head_dim, heads, tokens)).ok());
       out.insert(out.end(), y.begin(), y.end());
     }
     EXPECT_TRUE(b->rms_norm(view(x, 1001, 27), view(u, 1001), 1e-6f, view(y, 1001, 27)).ok());

@@ -89,7 +89,8 @@ TEST_P(OpErrors, RmsNorm) {
 
 TEST_P(OpErrors, Rope) {
   const std::string p = "cpu backend: rope: ";
-  const std::int32_t pos[7] = {};
+  const std::int32_t pos_values[7] = {};
+  const TensorView pos = idx(pos_values, 7);
   auto x = view(a, 128, 8, 7);
   auto y = view(c, 128, 8, 7);
   RopeParams rp;
@@ -108,7 +109,11 @@ TEST_P(OpErrors, Rope) {
   expect_error(backend->rope(x, pos, bad, y), p + "freq_scale = nan must be positive and finite");
   bad.freq_scale = std::numeric_limits<float>::infinity();
   expect_error(backend->rope(x, pos, bad, y), p + "freq_scale = inf must be positive and finite");
-  expect_error(backend->rope(x, nullptr, rp, y), p + "positions is null");
+  expect_error(backend->rope(x, TensorView{}, rp, y), p + "positions is null");
+  expect_error(backend->rope(x, idx(pos_values, 6), rp, y), p + "positions has shape [6]; expected [7]");
+  TensorView float_pos = pos;
+  float_pos.type = graft::type_id::f32;
+  expect_error(backend->rope(x, float_pos, rp, y), p + "positions has type f32; expected i32");
   auto x4 = x;
   x4.n_dims = 4;
   x4.ne = {128, 4, 7, 2};
@@ -155,7 +160,7 @@ TEST_P(OpErrors, EmptyBatchesAreNotErrors) {
   no_tokens.ne[2] = 0;
   RopeParams rp;
   rp.n_rot = 128;
-  EXPECT_TRUE(backend->rope(no_tokens, nullptr, rp, no_tokens).ok());
+  EXPECT_TRUE(backend->rope(no_tokens, TensorView{}, rp, no_tokens).ok());
 }
 
 }  // namespace

@@ -100,7 +100,7 @@ TEST_P(Rope, NormAndNeoxMatchTheReference) {
     for (float base : {10000.0f, 1000000.0f}) {
       const RopeParams p = params(kHeadDim, neox, base);
       std::vector<float> y(x.size());
-      ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), kPositions.data(), p,
+      ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), idx(kPositions), p,
                                 view(y, kHeadDim, kHeads, kTokens))
                       .ok());
       std::vector<double> tol;
@@ -116,7 +116,7 @@ TEST_P(Rope, MatchesGgmlFloatNumericsBitForBit) {
       for (float scale : {1.0f, 0.25f}) {
         const RopeParams p = params(n_rot, neox, 1000000.0f, scale);
         std::vector<float> y(x.size());
-        ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), kPositions.data(), p,
+        ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), idx(kPositions), p,
                                   view(y, kHeadDim, kHeads, kTokens))
                         .ok());
         EXPECT_EQ(first_bit_difference(y, ggml_rope(x, kHeadDim, kHeads, kPositions, p)), -1)
@@ -130,12 +130,12 @@ TEST_P(Rope, MatchesGgmlFloatNumericsBitForBit) {
 TEST_P(Rope, NormAndNeoxPairDifferentDims) {
   const std::int32_t pos = 1;
   std::vector<float> x = {0, 1, 0, 0}, y(4);
-  ASSERT_TRUE(backend->rope(view(x, 4), &pos, params(4, false, 10000.0f), view(y, 4)).ok());
+  ASSERT_TRUE(backend->rope(view(x, 4), idx(&pos, 1), params(4, false, 10000.0f), view(y, 4)).ok());
   EXPECT_NEAR(y[0], -std::sin(1.0), 1e-6);
   EXPECT_NEAR(y[1], std::cos(1.0), 1e-6);
   EXPECT_EQ(y[2], 0.0f);
   EXPECT_EQ(y[3], 0.0f);
-  ASSERT_TRUE(backend->rope(view(x, 4), &pos, params(4, true, 10000.0f), view(y, 4)).ok());
+  ASSERT_TRUE(backend->rope(view(x, 4), idx(&pos, 1), params(4, true, 10000.0f), view(y, 4)).ok());
   EXPECT_EQ(y[0], 0.0f);
   EXPECT_NEAR(y[1], std::cos(0.01), 1e-6);
   EXPECT_EQ(y[2], 0.0f);
@@ -148,7 +148,7 @@ TEST_P(Rope, PartialRotationLeavesTheRestUntouched) {
   for (bool neox : {false, true}) {
     const RopeParams p = params(n_rot, neox, 10000.0f);
     std::vector<float> y(x.size(), 99.0f);
-    ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), kPositions.data(), p,
+    ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), idx(kPositions), p,
                               view(y, kHeadDim, kHeads, kTokens))
                     .ok());
     std::vector<double> tol;
@@ -165,10 +165,10 @@ TEST_P(Rope, InPlaceGivesTheSameBits) {
     auto x = random_floats(kHeadDim * kHeads * kTokens, -2.0f, 2.0f, 34);
     const RopeParams p = params(n_rot, true, 1000000.0f);
     std::vector<float> y(x.size());
-    ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), kPositions.data(), p,
+    ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), idx(kPositions), p,
                               view(y, kHeadDim, kHeads, kTokens))
                     .ok());
-    ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), kPositions.data(), p,
+    ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads, kTokens), idx(kPositions), p,
                               view(x, kHeadDim, kHeads, kTokens))
                     .ok());
     EXPECT_EQ(first_bit_difference(x, y), -1) << "n_rot " << n_rot;
@@ -180,7 +180,7 @@ TEST_P(Rope, PositionZeroIsTheIdentity) {
   const std::int32_t pos = 0;
   for (bool neox : {false, true}) {
     std::vector<float> y(x.size());
-    ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads), &pos, params(kHeadDim, neox, 10000.0f),
+    ASSERT_TRUE(backend->rope(view(x, kHeadDim, kHeads), idx(&pos, 1), params(kHeadDim, neox, 10000.0f),
                               view(y, kHeadDim, kHeads))
                     .ok());
     EXPECT_EQ(first_bit_difference(x, y), -1);

@@ -73,10 +73,10 @@ TEST_P(StridedRows, RopeOnTheKPart) {
   const std::size_t offset = kH * kD;
   auto dense = gather(fused0, offset, kHkv * kD, kQkv, kTokens);
   std::vector<float> expected(dense.size());
-  ASSERT_TRUE(backend->rope(view(dense, kD, kHkv, kTokens), pos, p, view(expected, kD, kHkv, kTokens)).ok());
+  ASSERT_TRUE(backend->rope(view(dense, kD, kHkv, kTokens), idx(pos, kTokens), p, view(expected, kD, kHkv, kTokens)).ok());
   auto fused = fused0;
   const TensorView part = strided(fused.data() + offset, kD, kHkv, kTokens, kD, kQkv);
-  ASSERT_TRUE(backend->rope(part, pos, p, part).ok());
+  ASSERT_TRUE(backend->rope(part, idx(pos, kTokens), p, part).ok());
   EXPECT_EQ(first_bit_difference(gather(fused, offset, kHkv * kD, kQkv, kTokens), expected), -1);
   // The v part after it is untouched.
   EXPECT_EQ(gather(fused, offset + kHkv * kD, kHkv * kD, kQkv, kTokens),
@@ -106,7 +106,8 @@ TEST_P(StridedRows, OverlappingRowsAndDenseOnlyOpsAreRefused) {
   EXPECT_EQ(st.message(), "cpu backend: rms_norm: x has nb[1] = 128; rows must not overlap: expected a multiple of 4 of at least 256");
   // Tokens closer than the heads they hold overlap too.
   const TensorView tokens = strided(buf.data(), kD, kH, kTokens, kD, kD * kH - 1);
-  st = backend->rope(tokens, std::vector<std::int32_t>(kTokens, 0).data(), RopeParams{}, tokens);
+  const std::vector<std::int32_t> zeros(kTokens, 0);
+  st = backend->rope(tokens, idx(zeros), RopeParams{}, tokens);
   EXPECT_EQ(st.message(), "cpu backend: rope: x has nb[2] = 2044; rows must not overlap: expected a multiple of 4 of at least 2048");
   // y interleaved with x in the same buffer is not x: refused as an overlap.
   const TensorView q = strided(buf.data(), kD, kH, kTokens, kD, kQkv);

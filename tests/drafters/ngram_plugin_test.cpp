@@ -35,6 +35,8 @@ class QuietHost final : public HostServices {
   unsigned abi_version() const noexcept override { return GRAFT_ABI_VERSION; }
   void log(LogLevel, std::string_view, std::string_view) const noexcept override {}
   const WeightFormat* weight_format(TypeId) const noexcept override { return nullptr; }
+  FormatKernels* format_kernels(TypeId, std::string_view) const noexcept override { return nullptr; }
+  KernelLibrary* kv_store_library(std::string_view, std::string_view) const noexcept override { return nullptr; }
 };
 
 // A model-free drafter must not touch the target, KV stores or files.

@@ -173,7 +173,7 @@ std::vector<float> run(Backend& backend, const Input& in, kv::AttnSimd level, bo
   AttentionBatch b;
   b.n_query = in.n_query;
   b.n_past = in.n_past;
-  b.ancestor = in.mask.empty() ? nullptr : in.mask.data();
+  b.ancestor = mask_view(in.mask.empty() ? nullptr : in.mask.data(), in.n_query);
   b.scale = in.scale;
   b.sliding_window = in.window;
   std::vector<float> out(static_cast<std::size_t>(in.dv) * in.n_heads * in.n_query, NAN);
@@ -295,7 +295,7 @@ TEST(kvAttentionIdentity, StoreMatchesTheReference) {
     AttentionBatch b;
     b.n_query = nq;
     b.n_past = past;
-    b.ancestor = t.ancestor.data();
+    b.ancestor = mask_view(t.ancestor.data(), nq);
     b.scale = in.scale;
     EXPECT_TRUE(same_bits(h.attend(0, in.q, heads, b), reference(in)));
   }

@@ -45,14 +45,14 @@ void expect_matches_reference(const Case& c) {
   AttentionBatch b;
   b.n_query = c.n_query;
   b.n_past = kPast;
-  b.ancestor = c.tree ? t.ancestor.data() : nullptr;
+  b.ancestor = mask_view(c.tree ? t.ancestor.data() : nullptr, c.n_query);
   b.scale = inv_sqrt(kHeadDim);
   b.sliding_window = c.window;
   const auto pos = c.tree ? tree_positions(kPast, t) : causal_positions(kPast, c.n_query);
   for (std::uint32_t layer = 0; layer < 2; ++layer) {
     const auto out = h.attend(layer, q, kHeads, b);
     const RefLayer kv = std::string(c.type) == "f16" ? rounded(h.layers[layer]) : h.layers[layer];
-    const auto ref = reference_attention(kv, h.geom, q, kHeads, kPast, c.n_query, b.ancestor, pos, b.scale, c.window);
+    const auto ref = reference_attention(kv, h.geom, q, kHeads, kPast, c.n_query, static_cast<const std::uint8_t*>(b.ancestor.data), pos, b.scale, c.window);
     EXPECT_LE(max_abs_diff(out, ref), kF32Rel * max_abs(kv.v)) << "layer " << layer;
   }
 }
@@ -203,7 +203,7 @@ TEST(kvAttention, ThreadCountDoesNotChangeResults) {
       AttentionBatch b;
       b.n_query = 9;
       b.n_past = kPast;
-      b.ancestor = t.ancestor.data();
+      b.ancestor = mask_view(t.ancestor.data(), 9);
       b.scale = inv_sqrt(kHeadDim);
       outs.push_back(h.attend(0, q, kHeads, b));
     }
@@ -254,7 +254,7 @@ TEST(kvAttention, QueryThatSeesNothingGivesZeros) {
   const std::uint8_t none[4] = {0, 0, 0, 0};
   AttentionBatch b;
   b.n_query = 2;
-  b.ancestor = none;
+  b.ancestor = mask_view(none, 2);
   for (float x : h.attend(0, q, 4, b)) ASSERT_EQ(x, 0.0f);
   b.n_query = 0;
   EXPECT_TRUE(h.store->attend(0, f32_view(nullptr, 16, 4, 0), b, f32_view(nullptr, 16, 4, 0)).ok());

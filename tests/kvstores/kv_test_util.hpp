@@ -45,9 +45,15 @@ inline std::shared_ptr<Backend> cpu_backend(std::int64_t threads) {
   return b ? *b : nullptr;
 }
 
+// The host the factories keep (it must outlive them).
+inline const HostServices& default_host() {
+  static const DefaultHostServices host;
+  return host;
+}
+
 // type "" leaves the key unset (the plugin's default).
-inline Expected<std::shared_ptr<KvStoreFactory>> kv_factory(const std::string& type) {
-  DefaultHostServices host;
+inline Expected<std::shared_ptr<KvStoreFactory>> kv_factory(const std::string& type,
+                                                            const HostServices& host = default_host()) {
   Config cfg;
   if (!type.empty()) cfg.set("type", type);
   return kv_library()->create<KvStoreFactory>(host, cfg);
@@ -81,6 +87,11 @@ inline float max_abs(const std::vector<float>& x) {
   float m = 0;
   for (float v : x) m = std::max(m, std::fabs(v));
   return m;
+}
+
+// An n x n ancestor mask in host memory as AttentionBatch takes it; null: causal.
+inline graft::TensorView mask_view(const std::uint8_t* mask, std::uint32_t n) {
+  return mask ? graft::i8_view(const_cast<std::uint8_t*>(mask), n, n) : graft::TensorView{};
 }
 
 // One layer's K/V as the test wrote it: [slot][kv head][dim], the layout write() takes.

@@ -56,7 +56,7 @@ AttentionBatch batch(std::uint32_t n_past, std::uint32_t n_query, const std::uin
   AttentionBatch b;
   b.n_past = n_past;
   b.n_query = n_query;
-  b.ancestor = ancestor;
+  b.ancestor = mask_view(ancestor, n_query);
   b.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   b.sliding_window = window;
   return b;

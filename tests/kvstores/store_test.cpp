@@ -21,7 +21,15 @@ class FakeBackend final : public Backend {
     return Status(Errc::out_of_memory, "fake: cannot allocate " + std::to_string(bytes) + " bytes");
   }
   Status copy(void*, MemoryKind, const void*, MemoryKind, std::size_t) override { return not_implemented("copy"); }
+  Status copy_async(void*, MemoryKind, const void*, MemoryKind, std::size_t) override { return not_implemented("copy"); }
   Status synchronize() override { return Status::success(); }
+  Expected<std::unique_ptr<Event>> record_event() override { return not_implemented("event"); }
+  bool graphs_supported() const noexcept override { return false; }
+  Status begin_capture() override { return not_implemented("graphs"); }
+  Status end_capture(std::unique_ptr<Graph>&) override { return not_implemented("graphs"); }
+  Status top_k(const TensorView&, std::uint32_t, const TensorView&, const TensorView&) override {
+    return not_implemented("x");
+  }
   unsigned n_threads() const noexcept override { return 1; }
   void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override { fn(0, n); }
   void* native_stream() noexcept override { return gpu_ ? this : nullptr; }
@@ -29,7 +37,7 @@ class FakeBackend final : public Backend {
   Status rms_norm(const TensorView&, const TensorView&, float, const TensorView&) override {
     return not_implemented("x");
   }
-  Status rope(const TensorView&, const std::int32_t*, const RopeParams&, const TensorView&) override {
+  Status rope(const TensorView&, const TensorView&, const RopeParams&, const TensorView&) override {
     return not_implemented("x");
   }
   Status add(const TensorView&, const TensorView&, const TensorView&) override { return not_implemented("x"); }
@@ -40,20 +48,20 @@ class FakeBackend final : public Backend {
                          const TensorView&) override {
     return not_implemented("x");
   }
-  Status causal_conv_silu(const TensorView&, const TensorView&, const TensorView&, const std::int32_t*, const TensorView&,
+  Status causal_conv_silu(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
                           const TensorView&) override {
     return not_implemented("x");
   }
   Status gated_delta_net(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
-                         const TensorView&, const std::int32_t*, const TensorView&, const TensorView&,
+                         const TensorView&, const TensorView&, const TensorView&, const TensorView&,
                          const TensorView&) override {
     return not_implemented("x");
   }
-  Status delta_net_apply(const TensorView&, const TensorView&, const TensorView&, const std::uint32_t*, std::uint32_t,
+  Status delta_net_apply(const TensorView&, const TensorView&, const TensorView&, const TensorView&,
                          const TensorView&) override {
     return not_implemented("x");
   }
-  Status conv_window_advance(const TensorView&, const std::uint32_t*, std::uint32_t, const TensorView&) override {
+  Status conv_window_advance(const TensorView&, const TensorView&, const TensorView&) override {
     return not_implemented("x");
   }
 
@@ -206,7 +214,9 @@ TEST(kvDeviceStore, CreationErrors) {
   auto on_gpu = (*f)->create(gpu, geometry(2, 2, 64, 64, 16));
   ASSERT_FALSE(on_gpu);
   EXPECT_EQ(on_gpu.status().code(), Errc::unsupported);
-  EXPECT_TRUE(contains(on_gpu.status().message(), "'Fake H200' (a GPU backend)")) << on_gpu.status().message();
+  EXPECT_EQ(on_gpu.status().message(),
+            "kvstore device: no kernels for backend 'fakegpu' (its kernel library, libgraft_kernels_fakegpu.so, is "
+            "missing or has no device store)");
 
   FakeBackend full(false);
   auto no_memory = (*f)->create(full, geometry(2, 2, 64, 64, 4096));
@@ -221,4 +231,59 @@ TEST(kvDeviceStore, CreationErrors) {
   ASSERT_FALSE(no_memory32);
   EXPECT_TRUE(contains(no_memory32.status().message(), "lower [context] size or use type = \"f16\""))
       << no_memory32.status().message();
+}
+
+namespace {
+// A kernel library that implements the "device" store on the fake GPU: records what it was given.
+class FakeGpuKernels final : public KernelLibrary {
+ public:
+  std::string_view backend() const noexcept override { return "fakegpu"; }
+  std::span<const TypeId> types() const noexcept override { return {}; }
+  FormatKernels* kernels(TypeId) noexcept override { return nullptr; }
+  bool has_kv_store(std::string_view store) const noexcept override { return store == "device"; }
+  Expected<std::unique_ptr<KvStore>> create_kv_store(std::string_view store, const Config& config, Backend& backend,
+                                                     const KvGeometry& g) override {
+    asked = std::string(store) + " on " + std::string(backend.name()) + ", type " +
+            config.get_string("type").value_or("(default)") + ", " + std::to_string(g.capacity) + " tokens";
+    return Status(Errc::not_implemented, "fake kernels: no store");
+  }
+  std::string asked;
+};
+}  // namespace
+
+// On a backend whose memory the CPU cannot read, the store is its kernel library's, made with the
+// plugin's own profile keys; the CPU's store stays the plugin's.
+TEST(kvDeviceStore, AGpuBackendGetsTheStoreOfItsKernelLibrary) {
+  DefaultHostServices host;
+  auto kernels = std::make_shared<FakeGpuKernels>();
+  host.add_kernel_library(kernels);
+  auto f = kv_factory("f32", host);
+  ASSERT_TRUE(f);
+  FakeBackend gpu(true);
+  auto store = (*f)->create(gpu, geometry(2, 2, 64, 64, 16));
+  EXPECT_EQ(store.status().message(), "fake kernels: no store");
+  EXPECT_EQ(kernels->asked, "device on fakegpu, type f32, 16 tokens");
+  kernels->asked.clear();
+  auto cpu = cpu_backend(1);
+  EXPECT_TRUE((*f)->create(*cpu, geometry(2, 2, 64, 64, 16)));
+  EXPECT_EQ(kernels->asked, "");
+}
+
+// The ancestor mask is an i8 [n_query, n_query] view.
+TEST(kvDeviceStore, AMaskOfTheWrongShapeIsRefused) {
+  auto f = kv_factory("f16");
+  ASSERT_TRUE(f);
+  auto cpu = cpu_backend(1);
+  auto store = (*f)->create(*cpu, geometry(1, 1, 16, 16, 8));
+  ASSERT_TRUE(store);
+  std::vector<float> k(16 * 2, 0.5f), q(16 * 2, 0.5f), out(16 * 2);
+  ASSERT_TRUE((*store)->write(0, 0, 2, f32_view(k.data(), 16, 1, 2), f32_view(k.data(), 16, 1, 2)).ok());
+  const std::uint8_t mask[9] = {1, 0, 0, 1, 1, 0, 1, 1, 1};
+  AttentionBatch b;
+  b.n_query = 2;
+  b.ancestor = mask_view(mask, 3);
+  EXPECT_EQ((*store)->attend(0, f32_view(q.data(), 16, 1, 2), b, f32_view(out.data(), 16, 1, 2)).message(),
+            "kvstore device: attend: the ancestor mask must be a packed i8 [2, 2] (n_query x n_query)");
+  b.ancestor = mask_view(mask, 2);
+  EXPECT_TRUE((*store)->attend(0, f32_view(q.data(), 16, 1, 2), b, f32_view(out.data(), 16, 1, 2)).ok());
 }

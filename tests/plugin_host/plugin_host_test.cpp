@@ -37,8 +37,8 @@ TEST(PluginLibrary, AbiMismatchNamesBothVersionsAndTheFile) {
   ASSERT_FALSE(lib);
   EXPECT_EQ(lib.status().code(), Errc::abi_mismatch);
   EXPECT_EQ(lib.status().message(),
-            file.string() + ": plugin ABI version 999 does not match host ABI version 6; rebuild the plugin "
-                            "against graft SDK ABI 6");
+            file.string() + ": plugin ABI version 999 does not match host ABI version " +
+                std::to_string(kAbiVersion) + "; rebuild the plugin against graft SDK ABI " + std::to_string(kAbiVersion));
 }
 
 TEST(PluginLibrary, SharedLibraryWithoutDescriptorIsNotAPlugin) {

@@ -55,7 +55,8 @@ TEST(ProfilePlugins, AbiMismatchedDrafterIsRefusedWithItsFile) {
   EXPECT_EQ(st.code(), Errc::abi_mismatch);
   EXPECT_EQ(st.message(), "test.toml:4:1: " + kFake +
                               "/libgraft_drafter_badabi.so: plugin ABI version 999 does not match host ABI "
-                              "version 6; rebuild the plugin against graft SDK ABI 6");
+                              "version " + std::to_string(kAbiVersion) + "; rebuild the plugin against graft SDK ABI " +
+                              std::to_string(kAbiVersion));
 }
 
 TEST(ProfilePlugins, GraftProfileCheckLoadsThePlugins) {

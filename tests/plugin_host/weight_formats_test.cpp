@@ -84,3 +84,48 @@ TEST(WeightFormats, GraftInfoReadsPluginTypes) {
   EXPECT_EQ(with.exit_code, 0) << with.output;
   EXPECT_NE(with.output.find("test8"), std::string::npos) << with.output;
 }
+
+// Kernel libraries: loaded for the backend in use only, asked for a type its format plugin has no
+// kernels for on that backend; two claiming one type, or one computing elsewhere than its name
+// says, are refused naming the file.
+TEST(KernelLibraries, TheBackendsLibrariesBringKernelsForOtherPluginsFormats) {
+  const std::string dir = KERNEL_PLUGIN_DIR;
+  PluginRegistry registry({dir});
+  DefaultHostServices host;
+  ASSERT_TRUE(load_weight_formats(registry, host));
+  EXPECT_EQ(host.format_kernels(250, "fakegpu"), nullptr) << "before its library is loaded";
+  auto for_cpu = load_kernel_libraries(registry, host, "cpu");
+  ASSERT_TRUE(for_cpu) << for_cpu.status().message();
+  EXPECT_TRUE(for_cpu->empty()) << "a CPU run opens no other backend's library";
+  auto libs = load_kernel_libraries(registry, host, "fakegpu");
+  ASSERT_TRUE(libs) << libs.status().message();
+  ASSERT_EQ(libs->size(), 1u);
+  FormatKernels* k = host.format_kernels(250, "fakegpu");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k, (*libs)[0]->kernels(250));
+  EXPECT_EQ(host.format_kernels(250, "cpu"), nullptr) << "test8 has no CPU kernels and no library for the CPU";
+  EXPECT_EQ(host.format_kernels(type_id::q8_0, "fakegpu"), nullptr);
+  EXPECT_EQ(host.kv_store_library("device", "fakegpu"), (*libs)[0].get());
+  EXPECT_EQ(host.kv_store_library("device", "cpu"), nullptr);
+  EXPECT_EQ(host.kv_store_library("quant", "fakegpu"), nullptr);
+}
+
+TEST(KernelLibraries, TwoClaimingOneTypeOrOneOnAnotherBackendAreRefused) {
+  const std::string base = std::filesystem::path(KERNEL_PLUGIN_DIR).parent_path().string();
+  {
+    PluginRegistry registry({base + "/kernel_plugins_dup"});
+    DefaultHostServices host;
+    auto libs = load_kernel_libraries(registry, host, "fakegpu");
+    ASSERT_FALSE(libs);
+    // (Files load in name order: "fakegpu-dup" before "fakegpu.so".)
+    EXPECT_EQ(libs.status().message(), base + "/kernel_plugins_dup/libgraft_kernels_fakegpu.so: type id 250 on "
+                                              "backend 'fakegpu' is already provided by " +
+                                              base + "/kernel_plugins_dup/libgraft_kernels_fakegpu-dup.so");
+  }
+  PluginRegistry registry({base + "/kernel_plugins_liar"});
+  DefaultHostServices host;
+  auto libs = load_kernel_libraries(registry, host, "fakegpu");
+  ASSERT_FALSE(libs);
+  EXPECT_EQ(libs.status().message(), base + "/kernel_plugins_liar/libgraft_kernels_fakegpu-liar.so: a kernel library "
+                                            "for backend 'fakegpu' by its name computes on backend 'other'");
+}

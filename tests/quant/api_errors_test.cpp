@@ -115,15 +115,20 @@ TEST(FormatApi, GetRowsRefusesBadInput) {
   const TensorView table = weight_view(q.data(), traits(*f), 64, 4);
   FormatKernels& k = *f->kernels("cpu");
   const std::int32_t bad[] = {1, 4};
-  EXPECT_EQ(k.get_rows(*cpu(1), table, bad, 2, f32_view(y.data(), 64, 2)).message(),
+  auto ids = [](const std::int32_t* p, std::int64_t n) { return i32_view(const_cast<std::int32_t*>(p), n); };
+  EXPECT_EQ(k.get_rows(*cpu(1), table, nullptr, ids(bad, 2), f32_view(y.data(), 64, 2)).message(),
             "q4_0 get_rows: row id 4 is out of range for a table of 4 rows");
   const std::int32_t negative[] = {-1, 0};
-  EXPECT_EQ(k.get_rows(*cpu(1), table, negative, 2, f32_view(y.data(), 64, 2)).message(),
+  EXPECT_EQ(k.get_rows(*cpu(1), table, nullptr, ids(negative, 2), f32_view(y.data(), 64, 2)).message(),
             "q4_0 get_rows: row id -1 is out of range for a table of 4 rows");
   const std::int32_t ok[] = {0, 3};
-  EXPECT_EQ(k.get_rows(*cpu(1), table, ok, 2, f32_view(y.data(), 32, 2)).message(),
+  EXPECT_EQ(k.get_rows(*cpu(1), table, nullptr, ids(ok, 2), f32_view(y.data(), 32, 2)).message(),
             "q4_0 get_rows: y is [32, 2], expected 64 x 2");
-  EXPECT_EQ(k.get_rows(*cpu(1), table, nullptr, 2, f32_view(y.data(), 64, 2)).message(), "q4_0 get_rows: ids is null");
+  EXPECT_EQ(k.get_rows(*cpu(1), table, nullptr, ids(nullptr, 2), f32_view(y.data(), 64, 2)).message(), "q4_0 get_rows: ids is null");
+  TensorView float_ids = ids(ok, 2);
+  float_ids.type = type_id::f32;
+  EXPECT_EQ(k.get_rows(*cpu(1), table, nullptr, float_ids, f32_view(y.data(), 64, 2)).message(),
+            "q4_0 get_rows: ids must be a packed i32 vector");
 }
 
 namespace {

@@ -14,8 +14,8 @@ TEST(GetRows, LargeBatchSplitAcrossThreads) {
   std::vector<std::int32_t> ids(n);
   for (std::int64_t i = 0; i < n; ++i) ids[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 37) % rows);
   std::vector<float> y(static_cast<std::size_t>(n * k));
-  ASSERT_TRUE(f->kernels("cpu")->get_rows(*cpu(3), weight_view(q.data(), traits(*f), k, rows), ids.data(),
-                                          static_cast<std::size_t>(n), f32_view(y.data(), k, n)).ok());
+  ASSERT_TRUE(f->kernels("cpu")->get_rows(*cpu(3), weight_view(q.data(), traits(*f), k, rows), nullptr,
+                                          i32_view(ids.data(), n), f32_view(y.data(), k, n)).ok());
   for (std::int64_t i = 0; i < n; ++i)
     ASSERT_EQ(std::memcmp(y.data() + i * k, all.data() + ids[static_cast<std::size_t>(i)] * k, k * sizeof(float)), 0) << i;
 }

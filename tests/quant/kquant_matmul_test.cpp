@@ -160,8 +160,9 @@ TEST(KQuantMatmul, GetRowsEqualsDequantizingTheRows) {
     const auto all = dequantize(*f, q, k * rows);
     for (std::int64_t t : {1, 3}) {
       std::vector<float> y(std::size(ids) * k, -1.0f);
-      const Status st = f->kernels("cpu")->get_rows(*cpu(t), weight_view(q.data(), traits(*f), k, rows), ids,
-                                                    std::size(ids), f32_view(y.data(), k, std::size(ids)));
+      const Status st = f->kernels("cpu")->get_rows(*cpu(t), weight_view(q.data(), traits(*f), k, rows), nullptr,
+                                                    i32_view(const_cast<std::int32_t*>(ids), std::size(ids)),
+                                                    f32_view(y.data(), k, std::size(ids)));
       ASSERT_TRUE(st.ok()) << st.message();
       for (std::size_t i = 0; i < std::size(ids); ++i)
         EXPECT_EQ(std::memcmp(y.data() + i * k, all.data() + ids[i] * k, k * 4), 0) << kf.name << " row " << i;

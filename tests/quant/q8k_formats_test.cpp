@@ -174,7 +174,8 @@ TEST(Q8KFormats, GetRowsEqualsDequantizing) {
     const auto all = dequantize(*fmt, q, k * rows);
     for (std::int64_t t : {1, 3}) {
       std::vector<float> y(std::size(ids) * k);
-      ASSERT_TRUE(fmt->kernels("cpu")->get_rows(*cpu(t), weight_view(q.data(), traits(*fmt), k, rows), ids, std::size(ids),
+      ASSERT_TRUE(fmt->kernels("cpu")->get_rows(*cpu(t), weight_view(q.data(), traits(*fmt), k, rows), nullptr,
+                                                i32_view(const_cast<std::int32_t*>(ids), std::size(ids)),
                                                 f32_view(y.data(), k, static_cast<std::int64_t>(std::size(ids)))).ok());
       for (std::size_t i = 0; i < std::size(ids); ++i)
         EXPECT_EQ(std::memcmp(y.data() + i * k, all.data() + ids[i] * k, k * sizeof(float)), 0) << f << " row " << i;

@@ -158,7 +158,8 @@ inline void expect_get_rows_dequantizes(const std::string& name, std::int64_t k,
   const auto all = dequantize(*f, q, k * rows);
   for (std::int64_t t : {1, 3}) {
     std::vector<float> y(n * static_cast<std::size_t>(k), -1.0f);
-    const Status st = f->kernels("cpu")->get_rows(*cpu(t), weight_view(q.data(), traits(*f), k, rows), ids, n,
+    const Status st = f->kernels("cpu")->get_rows(*cpu(t), weight_view(q.data(), traits(*f), k, rows), nullptr,
+                                                  i32_view(const_cast<std::int32_t*>(ids), static_cast<std::int64_t>(n)),
                                                   f32_view(y.data(), k, static_cast<std::int64_t>(n)));
     ASSERT_TRUE(st.ok()) << st.message();
     for (std::size_t i = 0; i < n; ++i)

@@ -48,6 +48,12 @@ class HostBuffer final : public Buffer {
   MemoryKind k_;
 };
 
+class DoneEvent final : public Event {
+ public:
+  bool ready() const noexcept override { return true; }
+  Status synchronize() override { return Status::success(); }
+};
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const CpuInfo& info, SimdLevel level, unsigned threads)
@@ -87,7 +93,18 @@ class CpuBackend final : public Backend {
     return Status::success();
   }
 
+  // The CPU has no stream: work runs as it is enqueued, so an asynchronous copy is a copy, every
+  // event is ready when recorded, and there is nothing to capture.
+  Status copy_async(void* dst, MemoryKind dst_kind, const void* src, MemoryKind src_kind, std::size_t bytes) override {
+    return copy(dst, dst_kind, src, src_kind, bytes);
+  }
   Status synchronize() override { return Status::success(); }
+  Expected<std::unique_ptr<Event>> record_event() override { return std::unique_ptr<Event>(new DoneEvent); }
+  bool graphs_supported() const noexcept override { return false; }
+  Status begin_capture() override { return Status(Errc::unsupported, "cpu backend: no graphs: ops run as they are called"); }
+  Status end_capture(std::unique_ptr<Graph>&) override {
+    return Status(Errc::unsupported, "cpu backend: no graphs: ops run as they are called");
+  }
   unsigned n_threads() const noexcept override { return pool_.size(); }
   void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override {
     pool_.parallel_for(n, fn);
@@ -98,7 +115,7 @@ class CpuBackend final : public Backend {
   Status rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) override {
     return guarded("rms_norm", [&] { return op_rms_norm(ctx(), x, w, eps, y); });
   }
-  Status rope(const TensorView& x, const std::int32_t* positions, const RopeParams& p, const TensorView& y) override {
+  Status rope(const TensorView& x, const TensorView& positions, const RopeParams& p, const TensorView& y) override {
     return guarded("rope", [&] { return op_rope(ctx(), x, positions, p, y); });
   }
   Status add(const TensorView& a, const TensorView& b, const TensorView& y) override {
@@ -117,23 +134,25 @@ class CpuBackend final : public Backend {
                          const TensorView& ssm_a, const TensorView& g, const TensorView& b) override {
     return guarded("delta_net_gates", [&] { return op_delta_net_gates(ctx(), alpha, beta, dt_bias, ssm_a, g, b); });
   }
-  Status causal_conv_silu(const TensorView& x, const TensorView& w, const TensorView& state, const std::int32_t* parents,
+  Status causal_conv_silu(const TensorView& x, const TensorView& w, const TensorView& state, const TensorView& parents,
                           const TensorView& y, const TensorView& state_out) override {
     return guarded("causal_conv_silu", [&] { return op_causal_conv_silu(ctx(), x, w, state, parents, y, state_out); });
   }
   Status gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
-                         const TensorView& b, const TensorView& state, const std::int32_t* parents, const TensorView& out,
+                         const TensorView& b, const TensorView& state, const TensorView& parents, const TensorView& out,
                          const TensorView& state_out, const TensorView& deltas) override {
     return guarded("gated_delta_net",
                    [&] { return op_gated_delta_net(ctx(), q, k, v, g, b, state, parents, out, state_out, deltas); });
   }
-  Status delta_net_apply(const TensorView& k, const TensorView& d, const TensorView& g, const std::uint32_t* rows,
-                         std::uint32_t n_rows, const TensorView& state) override {
-    return guarded("delta_net_apply", [&] { return op_delta_net_apply(ctx(), k, d, g, rows, n_rows, state); });
+  Status delta_net_apply(const TensorView& k, const TensorView& d, const TensorView& g, const TensorView& rows,
+                         const TensorView& state) override {
+    return guarded("delta_net_apply", [&] { return op_delta_net_apply(ctx(), k, d, g, rows, state); });
   }
-  Status conv_window_advance(const TensorView& x, const std::uint32_t* rows, std::uint32_t n_rows,
-                             const TensorView& state) override {
-    return guarded("conv_window_advance", [&] { return op_conv_window_advance(ctx(), x, rows, n_rows, state); });
+  Status conv_window_advance(const TensorView& x, const TensorView& rows, const TensorView& state) override {
+    return guarded("conv_window_advance", [&] { return op_conv_window_advance(ctx(), x, rows, state); });
+  }
+  Status top_k(const TensorView& x, std::uint32_t k, const TensorView& ids, const TensorView& values) override {
+    return guarded("top_k", [&] { return op_top_k(ctx(), x, k, ids, values); });
   }
 
  private:

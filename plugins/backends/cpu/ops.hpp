@@ -31,7 +31,7 @@ struct OpContext {
 };
 
 Status op_rms_norm(const OpContext& c, const TensorView& x, const TensorView& w, float eps, const TensorView& y);
-Status op_rope(const OpContext& c, const TensorView& x, const std::int32_t* positions, const RopeParams& p,
+Status op_rope(const OpContext& c, const TensorView& x, const TensorView& positions, const RopeParams& p,
                const TensorView& y);
 Status op_add(const OpContext& c, const TensorView& a, const TensorView& b, const TensorView& y);
 Status op_silu_mul(const OpContext& c, const TensorView& gate, const TensorView& up, const TensorView& y);
@@ -40,14 +40,15 @@ Status op_l2_norm(const OpContext& c, const TensorView& x, float eps, const Tens
 Status op_delta_net_gates(const OpContext& c, const TensorView& alpha, const TensorView& beta, const TensorView& dt_bias,
                           const TensorView& ssm_a, const TensorView& g, const TensorView& b);
 Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const TensorView& w, const TensorView& state,
-                           const std::int32_t* parents, const TensorView& y, const TensorView& state_out);
+                           const TensorView& parents, const TensorView& y, const TensorView& state_out);
 Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorView& k, const TensorView& v,
                           const TensorView& g, const TensorView& b, const TensorView& state,
-                          const std::int32_t* parents, const TensorView& out, const TensorView& state_out,
+                          const TensorView& parents, const TensorView& out, const TensorView& state_out,
                           const TensorView& deltas);
 Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorView& d, const TensorView& g,
-                          const std::uint32_t* rows, std::uint32_t n_rows, const TensorView& state);
-Status op_conv_window_advance(const OpContext& c, const TensorView& x, const std::uint32_t* rows, std::uint32_t n_rows,
-                              const TensorView& state);
+                          const TensorView& rows, const TensorView& state);
+Status op_conv_window_advance(const OpContext& c, const TensorView& x, const TensorView& rows, const TensorView& state);
+// The k largest entries of each row (Backend::top_k).
+Status op_top_k(const OpContext& c, const TensorView& x, std::uint32_t k, const TensorView& ids, const TensorView& values);
 
 }  // namespace graft::cpu

@@ -36,12 +36,18 @@ std::string check_parents(const std::int32_t* parents, std::int64_t n) {
   return "";
 }
 
-// "" when rows (n entries) are each below t: `what` names the t rows in the message.
-std::string check_row_list(const std::uint32_t* rows, std::uint32_t n, std::int64_t t, const char* what) {
-  if (n > 0 && !rows) return "rows is null";
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (rows[i] >= t)
-      return "rows[" + std::to_string(i) + "] = " + std::to_string(rows[i]) + " is past the " + std::to_string(t) + what;
+// "" when `view` is a packed i32 list (data null: empty) of rows each in [0, t); *rows, *n: the
+// list. `what` names the t rows in the message.
+std::string check_row_list(const TensorView& view, std::int64_t t, const char* what, const std::int32_t** rows,
+                           std::uint32_t* n) {
+  *n = view.data ? static_cast<std::uint32_t>(view.ne[0]) : 0;
+  if (view.data && view.ne[0] < 0) return "rows has shape " + shape_string(view);
+  if (auto e = check_index("rows", view, *n, true, rows); !e.empty()) return e;
+  for (std::uint32_t i = 0; i < *n; ++i) {
+    const std::string at = "rows[" + std::to_string(i) + "] = " + std::to_string((*rows)[i]);
+    if ((*rows)[i] < 0) return at + " is negative";
+    if ((*rows)[i] >= t) return at + " is past the " + std::to_string(t) + what;
+  }
   return "";
 }
 
@@ -132,7 +138,7 @@ Status op_delta_net_gates(const OpContext& c, const TensorView& alpha, const Ten
 }
 
 Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const TensorView& w, const TensorView& state,
-                           const std::int32_t* parents, const TensorView& y, const TensorView& state_out) {
+                           const TensorView& parents_view, const TensorView& y, const TensorView& state_out) {
   constexpr const char* op = "causal_conv_silu";
   for (auto [name, t] : {std::pair{"x", &x}, {"y", &y}})
     if (auto e = check_rows(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
@@ -149,6 +155,8 @@ Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const Tensor
   if (auto e = check_output("y", y, "x", x, false); !e.empty()) return op_error(op, e);
   for (auto [name, t] : {std::pair{"w", &w}, {"state", &state}})
     if (overlap(y, *t) != Overlap::none) return op_error(op, std::string("y overlaps ") + name);
+  const std::int32_t* parents = nullptr;
+  if (auto e = check_index("parents", parents_view, T, true, &parents); !e.empty()) return op_error(op, e);
   if (auto e = check_parents(parents, T); !e.empty()) return op_error(op, e);
   if (auto e = check_state_out(state_out, state, parents, {{"x", &x}, {"y", &y}, {"w", &w}}); !e.empty())
     return op_error(op, e);
@@ -213,7 +221,7 @@ Status op_causal_conv_silu(const OpContext& c, const TensorView& x, const Tensor
 
 Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorView& k, const TensorView& v,
                           const TensorView& g, const TensorView& b, const TensorView& state,
-                          const std::int32_t* parents, const TensorView& out, const TensorView& state_out,
+                          const TensorView& parents_view, const TensorView& out, const TensorView& state_out,
                           const TensorView& deltas) {
   constexpr const char* op = "gated_delta_net";
   for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"b", &b}, {"out", &out}})
@@ -234,6 +242,8 @@ Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorV
   if (!same_shape(out, v)) return op_error(op, expect("out", out, shape_string(v) + " like v"));
   for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"b", &b}, {"state", &state}})
     if (overlap(out, *t) != Overlap::none) return op_error(op, std::string("out overlaps ") + name);
+  const std::int32_t* parents = nullptr;
+  if (auto e = check_index("parents", parents_view, T, true, &parents); !e.empty()) return op_error(op, e);
   if (auto e = check_parents(parents, T); !e.empty()) return op_error(op, e);
   if (auto e = check_state_out(state_out, state, parents,
                                {{"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"b", &b}, {"out", &out}});
@@ -284,7 +294,7 @@ Status op_gated_delta_net(const OpContext& c, const TensorView& q, const TensorV
 }
 
 Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorView& d, const TensorView& g,
-                          const std::uint32_t* rows, std::uint32_t n_rows, const TensorView& state) {
+                          const TensorView& rows_view, const TensorView& state) {
   constexpr const char* op = "delta_net_apply";
   for (auto [name, t] : {std::pair{"k", &k}, {"d", &d}, {"g", &g}})
     if (auto e = check_rows(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
@@ -301,7 +311,9 @@ Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorV
                                                    std::to_string(Hv) + "] (Dk, Dv, Hv)"));
   for (auto [name, t] : {std::pair{"k", &k}, {"d", &d}, {"g", &g}})
     if (overlap(state, *t) != Overlap::none) return op_error(op, std::string("state overlaps ") + name);
-  if (auto e = check_row_list(rows, n_rows, T, " rows kept"); !e.empty()) return op_error(op, e);
+  const std::int32_t* rows = nullptr;
+  std::uint32_t n_rows = 0;
+  if (auto e = check_row_list(rows_view, T, " rows kept", &rows, &n_rows); !e.empty()) return op_error(op, e);
   if (n_rows == 0) return Status::success();
 
   const std::size_t head = static_cast<std::size_t>(Dk * Dv), n = n_rows;
@@ -313,7 +325,7 @@ Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorV
     for (std::size_t j = h0; j < h1; ++j) {
       const std::size_t kh = j % static_cast<std::size_t>(Hk);
       for (std::size_t t = 0; t < n; ++t) {
-        const std::size_t r = rows[t];
+        const auto r = static_cast<std::size_t>(rows[t]);
         kp[t] = row_ptr<const float>(k, r * static_cast<std::size_t>(Hk) + kh);
         dp[t] = row_ptr<const float>(d, r * static_cast<std::size_t>(Hv) + j);
         decay[t] = std::exp(row_ptr<const float>(g, r)[j]);  // as gated_delta_net computes it
@@ -325,8 +337,8 @@ Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorV
   return Status::success();
 }
 
-Status op_conv_window_advance(const OpContext& /*c*/, const TensorView& x, const std::uint32_t* rows,
-                              std::uint32_t n_rows, const TensorView& state) {
+Status op_conv_window_advance(const OpContext& /*c*/, const TensorView& x, const TensorView& rows_view,
+                              const TensorView& state) {
   constexpr const char* op = "conv_window_advance";
   if (auto e = check_rows("x", x, {type_id::f32}); !e.empty()) return op_error(op, e);
   if (auto e = check_dense("state", state, {type_id::f32}); !e.empty()) return op_error(op, e);
@@ -335,7 +347,9 @@ Status op_conv_window_advance(const OpContext& /*c*/, const TensorView& x, const
     return op_error(op, expect("state", state, "[Kc - 1, " + std::to_string(C) + "] with Kc in 2.." +
                                                    std::to_string(kMaxConvKernel)));
   if (overlap(state, x) != Overlap::none) return op_error(op, "state overlaps x");
-  if (auto e = check_row_list(rows, n_rows, T, " rows of x"); !e.empty()) return op_error(op, e);
+  const std::int32_t* rows = nullptr;
+  std::uint32_t n_rows = 0;
+  if (auto e = check_row_list(rows_view, T, " rows of x", &rows, &n_rows); !e.empty()) return op_error(op, e);
   // Entry i of the new window is entry n + i of (window | the rows' inputs), which is later than i:
   // in place, ascending, nothing is read after it is written.
   float* sp = state.as<float>();
@@ -345,7 +359,7 @@ Status op_conv_window_advance(const OpContext& /*c*/, const TensorView& x, const
     if (idx < H) {
       for (std::int64_t ch = 0; ch < C; ++ch) sp[ch * H + i] = sp[ch * H + idx];
     } else {
-      const float* xr = row_ptr<const float>(x, rows[idx - H]);
+      const float* xr = row_ptr<const float>(x, static_cast<std::size_t>(rows[idx - H]));
       for (std::int64_t ch = 0; ch < C; ++ch) sp[ch * H + i] = xr[ch];
     }
   }

@@ -29,7 +29,7 @@ void angles(std::int32_t pos, float freq_scale, float theta_scale, std::size_t n
 
 }  // namespace
 
-Status op_rope(const OpContext& c, const TensorView& x, const std::int32_t* positions, const RopeParams& p,
+Status op_rope(const OpContext& c, const TensorView& x, const TensorView& positions_view, const RopeParams& p,
                const TensorView& y) {
   constexpr const char* op = "rope";
   if (auto e = check_rows("x", x, {type_id::f32}); !e.empty()) return op_error(op, e);
@@ -47,8 +47,10 @@ Status op_rope(const OpContext& c, const TensorView& x, const std::int32_t* posi
     return op_error(op, "freq_scale = " + number(p.freq_scale) + " must be positive and finite");
   const auto n_heads = static_cast<std::size_t>(x.ne[1]);
   const auto n_tokens = static_cast<std::size_t>(x.ne[2]);
-  if (n_tokens > 0 && n_heads > 0 && positions == nullptr) return op_error(op, "positions is null");
   if (n_tokens == 0 || n_heads == 0) return Status::success();
+  const std::int32_t* positions = nullptr;
+  if (auto e = check_index("positions", positions_view, static_cast<std::int64_t>(n_tokens), false, &positions); !e.empty())
+    return op_error(op, e);
 
   // cos/sin per token, shared by its heads: [token][pair], cos block then sin block.
   const auto n_pairs = static_cast<std::size_t>(p.n_rot / 2);

@@ -56,9 +56,11 @@ std::string type_name(TypeId type) {
 
 std::size_t dense_element_size(TypeId type) noexcept {
   switch (type) {
-    case type_id::f32: return 4;
+    case type_id::f32:
+    case type_id::i32: return 4;
     case type_id::f16:
     case type_id::bf16: return 2;
+    case type_id::i8: return 1;
     default: return 0;
   }
 }
@@ -116,6 +118,21 @@ std::string check_dense(const char* name, const TensorView& t, std::initializer_
 
 std::string check_rows(const char* name, const TensorView& t, std::initializer_list<TypeId> types) {
   return check_tensor(name, t, types, true);
+}
+
+std::string check_index(const char* name, const TensorView& t, std::int64_t n, bool optional,
+                        const std::int32_t** out) {
+  *out = nullptr;
+  if (!t.data) {
+    if (optional || n == 0) return "";
+    return std::string(name) + " is null";
+  }
+  if (t.type != type_id::i32) return std::string(name) + " has type " + type_name(t.type) + "; expected i32";
+  if (t.ne[0] != n || t.ne[1] != 1 || t.ne[2] != 1 || t.ne[3] != 1)
+    return std::string(name) + " has shape " + shape_string(t) + "; expected [" + std::to_string(n) + "]";
+  if (t.nb[0] != sizeof(std::int32_t)) return std::string(name) + " is not packed";
+  *out = static_cast<const std::int32_t*>(t.data);
+  return "";
 }
 
 std::size_t span_bytes(const TensorView& t) noexcept {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -13,7 +14,8 @@ namespace graft::cpu {
 
 // "f32", "bf16", "q8_0", ... (the ids of graft/tensor.hpp) or "id 99" for others.
 std::string type_name(TypeId type);
-// Bytes per element of f32, f16 and bf16 (the ops take f32 only); 0 otherwise.
+// Bytes per element of f32, f16, bf16, i32 and i8 (the ops' activations are f32, their index
+// arrays i32); 0 otherwise.
 std::size_t dense_element_size(TypeId type) noexcept;
 
 // "" when t is a packed (contiguous) tensor of one of `types` with a sane shape and data;
@@ -24,6 +26,11 @@ std::string check_dense(const char* name, const TensorView& t, std::initializer_
 // each row's ne[0] elements contiguous, and dimensions 1..3 any strides (multiples of the element
 // size) that keep rows from overlapping, i.e. nb[d] at least the bytes dimensions < d span.
 std::string check_rows(const char* name, const TensorView& t, std::initializer_list<TypeId> types);
+
+// "" when t is a packed i32 vector of n entries (or, when optional, has data null: then *out is
+// null); *out is its first entry. The index arrays of the ops (positions, parents, rows).
+std::string check_index(const char* name, const TensorView& t, std::int64_t n, bool optional,
+                        const std::int32_t** out);
 
 // Bytes from t's first element to the end of its last row (the packed size for a dense tensor).
 std::size_t span_bytes(const TensorView& t) noexcept;

@@ -32,17 +32,24 @@ Expected<std::unique_ptr<DFlashPass>> DFlashPass::create(const DrafterHost& host
   const std::uint64_t KV = std::uint64_t(s.n_head_kv) * s.head_dim, W = f.has_conv ? f.conv.dyn_width() : 0;
   const std::uint64_t rank = f.selector_rank;
   d->sel_rows_ = static_cast<std::uint32_t>(B * std::max<std::uint32_t>(1, f.selector_top_k));
+  // Index arrays (ids, positions: i32) and the block's all-ones mask (i8) in backend memory too.
+  const std::uint64_t n_ids = std::max<std::uint64_t>({R, B, d->sel_rows_}), n_pos = std::max(R, B), mask = (B * B + 3) / 4;
+  float *ids = nullptr, *pos = nullptr, *ones = nullptr;
   const std::uint64_t sizes[] = {f.feature_width * R, E * R, KV * R, KV * R, E * B, E * B, E * B, E * B, E * B,
-                                 W * B, V * B, rank * B, rank * d->sel_rows_};
+                                 W * B, V * B, rank * B, rank * d->sel_rows_, n_ids, n_pos, mask};
   float** parts[] = {&d->feat_, &d->c_, &d->k_, &d->v_, &d->x_, &d->h_, &d->t_, &d->a_, &d->out_,
-                     &d->dyn_, &d->logits_dev_, &d->gate_dev_, &d->sel_dev_};
+                     &d->dyn_, &d->logits_dev_, &d->gate_dev_, &d->sel_dev_, &ids, &pos, &ones};
   auto buf = be.allocate(std::accumulate(std::begin(sizes), std::end(sizes), std::uint64_t(0)) * sizeof(float),
                          MemoryKind::device);
   if (!buf) return std::move(buf).status();
   d->buf_ = std::move(*buf);
   float* at = static_cast<float*>(d->buf_->data());
   for (std::size_t i = 0; i < std::size(sizes); ++i) *parts[i] = at, at += sizes[i];
-  d->all_ones_.assign(std::size_t(B) * B, 1);
+  d->ids_dev_ = reinterpret_cast<std::int32_t*>(ids);
+  d->pos_dev_ = reinterpret_cast<std::int32_t*>(pos);
+  d->ones_dev_ = reinterpret_cast<std::uint8_t*>(ones);
+  const std::vector<std::uint8_t> all_ones(std::size_t(B) * B, 1);
+  GRAFT_TRY(be.copy(d->ones_dev_, MemoryKind::device, all_ones.data(), MemoryKind::host, all_ones.size()));
   GRAFT_TRY(d->run_block(f.mask_token, f.block_size));
   return d;
 }
@@ -60,13 +67,15 @@ Status DFlashPass::add_context(std::uint32_t n, const float* features) {
     GRAFT_TRY(be_->rms_norm(f32_view(c_, E, c), f.enc_norm->view(), s.rms_eps, f32_view(c_, E, c)));
     positions_.resize(c);
     std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(n_ctx_));
+    auto pos = upload(pos_dev_, positions_);
+    if (!pos) return std::move(pos).status();
     // Per layer: k = rope(k_norm(W_k c)), v = W_v c, at the next slots.
     const auto slot = static_cast<std::uint32_t>(slot_pos_.size());
     for (std::uint32_t l = 0; l < f.n_layers; ++l) {
       const DFlashLayer& L = f.layers[l];
       GRAFT_TRY(L.k->matmul(f32_view(c_, E, c), f32_view(k_, KV, c)));
       if (L.k_norm) GRAFT_TRY(be_->rms_norm(f32_view(k_, D, HKV * c), L.k_norm->view(), s.rms_eps, f32_view(k_, D, HKV * c)));
-      GRAFT_TRY(be_->rope(f32_view(k_, D, HKV, c), positions_.data(), s.rope, f32_view(k_, D, HKV, c)));
+      GRAFT_TRY(be_->rope(f32_view(k_, D, HKV, c), *pos, s.rope, f32_view(k_, D, HKV, c)));
       GRAFT_TRY(L.v->matmul(f32_view(c_, E, c), f32_view(v_, KV, c)));
       GRAFT_TRY(kv_->write(l, slot, c, f32_view(k_, D, HKV, c), f32_view(v_, D, HKV, c)));
     }
@@ -75,6 +84,12 @@ Status DFlashPass::add_context(std::uint32_t n, const float* features) {
     done += c;
   }
   return Status::success();
+}
+
+Expected<TensorView> DFlashPass::upload(std::int32_t* dst, std::span<const std::int32_t> values) {
+  // A blocking copy: the drafter still reads its logits back each block (docs/speculative.md).
+  GRAFT_TRY(be_->copy(dst, MemoryKind::device, values.data(), MemoryKind::host, values.size() * sizeof(std::int32_t)));
+  return i32_view(dst, static_cast<std::int64_t>(values.size()), MemoryKind::device);
 }
 
 Status DFlashPass::truncate(std::uint32_t n) {
@@ -124,11 +139,15 @@ Status DFlashPass::run_block(std::int32_t anchor, std::uint32_t rows) {
   BlockRows block_rows;
   block_rows.n_tokens = rows;
   block_rows.n_past = static_cast<std::uint32_t>(slot_pos_.size());
-  block_rows.positions = positions_.data();
+  auto pos = upload(pos_dev_, positions_);
+  if (!pos) return std::move(pos).status();
+  block_rows.positions = *pos;
   // Every block row sees every other (the ones are read as rows x rows).
-  block_rows.ancestor = all_ones_.data();
+  block_rows.ancestor = i8_view(ones_dev_, rows, rows, MemoryKind::device);
   auto body = [&]() -> Status {
-    GRAFT_TRY(f.embed->get_rows(ids.data(), rows, f32_view(x_, E, rows)));
+    auto id_view = upload(ids_dev_, ids);
+    if (!id_view) return std::move(id_view).status();
+    GRAFT_TRY(f.embed->get_rows(*id_view, f32_view(x_, E, rows)));
     for (std::uint32_t l = 0; l < f.n_layers; ++l) {
       GRAFT_TRY(half(l, true, rows, block_rows));
       GRAFT_TRY(half(l, false, rows, block_rows));
@@ -157,7 +176,9 @@ Status DFlashPass::selector_rows(const Weight& table, const std::vector<std::int
   out.resize(ids.size() * rank);
   for (std::size_t done = 0; done < ids.size();) {
     const std::size_t c = std::min<std::size_t>(sel_rows_, ids.size() - done);
-    GRAFT_TRY(table.get_rows(ids.data() + done, c, f32_view(sel_dev_, rank, static_cast<std::int64_t>(c))));
+    auto id_view = upload(ids_dev_, std::span<const std::int32_t>(ids).subspan(done, c));
+    if (!id_view) return std::move(id_view).status();
+    GRAFT_TRY(table.get_rows(*id_view, f32_view(sel_dev_, rank, static_cast<std::int64_t>(c))));
     GRAFT_TRY(be_->synchronize());
     GRAFT_TRY(be_->copy(out.data() + done * rank, MemoryKind::host, sel_dev_, MemoryKind::device, c * rank * sizeof(float)));
     done += c;

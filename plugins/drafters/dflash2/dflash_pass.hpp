@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "dflash_file.hpp"
@@ -37,6 +38,8 @@ class DFlashPass {
   Status selector_rows(const Weight& table, const std::vector<std::int32_t>& ids, std::vector<float>& out);
 
  private:
+  // values copied to dst (backend memory, room for them), as a view for the kernels.
+  Expected<TensorView> upload(std::int32_t* dst, std::span<const std::int32_t> values);
   DFlashPass() = default;
   // x += conv(side 1, half(conv(side 0, norm(x)))) for one half of layer l (attention or ffn).
   Status half(std::uint32_t l, bool attention, std::uint32_t rows, const BlockRows& block_rows);
@@ -47,7 +50,8 @@ class DFlashPass {
   std::unique_ptr<KvStore> kv_;
   std::uint32_t n_ctx_ = 0;
   std::vector<std::int32_t> slot_pos_;  // the position of each KV slot's token (slot j = position j without skips)
-  std::vector<std::uint8_t> all_ones_;
+  std::int32_t *ids_dev_ = nullptr, *pos_dev_ = nullptr;  // backend memory: ids and positions of a call
+  std::uint8_t* ones_dev_ = nullptr;                      // backend memory: the block's all-ones mask
   std::vector<std::int32_t> positions_;
   // Backend buffers: context chunk feat [F, R], c [E, R], k and v [KV, R]; block x, h, t, a, out
   // [E, B], dyn [W, B], logits [V, B], gate [rank, B]; selector rows [rank, B * K].

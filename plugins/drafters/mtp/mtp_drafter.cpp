@@ -77,7 +77,7 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   if (!kv) return kv.status();
   d->kv_ = std::move(*kv);
   const std::uint64_t E = d->E_, R = kMaxRows;
-  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + E + d->V_;
+  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + E + d->V_ + 2 * R;  // + ids and positions (i32)
   auto buf = d->be_->allocate(floats * sizeof(float), MemoryKind::device);
   if (!buf) return buf.status();
   d->buf_ = std::move(*buf);
@@ -88,6 +88,8 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   d->x_ = d->cat_ + 2 * E * R;
   d->g_ = d->x_ + E * R;
   d->logits_dev_ = d->g_ + E;
+  d->ids_dev_ = reinterpret_cast<std::int32_t*>(d->logits_dev_ + d->V_);
+  d->pos_dev_ = d->ids_dev_ + R;
   d->logits_.resize(d->V_);
   // The queue's memory up front (it is trimmed at twice the window): no growth in the rounds.
   if (options.resume_window > 0) {
@@ -140,6 +142,12 @@ Status MtpDrafter::add_entries(const CommitInfo& info) {
   return Status::success();
 }
 
+TensorView MtpDrafter::upload(std::int32_t* dst, const std::int32_t* src, std::uint32_t n, Status& status) {
+  // A blocking copy for now: on a GPU the MTP head's ids still come from the host each step.
+  status = be_->copy(dst, MemoryKind::device, src, MemoryKind::host, std::size_t(n) * sizeof(std::int32_t));
+  return i32_view(dst, n, MemoryKind::device);
+}
+
 Status MtpDrafter::flush(std::uint32_t window) {
   if (pending_tokens_.empty()) return Status::success();
   // Draft entries of the last round (slots >= n_slots_) go; the committed tokens' come in.
@@ -152,6 +160,7 @@ Status MtpDrafter::flush(std::uint32_t window) {
     n_entries_ += done;
   }
   std::vector<std::int32_t> positions;
+  Status ids_status;
   // On a failure the entries that ran leave the queue, so the count of entries stays exact.
   struct Trim {
     MtpDrafter& d;
@@ -164,7 +173,8 @@ Status MtpDrafter::flush(std::uint32_t window) {
   while (done < m) {
     const std::uint32_t c = std::min(max_rows_, m - done);
     const std::uint32_t i0 = n_entries_;  // entry index of the first row
-    GRAFT_TRY(embed_->get_rows(pending_tokens_.data() + done, c, f32_view(e_, E_, c)));
+    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, pending_tokens_.data() + done, c, ids_status), f32_view(e_, E_, c)));
+    GRAFT_TRY(std::move(ids_status));
     GRAFT_TRY(be_->copy(h_, MemoryKind::device, pending_hidden_.data() + std::size_t(done) * E_, MemoryKind::host,
                         std::size_t(c) * E_ * sizeof(float)));
     GRAFT_TRY(project(c));
@@ -174,7 +184,8 @@ Status MtpDrafter::flush(std::uint32_t window) {
     BlockRows rows;
     rows.n_tokens = c;
     rows.n_past = n_slots_;
-    rows.positions = positions.data();
+    rows.positions = upload(pos_dev_, positions.data(), c, ids_status);
+    GRAFT_TRY(std::move(ids_status));
     GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, f32_view(x_, E_, c)));
     n_entries_ += c;
     n_slots_ += c;
@@ -266,7 +277,9 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
   std::int32_t prev = first[0];
   for (std::uint32_t s = 2; s <= depth && out.size() < request.max_nodes; ++s) {
     const std::uint32_t slot = n_slots_ + s - 2;  // after the committed entries; cut at accept
-    GRAFT_TRY(embed_->get_rows(&prev, 1, f32_view(e_, E_, 1)));
+    Status ids_status;
+    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, &prev, 1, ids_status), f32_view(e_, E_, 1)));
+    GRAFT_TRY(std::move(ids_status));
     if (s == 2)
       GRAFT_TRY(be_->copy(h_, MemoryKind::device, g_host_.data(), MemoryKind::host, std::size_t(E_) * sizeof(float)));
     else
@@ -276,7 +289,8 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
     BlockRows rows;
     rows.n_tokens = 1;
     rows.n_past = slot;
-    rows.positions = &pos;
+    rows.positions = upload(pos_dev_, &pos, 1, ids_status);
+    GRAFT_TRY(std::move(ids_status));
     GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, f32_view(x_, E_, 1)));
     GRAFT_TRY(head(0));
     softmax(logits_, p);

@@ -51,6 +51,8 @@ class MtpDrafter final : public Drafter {
   Status flush(std::uint32_t window);
   // Entries: those in the KV cache, then the queued ones.
   std::uint32_t held() const { return n_entries_ + static_cast<std::uint32_t>(pending_tokens_.size()); }
+  // src[0..n) copied to dst (backend memory): the view of it for get_rows and BlockRows.
+  TensorView upload(std::int32_t* dst, const std::int32_t* src, std::uint32_t n, Status& status);
   // Runs entries already laid out in x_ (rows [0, n)) at KV slots [slot, slot + n); leaves the
   // head's g and logits of the last one.
   Status run_entries(std::uint32_t n, std::uint32_t slot);
@@ -70,6 +72,7 @@ class MtpDrafter final : public Drafter {
   // Backend buffers: e, h [E, rows], concat [2E, rows], x [E, rows], g [E], logits [V].
   std::unique_ptr<Buffer> buf_;
   float *e_ = nullptr, *h_ = nullptr, *cat_ = nullptr, *x_ = nullptr, *g_ = nullptr, *logits_dev_ = nullptr;
+  std::int32_t *ids_dev_ = nullptr, *pos_dev_ = nullptr;  // token ids and RoPE positions, backend memory
   std::vector<float> logits_;   // host copy of the last head's logits
   std::vector<float> g_host_;   // the last entry's g, the h of the first draft step
   std::uint32_t n_entries_ = 0; // committed entries (those in kv_ and those the window left out)

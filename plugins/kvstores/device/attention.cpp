@@ -95,20 +95,28 @@ void narrow_to_f16(const float* src, std::uint16_t* dst, std::uint32_t n) noexce
   for (std::uint32_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
-Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& b,
+Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& batch,
               const TensorView& out, AttnSimd level) {
   const std::int64_t n_heads = q.ne[1];
-  GRAFT_TRY(check_f32_rows(q, "attend: q", c.head_dim_k, n_heads, b.n_query, "[head_dim_k, n_heads, n_query]"));
+  GRAFT_TRY(check_f32_rows(q, "attend: q", c.head_dim_k, n_heads, batch.n_query, "[head_dim_k, n_heads, n_query]"));
   if (n_heads <= 0 || n_heads % c.n_kv_heads != 0)
     return Status(Errc::invalid_argument, "kvstore device: attend: q has " + std::to_string(n_heads) +
                                               " heads, which is not a positive multiple of the " +
                                               std::to_string(c.n_kv_heads) + " KV heads");
-  GRAFT_TRY(check_f32_rows(out, "attend: out", c.head_dim_v, n_heads, b.n_query, "[head_dim_v, n_heads, n_query]"));
-  if (!std::isfinite(b.scale)) return Status(Errc::invalid_argument, "kvstore device: attend: scale is not finite");
+  GRAFT_TRY(check_f32_rows(out, "attend: out", c.head_dim_v, n_heads, batch.n_query, "[head_dim_v, n_heads, n_query]"));
+  if (!std::isfinite(batch.scale)) return Status(Errc::invalid_argument, "kvstore device: attend: scale is not finite");
   if (!cpu_supports(level))
     return Status(Errc::invalid_argument,
                   std::string("kvstore device: attend: this CPU does not support ") + simd_level_name(level));
-  if (b.n_query == 0) return Status::success();
+  if (batch.n_query == 0) return Status::success();
+  const TensorView& mask = batch.ancestor;
+  if (mask.data && (mask.type != type_id::i8 || mask.ne[0] != batch.n_query || mask.ne[1] != batch.n_query ||
+                    mask.ne[2] != 1 || mask.ne[3] != 1 || mask.nb[0] != 1 || (batch.n_query > 1 && mask.nb[1] != batch.n_query)))
+    return Status(Errc::invalid_argument, "kvstore device: attend: the ancestor mask must be a packed i8 [" +
+                                              std::to_string(batch.n_query) + ", " + std::to_string(batch.n_query) +
+                                              "] (n_query x n_query)");
+  const MaskedBatch b{batch.n_query, batch.n_past, static_cast<const std::uint8_t*>(mask.data), batch.scale,
+                      batch.sliding_window};
 
   // A node's position is n_past + its depth, the number of other batch entries it sees (its
   // ancestors); for a causal batch that is simply i. The window is measured in positions, so a

@@ -46,6 +46,15 @@ AttnSimd best_attn_simd() noexcept;
 // level this CPU lacks or an unknown name is an invalid_argument error, never a downgrade.
 Expected<AttnSimd> parse_attn_simd(std::string_view text);
 
+// An AttentionBatch once attend() has checked it: its mask as the bytes the CPU reads.
+struct MaskedBatch {
+  std::uint32_t n_query = 0;
+  std::uint32_t n_past = 0;
+  const std::uint8_t* ancestor = nullptr;  // n_query x n_query, or null: causal
+  float scale = 1.0f;
+  std::uint32_t sliding_window = 0;
+};
+
 // out = softmax(q k^T * scale, mask) v for q [head_dim_k, n_heads, n_query] and
 // out [head_dim_v, n_heads, n_query]; the caller has checked that slots [0, n_past + n_query) of
 // `cache` are filled. Shape errors come back as Errc::invalid_argument naming the argument.

@@ -15,7 +15,7 @@ struct AttnJob {
   const LayerCache& cache;
   const TensorView& q;
   const TensorView& out;
-  const AttentionBatch& batch;
+  const MaskedBatch& batch;
   const std::vector<std::uint32_t>& depth;  // query i sits at position n_past + depth[i]
   std::uint32_t n_rep;                      // query heads per KV head
 };
@@ -29,7 +29,7 @@ inline constexpr std::uint32_t kSlotChunk = 64;
 
 // Whether query i sees batch entry j (mask and sliding window).
 inline bool sees_batch(const AttnJob& job, std::uint32_t i, std::uint32_t j) noexcept {
-  const AttentionBatch& b = job.batch;
+  const MaskedBatch& b = job.batch;
   const bool seen = b.ancestor ? b.ancestor[static_cast<std::size_t>(i) * b.n_query + j] != 0 : j <= i;
   if (!seen) return false;
   if (b.sliding_window <= 0) return true;

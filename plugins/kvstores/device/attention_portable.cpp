@@ -182,7 +182,7 @@ struct Scratch {
 template <class T>
 GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uint32_t i1, std::uint32_t g, Scratch& s) {
   const LayerCache& c = job.cache;
-  const AttentionBatch& b = job.batch;
+  const MaskedBatch& b = job.batch;
   const std::uint32_t hk = c.head_dim_k, hv = c.head_dim_v, n_rep = job.n_rep, nq = i1 - i0;
   const std::size_t stride = s.stride;
 

@@ -308,7 +308,7 @@ class Unit {
 
   const AttnJob& job_;
   const AttnKernels& kern_;
-  const AttentionBatch& b_;
+  const MaskedBatch& b_;
   Scratch& s_;
   std::uint32_t i0_, nq_, g_, r0_, nh_, hk_, hv_;
   const T* K_;

@@ -10,14 +10,24 @@ namespace {
 
 class DeviceKvStoreFactory final : public KvStoreFactory {
  public:
-  explicit DeviceKvStoreFactory(CacheType type) : type_(type) {}
+  DeviceKvStoreFactory(const HostServices& host, const Config& config, CacheType type)
+      : host_(host), config_(config), type_(type) {}
 
   std::uint64_t bytes_per_token(const KvGeometry& g) const noexcept override { return kv::bytes_per_token(g, type_); }
+  // On the CPU the store is this plugin's; a backend whose memory the CPU cannot read (a GPU) gets
+  // the "device" store of its kernel library, with this table's keys.
   Expected<std::unique_ptr<KvStore>> create(Backend& backend, const KvGeometry& g) override {
-    return DeviceKvStore::create(backend, g, type_);
+    if (backend.host_accessible(MemoryKind::device)) return DeviceKvStore::create(backend, g, type_);
+    if (KernelLibrary* lib = host_.kv_store_library("device", backend.name()))
+      return lib->create_kv_store("device", config_, backend, g);
+    return Status(Errc::unsupported, "kvstore device: no kernels for backend '" + std::string(backend.name()) +
+                                         "' (its kernel library, libgraft_kernels_" + std::string(backend.name()) +
+                                         ".so, is missing or has no device store)");
   }
 
  private:
+  const HostServices& host_;
+  Config config_;
   CacheType type_;
 };
 
@@ -27,15 +37,15 @@ const ConfigKeySpec kKeys[] = {
      "\"f32\" (exact, twice the memory)"},
 };
 
-PluginObject* create(const HostServices&, const Config& config, Status& error) noexcept {
+PluginObject* create(const HostServices& host, const Config& config, Status& error) noexcept {
   return guarded_create(error, [&]() -> PluginObject* {
     if (config.has("type") && !config.get_string("type")) {
       error = Status(Errc::invalid_argument, "type must be a string: \"f16\" or \"f32\"");
       return nullptr;
     }
     const std::string type = config.get_string("type").value_or("f16");
-    if (type == "f16") return new DeviceKvStoreFactory(CacheType::f16);
-    if (type == "f32") return new DeviceKvStoreFactory(CacheType::f32);
+    if (type == "f16") return new DeviceKvStoreFactory(host, config, CacheType::f16);
+    if (type == "f32") return new DeviceKvStoreFactory(host, config, CacheType::f32);
     error = Status(Errc::invalid_argument, "type = \"" + type + "\" is not supported; valid types: f16, f32");
     return nullptr;
   });

@@ -30,9 +30,9 @@ class CpuKernels final : public FormatKernels {
   Status prepare(Backend& backend, const TensorView& w, std::unique_ptr<PreparedWeights>& out) override {
     return guard([&] { return cpu_prepare(spec_, level_, backend, w, out); });
   }
-  Status get_rows(Backend& backend, const TensorView& table, const std::int32_t* ids, std::size_t n,
+  Status get_rows(Backend& backend, const TensorView& table, const PreparedWeights*, const TensorView& ids,
                   const TensorView& y) override {
-    return guard([&] { return cpu_get_rows(spec_, backend, table, ids, n, y); });
+    return guard([&] { return cpu_get_rows(spec_, backend, table, ids, y); });
   }
 
  private:

@@ -224,11 +224,16 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
   return Status::success();
 }
 
-Status cpu_get_rows(const FormatSpec& spec, Backend& backend, const TensorView& table, const std::int32_t* ids,
-                    std::size_t n, const TensorView& y) {
+Status cpu_get_rows(const FormatSpec& spec, Backend& backend, const TensorView& table, const TensorView& id_view,
+                    const TensorView& y) {
   std::size_t stride = 0;
   GRAFT_TRY(check_weights(spec, "get_rows", "table", table, stride));
   const std::int64_t k = table.ne[0], rows = table.ne[1];
+  if (id_view.type != type_id::i32 || id_view.ne[0] < 0 || id_view.ne[1] != 1 || id_view.ne[2] != 1 ||
+      id_view.ne[3] != 1 || id_view.nb[0] != sizeof(std::int32_t))
+    return fail(spec, "get_rows", "ids must be a packed i32 vector");
+  const auto n = static_cast<std::size_t>(id_view.ne[0]);
+  const auto* ids = static_cast<const std::int32_t*>(id_view.data);
   GRAFT_TRY(check_f32_rows(spec, "get_rows", "y", y, k, static_cast<std::int64_t>(n), true));
   if (n > 0 && !ids) return fail(spec, "get_rows", "ids is null");
   for (std::size_t i = 0; i < n; ++i)

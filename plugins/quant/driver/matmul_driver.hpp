@@ -58,8 +58,9 @@ Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratc
 Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w,
                    std::unique_ptr<PreparedWeights>& out);
 
-Status cpu_get_rows(const FormatSpec& spec, Backend& backend, const TensorView& table, const std::int32_t* ids,
-                    std::size_t n, const TensorView& y);
+// ids: i32 [n]; the CPU reads the file's layout of the table (prepared copies are for matmul).
+Status cpu_get_rows(const FormatSpec& spec, Backend& backend, const TensorView& table, const TensorView& ids,
+                    const TensorView& y);
 
 // Bytes of one row of `row_len` elements; callers have checked divisibility.
 inline std::uint64_t row_bytes(const TypeTraits& t, std::int64_t row_len) {

@@ -1,7 +1,14 @@
-// A compute backend: devices, memory, execution and the generic (format-independent) ops the
-// forward pass needs. Matmuls and embedding gathers, dense (f32/f16/bf16) or quantized, live in
-// weight-format plugins, attention in KV-store plugins; both run on a backend through
-// parallel_for (CPU) or native_stream (CUDA).
+// A compute backend: devices, memory, a stream of work, and the generic (format-independent) ops
+// the forward pass needs. Matmuls and embedding gathers, dense (f32/f16/bf16) or quantized, come
+// from weight-format kernels (the format plugin's own, or a kernel library's for this backend:
+// weight_format.hpp), attention from KV-store plugins; all of it runs on the backend's stream.
+//
+// Execution model (ABI 7, docs/architecture.md "Devices"): every op, and copy_async, is enqueued
+// on the backend's one stream and runs in order; on the CPU "enqueue" is "run now". Nothing inside
+// a forward pass waits for the device: the pass ends with one synchronize(), which is when its
+// logits and hidden states may be read on the host. Index arrays (positions, ids, masks, tree
+// parents) are TensorViews in memory the backend reads (device memory on a GPU), so a pass is a
+// fixed sequence of launches that a backend with graphs can capture once and replay.
 #pragma once
 
 #include <cstddef>
@@ -27,13 +34,34 @@ struct DeviceInfo {
   int compute_minor = 0;
 };
 
-// Memory owned by a backend. Freed by its virtual destructor.
+// Memory owned by a backend. Freed by its virtual destructor, which waits for work that may still
+// use it.
 class Buffer {
  public:
   virtual ~Buffer() = default;
   virtual void* data() const noexcept = 0;
   virtual std::size_t size() const noexcept = 0;
   virtual MemoryKind kind() const noexcept = 0;
+};
+
+// A point in the backend's stream: ready once everything enqueued before it has run.
+class Event {
+ public:
+  virtual ~Event() = default;
+  virtual bool ready() const noexcept = 0;
+  // Waits on the host until the event is ready.
+  virtual Status synchronize() = 0;
+};
+
+// A captured sequence of the backend's work (a CUDA graph), launched as one unit. Made and
+// updated by Backend::end_capture; its launches run with the pointers and sizes of its capture.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  // Enqueues the whole graph on the backend's stream.
+  virtual Status launch() = 0;
+  // How often end_capture re-made it from scratch (updates in place do not count): for logs.
+  virtual std::uint64_t instantiations() const noexcept = 0;
 };
 
 struct RopeParams {
@@ -59,9 +87,30 @@ class Backend : public PluginObject {
   virtual bool host_accessible(MemoryKind kind) const noexcept = 0;
   // A Buffer must be destroyed before the backend that allocated it.
   virtual Expected<std::unique_ptr<Buffer>> allocate(std::size_t bytes, MemoryKind kind) = 0;
+  // Copies now: waits for the stream, then copies (a blocking transfer, for loading and tests).
   virtual Status copy(void* dst, MemoryKind dst_kind, const void* src, MemoryKind src_kind,
                       std::size_t bytes) = 0;
+  // Enqueues the copy on the stream after the work before it and returns (the CPU copies at once).
+  // Host or pinned-host memory it reads or writes must stay valid, and unchanged by the host for a
+  // source, until a synchronize() or an event recorded after it; pinned_host lets a GPU copy
+  // without staging, and is the only host memory a captured graph may copy to or from.
+  virtual Status copy_async(void* dst, MemoryKind dst_kind, const void* src, MemoryKind src_kind,
+                            std::size_t bytes) = 0;
+  // Waits until everything enqueued has run; reports the first failure of enqueued work.
   virtual Status synchronize() = 0;
+  virtual Expected<std::unique_ptr<Event>> record_event() = 0;
+
+  // ---- graphs (CUDA graphs) ----
+  // Whether begin_capture can work; the CPU has none (its ops run as they are called).
+  virtual bool graphs_supported() const noexcept = 0;
+  // From here until end_capture, enqueued work is recorded, not run: no op may wait for the
+  // device, and copy_async may touch only device and pinned-host memory. Errc::unsupported
+  // where graphs_supported() is false.
+  virtual Status begin_capture() = 0;
+  // Ends the capture. `graph` null: a new graph is made of it; else the graph is updated in place
+  // when its launches have the same shape (cheap), or made anew. Either way the capture is over
+  // after the call, also on failure.
+  virtual Status end_capture(std::unique_ptr<Graph>& graph) = 0;
 
   // ---- execution ----
   virtual unsigned n_threads() const noexcept = 0;
@@ -69,7 +118,7 @@ class Backend : public PluginObject {
   // returns when all are done. fn must not throw (an exception on a pool thread ends the process).
   // Re-entrant: a nested call, or a call from a second host thread, runs on its caller.
   virtual void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) = 0;
-  // cudaStream_t on CUDA, nullptr on CPU.
+  // cudaStream_t on CUDA (kernel libraries launch on it), nullptr on CPU.
   virtual void* native_stream() noexcept = 0;
 
   // ---- generic ops: the ones the forward pass calls (contracts in docs/backends.md) ----
@@ -85,9 +134,9 @@ class Backend : public PluginObject {
   // y = (x * (1 / sqrt(mean(x^2) + eps))) * w per row. x and y row-strided, w packed with ne[0]
   // elements; y may be x.
   virtual Status rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) = 0;
-  // x: [head_dim, n_heads, n_tokens] (ne[3] = 1), row-strided; positions: n_tokens entries.
-  // y like x, row-strided; y may be x.
-  virtual Status rope(const TensorView& x, const std::int32_t* positions, const RopeParams& p,
+  // x: [head_dim, n_heads, n_tokens] (ne[3] = 1), row-strided; positions: i32 [n_tokens] in
+  // backend memory. y like x, row-strided; y may be x.
+  virtual Status rope(const TensorView& x, const TensorView& positions, const RopeParams& p,
                       const TensorView& y) = 0;
   // y = a + b, all packed; b is either a's shape or one row broadcast over all rows of a. y may be
   // a, or b when b is not broadcast.
@@ -111,12 +160,12 @@ class Backend : public PluginObject {
   // y[c, t] = silu(sum_i w[i, c] * window_t[c][i]) where window_t is the Kc - 1 raw inputs before
   // row t, then x[., t] (oldest first). x, y: [C, T] row-strided; w: packed [Kc, C]; state: packed
   // [Kc - 1, C] (per channel its last Kc - 1 raw inputs, oldest first).
-  // parents: null for a chain (row t follows row t - 1, row 0 the state); otherwise T entries,
-  // parents[t] the row before t (< t), or -1 for the state: the rows of a token tree, each after
-  // its ancestors. state_out (data null: none) receives the window after the last row (a chain
-  // only); it may be state.
+  // parents (data null: none) for a chain (row t follows row t - 1, row 0 the state); otherwise
+  // i32 [T] in backend memory, parents[t] the row before t (< t), or -1 for the state: the rows of
+  // a token tree, each after its ancestors. state_out (data null: none) receives the window after
+  // the last row (a chain only); it may be state.
   virtual Status causal_conv_silu(const TensorView& x, const TensorView& w, const TensorView& state,
-                                  const std::int32_t* parents, const TensorView& y, const TensorView& state_out) = 0;
+                                  const TensorView& parents, const TensorView& y, const TensorView& state_out) = 0;
   // The gated delta rule, recurrently, one row after another (qwen35.md section 4): per v head j
   // (q/k head j mod Hk), with S the head's state, S[i][m] at state[j][m][i]:
   //   S = exp(g[j]) * S;  d[m] = b[j] * (v[m] - sum_i S[i][m] k[i]);  S[i][m] += k[i] d[m];
@@ -127,21 +176,27 @@ class Backend : public PluginObject {
   // deltas (data null: none) receives each row's d, packed [Dv, Hv, T]: with the row's k and g it
   // moves its parent's state on to the row's without the dot products (delta_net_apply).
   virtual Status gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
-                                 const TensorView& b, const TensorView& state, const std::int32_t* parents,
+                                 const TensorView& b, const TensorView& state, const TensorView& parents,
                                  const TensorView& out, const TensorView& state_out, const TensorView& deltas) = 0;
   // Moves a delta state on by rows a pass over a token tree has computed: for each of `rows` in
   // order (indices into k, d and g), per v head j (q/k head j mod Hk): S = exp(g[j]) * S, then
   // S[i][m] += k[i] d[m]: the same bits as gated_delta_net's chain over those rows. k: [Dk, Hk, T]
   // and g: [Hv, T] row-strided, d: [Dv, Hv, T] (gated_delta_net's deltas); state: packed
-  // [Dk, Dv, Hv], moved on in place. rows: n_rows entries, each < T.
+  // [Dk, Dv, Hv], moved on in place. rows: i32 [n_rows] in backend memory, each in [0, T).
   virtual Status delta_net_apply(const TensorView& k, const TensorView& d, const TensorView& g,
-                                 const std::uint32_t* rows, std::uint32_t n_rows, const TensorView& state) = 0;
+                                 const TensorView& rows, const TensorView& state) = 0;
   // Moves a causal conv window on by raw inputs: state (packed [Kc - 1, C], per channel its last
   // Kc - 1 raw inputs, oldest first) becomes the last Kc - 1 of (state, x[., rows[0]], ...,
   // x[., rows[n_rows - 1]]), as causal_conv_silu's state_out over those rows. x: [C, T]
-  // row-strided; rows: n_rows entries, each < T.
-  virtual Status conv_window_advance(const TensorView& x, const std::uint32_t* rows, std::uint32_t n_rows,
-                                     const TensorView& state) = 0;
+  // row-strided; rows: i32 [n_rows] in backend memory, each in [0, T).
+  virtual Status conv_window_advance(const TensorView& x, const TensorView& rows, const TensorView& state) = 0;
+
+  // ---- what the head hands back ----
+  // ids: i32 [k, rows], values: f32 [k, rows] (data null: not wanted) = the k largest entries of
+  // each row of x (f32 [n, rows], packed), largest first, the lower index first among equal
+  // values; NaN counts as smaller than every number. k <= n. So a greedy walk reads back k = 1
+  // id per row, not a row of n_vocab logits.
+  virtual Status top_k(const TensorView& x, std::uint32_t k, const TensorView& ids, const TensorView& values) = 0;
 };
 
 }  // namespace GRAFT_ABI_NAMESPACE

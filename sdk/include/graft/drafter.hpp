@@ -89,17 +89,21 @@ struct DraftTree {
 struct DrafterNeeds {
   std::vector<std::int32_t> taps;
   bool normed_output = false;  // also the final output after output_norm (what MTP heads read)
+  // The drafter reads HiddenStates in backend memory (it runs its layers on the target's backend):
+  // on a GPU they then never leave it. false: host memory (copied back once per pass).
+  bool hidden_in_backend_memory = false;
 };
 
 // Hidden states of consecutive committed tokens, token-major: row r holds, for token r, the taps
 // in DrafterNeeds::taps order and then the normed output if asked, n_embd floats each
-// ([n_tokens][n_per_token][n_embd]): the concatenation a DFlash fc layer reads. Host memory,
-// valid during the call.
+// ([n_tokens][n_per_token][n_embd]): the concatenation a DFlash fc layer reads. Valid during the
+// call; in host memory, or in the backend's where DrafterNeeds::hidden_in_backend_memory asks.
 struct HiddenStates {
   std::uint32_t n_tokens = 0;
   std::uint32_t n_embd = 0;
   std::uint32_t n_per_token = 0;
   const float* data = nullptr;
+  MemoryKind memory = MemoryKind::host;
 };
 
 // Tokens that entered the target's KV cache, and the context after them.

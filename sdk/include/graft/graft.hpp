@@ -6,6 +6,7 @@
 #include "graft/drafter.hpp"
 #include "graft/extension.hpp"
 #include "graft/host.hpp"
+#include "graft/kernel_library.hpp"
 #include "graft/kv_store.hpp"
 #include "graft/model_view.hpp"
 #include "graft/plugin.hpp"

@@ -15,6 +15,8 @@ inline namespace GRAFT_ABI_NAMESPACE {
 enum class LogLevel : std::uint32_t { trace, debug, info, warn, error };
 
 class WeightFormat;
+class FormatKernels;
+class KernelLibrary;
 
 class HostServices {
  public:
@@ -26,6 +28,12 @@ class HostServices {
   // The weight format the host loaded for a type id, or nullptr. Neural drafters use this to run
   // their own layers with whatever formats the target was quantized to.
   virtual const WeightFormat* weight_format(TypeId type) const noexcept = 0;
+  // The kernels that multiply by a type on a backend (Backend::name()): the format plugin's own,
+  // else a kernel library's for that backend, else nullptr (which the caller reports as an error
+  // naming the type and the backend).
+  virtual FormatKernels* format_kernels(TypeId type, std::string_view backend) const noexcept = 0;
+  // The kernel library that implements the KV store `store` on `backend`, or nullptr.
+  virtual KernelLibrary* kv_store_library(std::string_view store, std::string_view backend) const noexcept = 0;
 };
 
 }  // namespace GRAFT_ABI_NAMESPACE

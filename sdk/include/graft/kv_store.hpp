@@ -34,10 +34,10 @@ struct AttentionBatch {
   std::uint32_t n_query = 0;
   // Slots [0, n_past) are the committed prefix, visible to every query.
   std::uint32_t n_past = 0;
-  // Query i sits at slot n_past + i. With ancestor == nullptr it sees slots n_past..n_past+i
+  // Query i sits at slot n_past + i. With ancestor.data == nullptr it sees slots n_past..n_past+i
   // (causal); otherwise it sees n_past + j exactly where ancestor[i * n_query + j] != 0 (a token
-  // tree: a node sees itself and its ancestors).
-  const std::uint8_t* ancestor = nullptr;
+  // tree: a node sees itself and its ancestors): i8 [n_query, n_query] in backend memory.
+  TensorView ancestor{};
   float scale = 1.0f;               // usually 1/sqrt(head_dim)
   std::uint32_t sliding_window = 0; // 0: unlimited
 };
@@ -72,6 +72,10 @@ class KvStore {
   virtual Status compact(std::uint32_t dst, std::span<const std::uint32_t> src) = 0;
 };
 
+// A KV-store plugin's factory makes the stores of the backends it computes on itself and hands the
+// others to the kernel library of that backend that implements its store
+// (HostServices::kv_store_library): one profile name, a layout per backend. A backend with
+// neither is one line naming the store and the backend.
 class KvStoreFactory : public PluginObject {
  public:
   virtual std::uint64_t bytes_per_token(const KvGeometry& g) const noexcept = 0;

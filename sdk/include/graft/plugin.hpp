@@ -24,6 +24,7 @@ enum class PluginKind : std::uint32_t {
   weight_format = 2,  // creates a WeightFormat
   kv_store = 3,       // creates a KvStoreFactory
   drafter = 4,        // creates a DrafterFactory
+  kernels = 5,        // creates a KernelLibrary (one backend's kernels for other plugins' formats)
 };
 
 inline const char* plugin_kind_name(PluginKind kind) noexcept {
@@ -32,6 +33,7 @@ inline const char* plugin_kind_name(PluginKind kind) noexcept {
     case PluginKind::weight_format: return "quant";
     case PluginKind::kv_store: return "kvstore";
     case PluginKind::drafter: return "drafter";
+    case PluginKind::kernels: return "kernels";
   }
   return "unknown";
 }

@@ -21,6 +21,8 @@ inline constexpr TypeId f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7
                         tq1_0 = 34, tq2_0 = 35, mxfp4 = 39, nvfp4 = 40, q1_0 = 41, q2_0 = 42;
 }
 
+// Where a tensor's bytes are. Ops read TensorView::memory: a backend refuses a view it cannot
+// read (the CUDA backend a host view, with one line naming the op and the tensor).
 enum class MemoryKind : std::uint32_t {
   host = 0,         // pageable system RAM
   pinned_host = 1,  // page-locked system RAM the device can DMA from (KV offload, staging)
@@ -57,6 +59,30 @@ inline TensorView f32_view(float* data, std::int64_t ne0, std::int64_t ne1 = 1, 
   t.nb = {sizeof(float), sizeof(float) * static_cast<std::size_t>(ne0),
           sizeof(float) * static_cast<std::size_t>(ne0 * ne1),
           sizeof(float) * static_cast<std::size_t>(ne0 * ne1 * ne2)};
+  t.memory = memory;
+  return t;
+}
+
+// A packed vector of n 32-bit ids, positions or tree parents (i32).
+inline TensorView i32_view(std::int32_t* data, std::int64_t n, MemoryKind memory = MemoryKind::host) {
+  TensorView t;
+  t.data = data;
+  t.type = type_id::i32;
+  t.ne = {n, 1, 1, 1};
+  t.nb = {sizeof(std::int32_t), sizeof(std::int32_t) * static_cast<std::size_t>(n),
+          sizeof(std::int32_t) * static_cast<std::size_t>(n), sizeof(std::int32_t) * static_cast<std::size_t>(n)};
+  t.memory = memory;
+  return t;
+}
+
+// A packed [ne0, ne1] matrix of bytes (i8), e.g. a token tree's ancestor mask (0 or 1).
+inline TensorView i8_view(std::uint8_t* data, std::int64_t ne0, std::int64_t ne1, MemoryKind memory = MemoryKind::host) {
+  TensorView t;
+  t.data = data;
+  t.type = type_id::i8;
+  t.n_dims = 2;
+  t.ne = {ne0, ne1, 1, 1};
+  t.nb = {1, static_cast<std::size_t>(ne0), static_cast<std::size_t>(ne0 * ne1), static_cast<std::size_t>(ne0 * ne1)};
   t.memory = memory;
   return t;
 }

@@ -29,8 +29,8 @@ class Weight {
   // y [m, n] = x [k, n] W^T; x and y packed f32 in backend memory. Rows are independent (a row's
   // result never depends on n).
   virtual Status matmul(const TensorView& x, const TensorView& y) const = 0;
-  // y [k, n] = rows ids[0..n) of W (an embedding table), f32.
-  virtual Status get_rows(const std::int32_t* ids, std::size_t n, const TensorView& y) const = 0;
+  // y [k, n] = rows ids[0..n) of W (an embedding table), f32; ids i32 [n] in backend memory.
+  virtual Status get_rows(const TensorView& ids, const TensorView& y) const = 0;
 };
 
 // Hyperparameters of a llama/qwen3 decoder block.
@@ -46,11 +46,13 @@ struct BlockShape {
 };
 
 // The rows of one block call: written into the KV store after its n_past slots.
+// Its index arrays are in backend memory (the runner's caller uploads them, e.g. with copy_async
+// from pinned memory), so a block call enqueues work and waits for nothing.
 struct BlockRows {
   std::uint32_t n_tokens = 0;
   std::uint32_t n_past = 0;
-  const std::int32_t* positions = nullptr;  // RoPE positions, n_tokens; null: n_past + i
-  const std::uint8_t* ancestor = nullptr;   // n_tokens x n_tokens mask (AttentionBatch); null: causal
+  TensorView positions{};  // RoPE positions, i32 [n_tokens]
+  TensorView ancestor{};   // i8 [n_tokens, n_tokens] mask (AttentionBatch); data null: causal
 };
 
 // Scratch for up to max_rows rows and the blocks blk.N of one file over it. Tensors passed in

@@ -47,11 +47,14 @@ class FormatKernels {
     return matmul(backend, w, nullptr, x, y);
   }
   // The kernels' own layout of w, or out = null where they read the file's layout as it is (this
-  // format or this CPU has no faster one). w's memory need not outlive the result.
+  // format or this CPU has no faster one). w's memory need not outlive the result. Where the
+  // backend cannot read host memory (a GPU), w arrives in host memory and `out` must be the
+  // weights in device memory: this is where weights are uploaded, once, at load.
   virtual Status prepare(Backend& backend, const TensorView& w, std::unique_ptr<PreparedWeights>& out) = 0;
-  // Embedding lookup from a quantized table into f32 rows.
-  virtual Status get_rows(Backend& backend, const TensorView& table, const std::int32_t* ids,
-                          std::size_t n, const TensorView& y) = 0;
+  // Embedding lookup: y [k, n] f32 = rows ids[0..n) of table [k, rows]; ids i32 [n] in backend
+  // memory. `prepared` as for matmul (the tied lm_head's copy, where there is one).
+  virtual Status get_rows(Backend& backend, const TensorView& table, const PreparedWeights* prepared,
+                          const TensorView& ids, const TensorView& y) = 0;
 };
 
 class WeightFormat : public PluginObject {
@@ -68,7 +71,8 @@ class WeightFormat : public PluginObject {
                           std::int64_t row_len, const float* importance) const = 0;
 
   // Kernels for a backend by its name (Backend::name(): "cpu", "cuda"), or nullptr when this
-  // format has none there: the host reports that as an error, never a silent fallback.
+  // format has none there: the host then asks the kernel libraries of that backend
+  // (kernel_library.hpp) and reports a type neither has as an error, never a silent fallback.
   // Const: formats reached through HostServices::weight_format() are const; kernels are
   // stateless to callers (any scratch they keep is internal and thread-safe).
   virtual FormatKernels* kernels(std::string_view backend_name) const noexcept = 0;

@@ -1,0 +1,68 @@
+// top_k: the k largest entries of each row, largest first (Backend::top_k). The order is total
+// (larger value first, the lower index among equal values, NaN below every number), so every
+// backend returns the same ids for the same row.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "ops.hpp"
+#include "tensor_check.hpp"
+
+namespace graft::cpu {
+
+namespace {
+// Whether entry i (value a) comes before entry j (value b).
+bool before(float a, std::int32_t i, float b, std::int32_t j) noexcept {
+  const bool na = std::isnan(a), nb = std::isnan(b);
+  if (na != nb) return nb;
+  if (!na && a != b) return a > b;
+  return i < j;
+}
+}  // namespace
+
+Status op_top_k(const OpContext& c, const TensorView& x, std::uint32_t k, const TensorView& ids, const TensorView& values) {
+  constexpr const char* op = "top_k";
+  if (auto e = check_dense("x", x, {type_id::f32}); !e.empty()) return op_error(op, e);
+  const std::int64_t n = x.ne[0], rows = x.rows();
+  if (k < 1 || k > n) return op_error(op, "k = " + std::to_string(k) + " must be between 1 and the row length " + std::to_string(n));
+  if (auto e = check_dense("ids", ids, {type_id::i32}); !e.empty()) return op_error(op, e);
+  if (ids.ne[0] != k || ids.rows() != rows)
+    return op_error(op, "ids has shape " + shape_string(ids) + "; expected [" + std::to_string(k) + ", " +
+                            std::to_string(rows) + "] (k, rows of x)");
+  if (values.data) {
+    if (auto e = check_dense("values", values, {type_id::f32}); !e.empty()) return op_error(op, e);
+    if (!same_shape(values, ids)) return op_error(op, "values has shape " + shape_string(values) + "; expected " + shape_string(ids) + " like ids");
+    if (overlap(values, x) != Overlap::none) return op_error(op, "values overlaps x");
+    if (overlap(values, ids) != Overlap::none) return op_error(op, "values overlaps ids");
+  }
+  if (overlap(ids, x) != Overlap::none) return op_error(op, "ids overlaps x");
+
+  c.for_rows(static_cast<std::size_t>(rows), static_cast<std::size_t>(n), [&](std::size_t r0, std::size_t r1) {
+    std::vector<std::int32_t> order;
+    for (std::size_t r = r0; r < r1; ++r) {
+      const float* row = row_ptr<const float>(x, r);
+      auto* out = row_ptr<std::int32_t>(ids, r);
+      if (k == 1) {  // greedy decoding's case: one pass
+        std::int32_t best = 0;
+        for (std::int32_t i = 1; i < n; ++i)
+          if (before(row[i], i, row[best], best)) best = i;
+        out[0] = best;
+      } else {
+        order.resize(static_cast<std::size_t>(n));
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [row](std::int32_t i, std::int32_t j) { return before(row[i], i, row[j], j); });
+        std::copy(order.begin(), order.begin() + k, out);
+      }
+      if (values.data) {
+        float* v = row_ptr<float>(values, r);
+        for (std::uint32_t i = 0; i < k; ++i) v[i] = row[out[i]];
+      }
+    }
+  });
+  return Status::success();
+}
+
+}  // namespace graft::cpu

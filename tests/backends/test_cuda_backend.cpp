@@ -1,0 +1,189 @@
+// The CUDA backend. Without a GPU (this machine, CI): the plugin loads, says why it cannot run, and
+// refuses work with that reason. With one: its ops against the CPU backend's on the same inputs,
+// with the tolerances of docs/backends.md ("What the CUDA backend must match").
+#include <cstring>
+#include <limits>
+
+#include "cpu_fixture.hpp"
+
+using namespace cpu_test;
+
+namespace {
+
+std::shared_ptr<graft::PluginLibrary> cuda_library() {
+  static auto lib = [] {
+    auto l = graft::PluginLibrary::load(std::filesystem::path(GRAFT_PLUGIN_DIR) / "libgraft_backend_cuda.so");
+    EXPECT_TRUE(l) << l.status().message();
+    return l ? *l : nullptr;
+  }();
+  return lib;
+}
+
+std::shared_ptr<Backend> make_cuda() {
+  static const graft::DefaultHostServices host;
+  auto lib = cuda_library();
+  if (!lib) return nullptr;
+  auto b = lib->create<Backend>(host, graft::Config{});
+  EXPECT_TRUE(b) << b.status().message();
+  return b ? *b : nullptr;
+}
+
+TEST(CudaBackend, LoadsAndSaysWhetherItHasADevice) {
+  auto cuda = make_cuda();
+  ASSERT_TRUE(cuda);
+  EXPECT_EQ(cuda->name(), "cuda");
+  const graft::Status st = cuda->status();
+  if (st.ok()) {
+    ASSERT_FALSE(cuda->devices().empty());
+    EXPECT_GT(cuda->devices()[0].compute_major, 0);
+    GTEST_SKIP() << "a CUDA device is present: " << cuda->devices()[0].name;
+  }
+  // No device: one line saying so; no device listed; every call refused with the reason.
+  EXPECT_EQ(st.message().rfind("no CUDA device", 0), 0u) << st.message();
+  EXPECT_TRUE(cuda->devices().empty());
+  EXPECT_FALSE(cuda->graphs_supported());
+  auto buf = cuda->allocate(1024, graft::MemoryKind::device);
+  ASSERT_FALSE(buf);
+  EXPECT_EQ(buf.status().message(), "cuda backend: allocate: " + st.message());
+  std::vector<float> x(8), w(8);
+  EXPECT_EQ(cuda->rms_norm(view(x, 8), view(w, 8), 1e-6f, view(x, 8)).message(), "cuda backend: rms_norm: " + st.message());
+}
+
+// ---- with a GPU: the ops against the CPU's ----
+
+// Device copies of host vectors, and back.
+class OnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cuda = make_cuda();
+    ASSERT_TRUE(cuda);
+    if (!cuda->status().ok()) GTEST_SKIP() << cuda->status().message();
+    cpu = make_cpu(1);
+  }
+  float* upload(const std::vector<float>& v) {
+    auto b = cuda->allocate(v.size() * sizeof(float), graft::MemoryKind::device);
+    EXPECT_TRUE(b);
+    EXPECT_TRUE(cuda->copy((*b)->data(), graft::MemoryKind::device, v.data(), graft::MemoryKind::host, v.size() * 4).ok());
+    buffers.push_back(std::move(*b));
+    return static_cast<float*>(buffers.back()->data());
+  }
+  std::int32_t* upload(const std::vector<std::int32_t>& v) {
+    auto b = cuda->allocate(v.size() * sizeof(std::int32_t), graft::MemoryKind::device);
+    EXPECT_TRUE(b);
+    EXPECT_TRUE(cuda->copy((*b)->data(), graft::MemoryKind::device, v.data(), graft::MemoryKind::host, v.size() * 4).ok());
+    buffers.push_back(std::move(*b));
+    return static_cast<std::int32_t*>(buffers.back()->data());
+  }
+  template <class T>
+  std::vector<T> download(const T* p, std::size_t n) {
+    std::vector<T> out(n);
+    EXPECT_TRUE(cuda->synchronize().ok());
+    EXPECT_TRUE(cuda->copy(out.data(), graft::MemoryKind::host, p, graft::MemoryKind::device, n * sizeof(T)).ok());
+    return out;
+  }
+  static TensorView dev(float* p, std::int64_t ne0, std::int64_t ne1 = 1, std::int64_t ne2 = 1) {
+    return graft::f32_view(p, ne0, ne1, ne2, graft::MemoryKind::device);
+  }
+  std::shared_ptr<Backend> cuda, cpu;
+  std::vector<std::unique_ptr<graft::Buffer>> buffers;
+};
+
+double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::abs(double(a[i]) - b[i]) / std::max(1e-30, std::abs(double(b[i]))));
+  return m;
+}
+
+// rms_norm sums in another order than the CPU (a tree of 256 partial double sums): 1 ulp of the
+// mean at most, i.e. a few ulp of the output.
+constexpr double kRmsNormRelTol = 4e-7;
+// silu and sigmoid: CUDA's expf against the CPU's exp, within 2 ulp each.
+constexpr double kGatedRelTol = 1e-6;
+// rope: CUDA's sinf/cosf are not glibc's (about 1 ulp of the angle).
+constexpr double kRopeAbsTol = 2e-6;
+
+TEST_F(OnGpu, RmsNormAddAndGatesMatchTheCpu) {
+  const std::int64_t n = 4096, rows = 7;
+  const auto x = random_floats(n * rows, -3, 3, 1), w = random_floats(n, -1, 1, 2), u = random_floats(n * rows, -3, 3, 3);
+  std::vector<float> want(x.size()), a = x, b = u;
+  ASSERT_TRUE(cpu->rms_norm(view(a, n, rows), view(const_cast<std::vector<float>&>(w), n), 1e-6f, view(want, n, rows)).ok());
+  float *dx = upload(x), *dw = upload(w), *dy = upload(std::vector<float>(x.size()));
+  ASSERT_TRUE(cuda->rms_norm(dev(dx, n, rows), dev(dw, n), 1e-6f, dev(dy, n, rows)).ok());
+  EXPECT_LE(max_rel(download(dy, x.size()), want), kRmsNormRelTol);
+
+  ASSERT_TRUE(cpu->add(view(a, n, rows), view(b, n, rows), view(want, n, rows)).ok());
+  float* du = upload(u);
+  ASSERT_TRUE(cuda->add(dev(dx, n, rows), dev(du, n, rows), dev(dy, n, rows)).ok());
+  EXPECT_EQ(first_bit_difference(download(dy, x.size()), want), -1);  // exact
+
+  ASSERT_TRUE(cpu->silu_mul(view(a, n, rows), view(b, n, rows), view(want, n, rows)).ok());
+  ASSERT_TRUE(cuda->silu_mul(dev(dx, n, rows), dev(du, n, rows), dev(dy, n, rows)).ok());
+  EXPECT_LE(max_rel(download(dy, x.size()), want), kGatedRelTol);
+}
+
+TEST_F(OnGpu, RopeMatchesTheCpu) {
+  const std::int64_t d = 128, heads = 32, tokens = 7;
+  const auto x = random_floats(d * heads * tokens, -2, 2, 4);
+  const std::vector<std::int32_t> pos{0, 1, 2, 17, 100, 1000, 4095};
+  for (bool neox : {false, true}) {
+    graft::RopeParams p;
+    p.n_rot = 128;
+    p.neox = neox;
+    p.freq_base = 1000000.0f;
+    std::vector<float> a = x, want(x.size());
+    ASSERT_TRUE(cpu->rope(view(a, d, heads, tokens), idx(pos), p, view(want, d, heads, tokens)).ok());
+    float *dx = upload(x), *dy = upload(std::vector<float>(x.size()));
+    const TensorView dpos = graft::i32_view(upload(pos), tokens, graft::MemoryKind::device);
+    ASSERT_TRUE(cuda->rope(dev(dx, d, heads, tokens), dpos, p, dev(dy, d, heads, tokens)).ok());
+    const auto got = download(dy, x.size());
+    double m = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) m = std::max(m, std::abs(double(got[i]) - want[i]));
+    EXPECT_LE(m, kRopeAbsTol) << (neox ? "neox" : "norm");
+  }
+}
+
+TEST_F(OnGpu, TopKGivesTheCpuIds) {
+  const std::int64_t n = 151936, rows = 3;
+  auto x = random_floats(n * rows, -20, 20, 5);
+  x[11] = x[n - 1] = 30.0f;  // a tie: the lower index first
+  for (std::uint32_t k : {1u, 40u}) {
+    std::vector<std::int32_t> want(k * rows);
+    TensorView ids = graft::i32_view(want.data(), k);
+    ids.n_dims = 2, ids.ne[1] = rows, ids.nb[1] = 4 * k, ids.nb[2] = ids.nb[3] = 4 * k * rows;
+    ASSERT_TRUE(cpu->top_k(view(x, n, rows), k, ids, TensorView{}).ok());
+    float* dx = upload(x);
+    std::int32_t* dids = upload(std::vector<std::int32_t>(k * rows));
+    TensorView gids = ids;
+    gids.data = dids;
+    gids.memory = graft::MemoryKind::device;
+    ASSERT_TRUE(cuda->top_k(dev(dx, n, rows), k, gids, TensorView{}).ok());
+    EXPECT_EQ(download(dids, k * rows), want) << "k " << k;
+  }
+}
+
+TEST_F(OnGpu, AGraphReplaysItsCapture) {
+  ASSERT_TRUE(cuda->graphs_supported());
+  const std::int64_t n = 1024;
+  const auto a = random_floats(n, -1, 1, 6), b = random_floats(n, -1, 1, 7);
+  float *da = upload(a), *db = upload(b), *dy = upload(std::vector<float>(n));
+  std::unique_ptr<graft::Graph> graph;
+  ASSERT_TRUE(cuda->begin_capture().ok());
+  ASSERT_TRUE(cuda->add(dev(da, n), dev(db, n), dev(dy, n)).ok());
+  ASSERT_TRUE(cuda->end_capture(graph).ok());
+  ASSERT_TRUE(graph);
+  EXPECT_EQ(download(dy, n), std::vector<float>(n, 0.0f)) << "captured, not run";
+  ASSERT_TRUE(graph->launch().ok());
+  const auto y = download(dy, n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], a[i] + b[i]);
+  // Captured again with other pointers: updated in place, not made anew.
+  ASSERT_TRUE(cuda->begin_capture().ok());
+  ASSERT_TRUE(cuda->add(dev(db, n), dev(db, n), dev(dy, n)).ok());
+  ASSERT_TRUE(cuda->end_capture(graph).ok());
+  ASSERT_TRUE(graph->launch().ok());
+  EXPECT_EQ(graph->instantiations(), 1u);
+  const auto y2 = download(dy, n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(y2[i], b[i] + b[i]);
+}
+
+}  // namespace
