@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -125,3 +126,26 @@ TEST_F(cli_exit, TheZooModelOnTheDefaultProfileDrawsNoWarning) {
 }
 
 }  // namespace
+
+// Where the cuda plugin was built but the machine has no GPU (this project's machines, CI): it is
+// listed with its reason, a profile asking for it stops with that reason (exit 1), and the default
+// profile stays on the CPU.
+TEST_F(cli_exit, ACudaProfileWithoutAGpuSaysWhy) {
+  if (!std::filesystem::exists(std::filesystem::path(GRAFT_PLUGIN_DIR) / "libgraft_backend_cuda.so"))
+    GTEST_SKIP() << "this build has no cuda plugin (no CUDA compiler at configure time)";
+  auto listed = graft("plugins");
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  const std::size_t at = listed.output.find("libgraft_backend_cuda.so");
+  ASSERT_NE(at, std::string::npos) << listed.output;
+  const std::string device_line = listed.output.substr(at, listed.output.find('\n', listed.output.find('\n', at) + 1) - at);
+  if (device_line.find("unavailable") == std::string::npos) GTEST_SKIP() << "a CUDA device is present: " << device_line;
+  EXPECT_NE(device_line.find("device: unavailable: no CUDA device"), std::string::npos) << device_line;
+  const auto profile = dir_->path() / "cuda.toml";
+  std::ofstream(profile) << "[backend]\nname = \"cuda\"\n";
+  auto r = graft("run --profile " + profile.string() + " --model " + model_ + " -p x -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("graft run: backend 'cuda' is not usable: no CUDA device"), std::string::npos) << r.output;
+  EXPECT_EQ(message_lines(r.output), 1) << r.output;
+  auto cpu = graft("run --model " + model_ + " -p x -n 1 --temp 0");
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.output;
+}
