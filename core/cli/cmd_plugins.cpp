@@ -9,6 +9,8 @@
 #include "cli/options.hpp"
 #include "graft/backend.hpp"
 #include "graft/extension.hpp"
+#include "graft/kernel_library.hpp"
+#include "gguf/gguf_types.hpp"
 #include "plugin_host/host_services.hpp"
 #include "plugin_host/profile_plugins.hpp"
 
@@ -43,6 +45,26 @@ void print_backend(PluginLibrary& lib, bool verbose) {
     std::printf("         extension %s v%u: %s kernels, %u floats per vector; CPU features: %s\n", name.c_str(),
                 CpuSimdExtension::kVersion, simd->level, simd->floats_per_vector, simd->cpu_features);
   }
+}
+
+// A kernel library's backend and the types it brings kernels for (by their ggml names where GGUF
+// knows the id), and whether it implements the device KV store there.
+void print_kernels(PluginLibrary& lib) {
+  DefaultHostServices host;
+  auto kernels = lib.create<KernelLibrary>(host, Config{});
+  if (!kernels) {
+    std::printf("         kernels: unavailable: %s\n", kernels.status().message().c_str());
+    return;
+  }
+  const gguf::TypeTable table = gguf::TypeTable::builtin();
+  std::string types;
+  for (TypeId t : (*kernels)->types()) {
+    const gguf::TypeInfo* info = table.find(t);
+    types += (types.empty() ? "" : ", ") + (info ? std::string(info->name) : "type " + std::to_string(t));
+  }
+  std::printf("         kernels for backend %s: %s%s\n", std::string((*kernels)->backend()).c_str(),
+              types.empty() ? "no weight types" : types.c_str(),
+              (*kernels)->has_kv_store("device") ? "; the device KV store" : "");
 }
 
 }  // namespace
@@ -87,6 +109,7 @@ int cmd_plugins(const Args& args) {
     std::printf("%-8s %-14s %-8s %-4u %s\n", plugin_kind_name(d.kind), d.name, d.version, d.abi_version,
                 e.file.c_str());
     if (d.kind == PluginKind::backend) print_backend(*e.library, verbose);
+    if (d.kind == PluginKind::kernels) print_kernels(*e.library);
     if (verbose) {
       if (d.description) std::printf("         %s\n", d.description);
       // The loader has checked stdlib and sdk_hash against the host's; the compiler is information.

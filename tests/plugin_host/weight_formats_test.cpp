@@ -129,3 +129,11 @@ TEST(KernelLibraries, TwoClaimingOneTypeOrOneOnAnotherBackendAreRefused) {
   EXPECT_EQ(libs.status().message(), base + "/kernel_plugins_liar/libgraft_kernels_fakegpu-liar.so: a kernel library "
                                             "for backend 'fakegpu' by its name computes on backend 'other'");
 }
+
+// `graft plugins` says what a kernel library brings: its backend, its types, its stores.
+TEST(KernelLibraries, GraftPluginsListsWhatALibraryBrings) {
+  auto r = run_command(std::string(GRAFT_EXE) + " plugins --plugin-dir " + KERNEL_PLUGIN_DIR);
+  EXPECT_NE(r.output.find("kernels  fakegpu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\n         kernels for backend fakegpu: type 250; the device KV store\n"), std::string::npos)
+      << r.output;
+}
