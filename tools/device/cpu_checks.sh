@@ -12,20 +12,7 @@
 #        project's 2 cores), then runs 8 benchmarks of ~15 s.
 set -uo pipefail
 limit=${1:-570}
-out=${OUT:-device-out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/build/device-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# The test binaries hold the paths of the tree they were built in (/work/main): point it here.
-if [[ $PWD != /work/main ]]; then
-  if [[ -e /work/main && ! -L /work/main ]]; then
-    echo "cpu_checks.sh: /work/main exists and is not this tree; the tests would read the wrong files" >&2
-    exit 1
-  fi
-  mkdir -p /work && ln -sfn "$PWD" /work/main
-fi
-summary="$out/summary.txt"
-: > "$summary"
-note() { echo "$*" | tee -a "$summary"; }
+source "$(dirname "${BASH_SOURCE[0]}")/device_tree.sh"
 
 {
   date -u
