@@ -87,7 +87,7 @@ Status op_l2_norm(const OpContext& c, const TensorView& x, float eps, const Tens
   constexpr const char* op = "l2_norm";
   for (auto [name, t] : {std::pair{"x", &x}, {"y", &y}})
     if (auto e = check_rows(name, *t, {type_id::f32}); !e.empty()) return op_error(op, e);
-  if (!std::isfinite(eps) || eps < 0) return op_error(op, "eps = " + number(eps) + " must be finite and >= 0");
+  if (auto e = check_eps(eps); !e.empty()) return op_error(op, e);
   if (auto e = check_output("y", y, "x", x, true); !e.empty()) return op_error(op, e);
   const auto n = static_cast<std::size_t>(x.ne[0]);
   c.for_rows(static_cast<std::size_t>(x.rows()), n, [&](std::size_t begin, std::size_t end) {

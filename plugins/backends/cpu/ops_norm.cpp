@@ -16,7 +16,7 @@ Status op_rms_norm(const OpContext& c, const TensorView& x, const TensorView& w,
   if (w.elements() != x.ne[0])
     return op_error(op, "w has " + std::to_string(w.elements()) + " elements; expected ne[0] of x = " +
                             std::to_string(x.ne[0]));
-  if (!std::isfinite(eps) || eps < 0.0f) return op_error(op, "eps = " + number(eps) + " must be finite and >= 0");
+  if (auto e = check_eps(eps); !e.empty()) return op_error(op, e);
   if (auto e = check_output("y", y, "x", x, true); !e.empty()) return op_error(op, e);
   if (overlap(y, w) != Overlap::none) return op_error(op, "y overlaps w");
 

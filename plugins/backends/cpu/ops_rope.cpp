@@ -38,13 +38,7 @@ Status op_rope(const OpContext& c, const TensorView& x, const TensorView& positi
     return op_error(op, "x has shape " + shape_string(x) + "; expected [head_dim, n_heads, n_tokens]");
   if (auto e = check_output("y", y, "x", x, true); !e.empty()) return op_error(op, e);
   const std::int64_t head_dim = x.ne[0];
-  if (p.n_rot < 2 || p.n_rot % 2 != 0 || p.n_rot > head_dim)
-    return op_error(op, "n_rot = " + std::to_string(p.n_rot) + " must be even and between 2 and head_dim = " +
-                            std::to_string(head_dim));
-  if (!std::isfinite(p.freq_base) || p.freq_base <= 0.0f)
-    return op_error(op, "freq_base = " + number(p.freq_base) + " must be positive and finite");
-  if (!std::isfinite(p.freq_scale) || p.freq_scale <= 0.0f)
-    return op_error(op, "freq_scale = " + number(p.freq_scale) + " must be positive and finite");
+  if (auto e = check_rope_params(x, p); !e.empty()) return op_error(op, e);
   const auto n_heads = static_cast<std::size_t>(x.ne[1]);
   const auto n_tokens = static_cast<std::size_t>(x.ne[2]);
   if (n_tokens == 0 || n_heads == 0) return Status::success();

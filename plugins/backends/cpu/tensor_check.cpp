@@ -1,5 +1,7 @@
 #include "tensor_check.hpp"
 
+#include <cmath>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -179,6 +181,22 @@ std::string check_output(const char* out_name, const TensorView& out, const char
       return o + " partially overlaps " + i + (in_place_ok ? "; in place needs " + o + " and " + i + " to be the same memory" : "");
   }
   return {};
+}
+
+std::string check_eps(float eps) {
+  if (!std::isfinite(eps) || eps < 0.0f) return "eps = " + number(eps) + " must be finite and >= 0";
+  return "";
+}
+
+std::string check_rope_params(const TensorView& x, const RopeParams& p) {
+  const std::int64_t head_dim = x.ne[0];
+  if (p.n_rot < 2 || p.n_rot % 2 != 0 || p.n_rot > head_dim)
+    return "n_rot = " + std::to_string(p.n_rot) + " must be even and between 2 and head_dim = " + std::to_string(head_dim);
+  if (!std::isfinite(p.freq_base) || p.freq_base <= 0.0f)
+    return "freq_base = " + number(p.freq_base) + " must be positive and finite";
+  if (!std::isfinite(p.freq_scale) || p.freq_scale <= 0.0f)
+    return "freq_scale = " + number(p.freq_scale) + " must be positive and finite";
+  return "";
 }
 
 std::string number(float v) {

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "graft/backend.hpp"
 #include "graft/status.hpp"
 #include "graft/tensor.hpp"
 
@@ -56,6 +57,12 @@ Overlap overlap(const TensorView& a, const TensorView& b) noexcept;
 // when in_place_ok, exactly the same memory.
 std::string check_output(const char* out_name, const TensorView& out, const char* in_name, const TensorView& in,
                          bool in_place_ok);
+
+// "" when eps (of rms_norm, l2_norm) is finite and >= 0.
+std::string check_eps(float eps);
+// "" when p suits rope over x [head_dim, ...]: n_rot even and 2..head_dim, freq_base and
+// freq_scale positive and finite. Both backends' rope, so their messages are the same.
+std::string check_rope_params(const TensorView& x, const RopeParams& p);
 
 // Shortest round-trip text of a float ("1e-06", "-1", "nan").
 std::string number(float v);

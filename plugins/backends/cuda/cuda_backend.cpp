@@ -237,7 +237,7 @@ class CudaBackend final : public Backend {
     GRAFT_TRY(check(op, "w", w, false));
     if (w.elements() != x.ne[0])
       return fail(op, "w has " + std::to_string(w.elements()) + " elements; expected ne[0] of x = " + std::to_string(x.ne[0]));
-    if (!std::isfinite(eps) || eps < 0.0f) return fail(op, "eps = " + cpu::number(eps) + " must be finite and >= 0");
+    if (auto e = cpu::check_eps(eps); !e.empty()) return fail(op, e);
     if (auto e = check_output("y", y, "x", x, true); !e.empty()) return fail(op, e);
     return launched(op, launch_rms_norm(stream_, rows_of(x), w.as<const float>(), eps, rows_of(y)));
   }
@@ -249,13 +249,7 @@ class CudaBackend final : public Backend {
     GRAFT_TRY(check(op, "y", y, true));
     if (x.ne[3] != 1) return fail(op, "x has shape " + shape_string(x) + "; expected [head_dim, n_heads, n_tokens]");
     if (auto e = check_output("y", y, "x", x, true); !e.empty()) return fail(op, e);
-    if (p.n_rot < 2 || p.n_rot % 2 != 0 || p.n_rot > x.ne[0])
-      return fail(op, "n_rot = " + std::to_string(p.n_rot) + " must be even and between 2 and head_dim = " +
-                          std::to_string(x.ne[0]));
-    if (!std::isfinite(p.freq_base) || p.freq_base <= 0.0f)
-      return fail(op, "freq_base = " + cpu::number(p.freq_base) + " must be positive and finite");
-    if (!std::isfinite(p.freq_scale) || p.freq_scale <= 0.0f)
-      return fail(op, "freq_scale = " + cpu::number(p.freq_scale) + " must be positive and finite");
+    if (auto e = cpu::check_rope_params(x, p); !e.empty()) return fail(op, e);
     if (x.ne[1] == 0 || x.ne[2] == 0) return Status::success();
     const std::int32_t* pos = nullptr;
     if (auto e = cpu::check_index("positions", positions, x.ne[2], false, &pos); !e.empty()) return fail(op, e);
@@ -291,7 +285,7 @@ class CudaBackend final : public Backend {
     constexpr const char* op = "l2_norm";
     GRAFT_TRY(usable(op));
     for (auto [name, t] : {std::pair{"x", &x}, {"y", &y}}) GRAFT_TRY(check(op, name, *t, true));
-    if (!std::isfinite(eps) || eps < 0) return fail(op, "eps = " + cpu::number(eps) + " must be finite and >= 0");
+    if (auto e = cpu::check_eps(eps); !e.empty()) return fail(op, e);
     if (auto e = check_output("y", y, "x", x, true); !e.empty()) return fail(op, e);
     return launched(op, launch_l2_norm(stream_, rows_of(x), eps, rows_of(y)));
   }
