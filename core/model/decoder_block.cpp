@@ -17,7 +17,7 @@ TensorView with_stride(TensorView t, int dim, std::int64_t stride) {
 
 Status DecoderBlock::matmul(const MatrixWeight& w, const float* x, std::uint32_t n, float* y) const {
   const auto k = w.view.ne[0], m = w.view.ne[1];
-  return w.kernels->matmul(*be_, w.view, w.prepared.get(), f32_view(const_cast<float*>(x), k, n), f32_view(y, m, n));
+  return w.kernels->matmul(*be_, w.view, w.prepared.get(), device_f32(const_cast<float*>(x), k, n), device_f32(y, m, n));
 }
 
 Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32_t kv_layer,
@@ -40,7 +40,7 @@ Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32
     GRAFT_TRY(matmul(L.wv, in, n, ws.v));
   }
   auto gated_part = [&](std::int64_t offset) {  // [D, H, n] inside ws.q_gate: rows 2D apart
-    TensorView t = f32_view(ws.q_gate + offset, D, H, n);
+    TensorView t = device_f32(ws.q_gate + offset, D, H, n);
     t.nb[1] = std::size_t(2 * D) * sizeof(float);
     t.nb[2] = std::size_t(2 * D * H) * sizeof(float);
     t.nb[3] = t.nb[2] * static_cast<std::size_t>(n);
@@ -50,13 +50,13 @@ Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32
   auto qkv_rows = [&](std::uint32_t r0, std::uint32_t rows) {
     if (stacked) {
       float* at = ws.qkv + std::int64_t(r0) * stride;
-      return std::array{with_stride(f32_view(at, D, H, rows), 2, stride),
-                        with_stride(f32_view(at + H * D, D, HKV, rows), 2, stride),
-                        with_stride(f32_view(at + (H + HKV) * D, D, HKV, rows), 2, stride)};
+      return std::array{with_stride(device_f32(at, D, H, rows), 2, stride),
+                        with_stride(device_f32(at + H * D, D, HKV, rows), 2, stride),
+                        with_stride(device_f32(at + (H + HKV) * D, D, HKV, rows), 2, stride)};
     }
-    return std::array{f32_view(ws.q + std::int64_t(r0) * H * D, D, H, rows),
-                      f32_view(ws.k + std::int64_t(r0) * HKV * D, D, HKV, rows),
-                      f32_view(ws.v + std::int64_t(r0) * HKV * D, D, HKV, rows)};
+    return std::array{device_f32(ws.q + std::int64_t(r0) * H * D, D, H, rows),
+                      device_f32(ws.k + std::int64_t(r0) * HKV * D, D, HKV, rows),
+                      device_f32(ws.v + std::int64_t(r0) * HKV * D, D, HKV, rows)};
   };
   const auto [q, k, v] = qkv_rows(0, n);
   // qwen3: q and k per head *= rms_norm with q_norm, k_norm [D] (gated: from the query part).
@@ -79,11 +79,11 @@ Status DecoderBlock::attention(Workspace& ws, const LayerWeights& L, std::uint32
     ab.n_past = s.n_past;
     ab.ancestor = s.mask;
     ab.scale = 1.0f / std::sqrt(static_cast<float>(D));
-    GRAFT_TRY(s.kv->attend(kv_layer, qs, ab, f32_view(ws.attn + std::int64_t(r0) * H * D, D, H, s.n_tokens)));
+    GRAFT_TRY(s.kv->attend(kv_layer, qs, ab, device_f32(ws.attn + std::int64_t(r0) * H * D, D, H, s.n_tokens)));
     r0 += s.n_tokens;
   }
   // Gated: attn *= sigmoid(gate), per head.
-  if (gated) GRAFT_TRY(be.sigmoid_mul(f32_view(ws.attn, D, H, n), gated_part(D), f32_view(ws.attn, D, H, n)));
+  if (gated) GRAFT_TRY(be.sigmoid_mul(device_f32(ws.attn, D, H, n), gated_part(D), device_f32(ws.attn, D, H, n)));
   // out = attn * wo [H*D, E].
   return matmul(L.wo, ws.attn, n, out);
 }
@@ -96,11 +96,11 @@ struct DeltaShape {
   explicit DeltaShape(const ModelParams& p)
       : C(p.ssm_channels()), Dk(p.ssm_state), Dv(p.ssm_state), Hk(p.ssm_groups), Hv(p.ssm_heads), Kc(p.ssm_conv_kernel) {}
   // q and k together, [Dk, 2 Hk, rows], inside y [C, rows].
-  TensorView qk(float* y, std::uint32_t rows) const { return with_stride(f32_view(y, Dk, 2 * Hk, rows), 2, C); }
+  TensorView qk(float* y, std::uint32_t rows) const { return with_stride(device_f32(y, Dk, 2 * Hk, rows), 2, C); }
   // q, k [Dk, Hk, rows] and v [Dv, Hv, rows] inside y [C, rows] (one row's q | k | v after another).
   std::array<TensorView, 3> qkv(float* y, std::uint32_t rows) const {
-    return {with_stride(f32_view(y, Dk, Hk, rows), 2, C), with_stride(f32_view(y + Hk * Dk, Dk, Hk, rows), 2, C),
-            with_stride(f32_view(y + 2 * Hk * Dk, Dv, Hv, rows), 2, C)};
+    return {with_stride(device_f32(y, Dk, Hk, rows), 2, C), with_stride(device_f32(y + Hk * Dk, Dk, Hk, rows), 2, C),
+            with_stride(device_f32(y + 2 * Hk * Dk, Dv, Hv, rows), 2, C)};
   }
 };
 }  // namespace
@@ -115,25 +115,25 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
   GRAFT_TRY(matmul(L.ssm_gate, in, n, ws.ssm_z));
   GRAFT_TRY(matmul(L.ssm_alpha, in, n, ws.ssm_g));
   GRAFT_TRY(matmul(L.ssm_beta, in, n, ws.ssm_b));
-  const TensorView g = f32_view(ws.ssm_g, d.Hv, n), b = f32_view(ws.ssm_b, d.Hv, n);
+  const TensorView g = device_f32(ws.ssm_g, d.Hv, n), b = device_f32(ws.ssm_b, d.Hv, n);
   GRAFT_TRY(be.delta_net_gates(g, b, L.ssm_dt_bias.view, L.ssm_a.view, g, b));
   // Each sequence: its state takes the path accepted after its last tree pass, if any (here,
   // just before the state is read: one sweep over it per round); y [C, rows] = silu(causal conv
   // of x over its window); a chain moves the window on, a tree keeps its rows' x and g.
-  const TensorView w = f32_view(static_cast<float*>(L.ssm_conv.view.data), d.Kc, d.C);
+  const TensorView w = f32_view(static_cast<float*>(L.ssm_conv.view.data), d.Kc, d.C, 1, L.ssm_conv.view.memory);
   std::uint32_t r0 = 0;
   for (const SequenceRows& s : seqs) {
     RecurrentState& st = *s.state;
     GRAFT_TRY(settle_delta_net(index, st));
     const bool tree = s.parents.data != nullptr;
-    const TensorView x = f32_view(ws.ssm_x + std::int64_t(r0) * d.C, d.C, s.n_tokens);
+    const TensorView x = device_f32(ws.ssm_x + std::int64_t(r0) * d.C, d.C, s.n_tokens);
     if (tree) {
       const std::size_t rows = s.n_tokens;
       GRAFT_TRY(be.copy_async(st.pending_x(index), MemoryKind::device, x.data, MemoryKind::device, rows * d.C * sizeof(float)));
       GRAFT_TRY(be.copy_async(st.pending_g(index), MemoryKind::device, ws.ssm_g + std::int64_t(r0) * d.Hv,
                               MemoryKind::device, rows * d.Hv * sizeof(float)));
     }
-    GRAFT_TRY(be.causal_conv_silu(x, w, st.conv(index), s.parents, f32_view(ws.ssm_y + std::int64_t(r0) * d.C, d.C, s.n_tokens),
+    GRAFT_TRY(be.causal_conv_silu(x, w, st.conv(index), s.parents, device_f32(ws.ssm_y + std::int64_t(r0) * d.C, d.C, s.n_tokens),
                                   tree ? TensorView{} : st.conv(index)));
     r0 += s.n_tokens;
   }
@@ -151,18 +151,18 @@ Status DecoderBlock::delta_net(Workspace& ws, const LayerWeights& L, std::uint32
       for (std::uint32_t t = 0; t < s.n_tokens; ++t)
         GRAFT_TRY(be.copy_async(st.pending_k(index) + std::int64_t(t) * d.Hk * d.Dk, MemoryKind::device,
                                 y + std::int64_t(t) * d.C + d.Hk * d.Dk, MemoryKind::device, d.Hk * d.Dk * sizeof(float)));
-    GRAFT_TRY(be.gated_delta_net(qs, ks, vs, f32_view(ws.ssm_g + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens),
-                                 f32_view(ws.ssm_b + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens), st.delta(index), s.parents,
-                                 f32_view(ws.ssm_o + std::int64_t(r0) * d.Hv * d.Dv, d.Dv, d.Hv, s.n_tokens),
+    GRAFT_TRY(be.gated_delta_net(qs, ks, vs, device_f32(ws.ssm_g + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens),
+                                 device_f32(ws.ssm_b + std::int64_t(r0) * d.Hv, d.Hv, s.n_tokens), st.delta(index), s.parents,
+                                 device_f32(ws.ssm_o + std::int64_t(r0) * d.Hv * d.Dv, d.Dv, d.Hv, s.n_tokens),
                                  tree ? TensorView{} : st.delta(index),
-                                 tree ? f32_view(st.pending_d(index), d.Dv, d.Hv, s.n_tokens) : TensorView{}));
+                                 tree ? device_f32(st.pending_d(index), d.Dv, d.Hv, s.n_tokens) : TensorView{}));
     r0 += s.n_tokens;
   }
   // Gated norm per head: o = rms_norm(o) * ssm_norm * silu(z); out = o * ssm_out [Hv*Dv, E].
-  const TensorView o = f32_view(ws.ssm_o, d.Dv, d.Hv * n);
+  const TensorView o = device_f32(ws.ssm_o, d.Dv, d.Hv * n);
   GRAFT_TRY(be.rms_norm(o, L.ssm_norm.view, p_.rms_eps, o));
-  GRAFT_TRY(be.silu_mul(f32_view(ws.ssm_z, d.Dv * d.Hv, n), f32_view(ws.ssm_o, d.Dv * d.Hv, n),
-                        f32_view(ws.ssm_o, d.Dv * d.Hv, n)));
+  GRAFT_TRY(be.silu_mul(device_f32(ws.ssm_z, d.Dv * d.Hv, n), device_f32(ws.ssm_o, d.Dv * d.Hv, n),
+                        device_f32(ws.ssm_o, d.Dv * d.Hv, n)));
   return matmul(L.ssm_out, ws.ssm_o, n, out);
 }
 
@@ -172,9 +172,9 @@ Status DecoderBlock::settle_delta_net(std::uint32_t index, RecurrentState& st) c
   const DeltaShape d(p_);
   const auto kept = static_cast<std::int64_t>(st.max_pending());
   // The window takes the path's raw inputs; the state each row's decay and rank-one update.
-  GRAFT_TRY(be_->conv_window_advance(f32_view(st.pending_x(index), d.C, kept), path, st.conv(index)));
-  return be_->delta_net_apply(f32_view(st.pending_k(index), d.Dk, d.Hk, kept), f32_view(st.pending_d(index), d.Dv, d.Hv, kept),
-                              f32_view(st.pending_g(index), d.Hv, kept), path, st.delta(index));
+  GRAFT_TRY(be_->conv_window_advance(device_f32(st.pending_x(index), d.C, kept), path, st.conv(index)));
+  return be_->delta_net_apply(device_f32(st.pending_k(index), d.Dk, d.Hk, kept), device_f32(st.pending_d(index), d.Dv, d.Hv, kept),
+                              device_f32(st.pending_g(index), d.Hv, kept), path, st.delta(index));
 }
 
 Status DecoderBlock::ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, const float* in, float* out) const {
@@ -182,12 +182,12 @@ Status DecoderBlock::ffn(Workspace& ws, const LayerWeights& L, std::uint32_t n, 
   // gate [F, n] = silu(in * w_gate [E, F]) * (in * w_up [E, F]) (SwiGLU), stacked or separate.
   if (L.gate_up_stacked()) {
     GRAFT_TRY(matmul(L.w_gate_up, in, n, ws.gate_up));
-    GRAFT_TRY(be_->silu_mul(with_stride(f32_view(ws.gate_up, F, n), 1, 2 * F),
-                            with_stride(f32_view(ws.gate_up + F, F, n), 1, 2 * F), f32_view(ws.gate, F, n)));
+    GRAFT_TRY(be_->silu_mul(with_stride(device_f32(ws.gate_up, F, n), 1, 2 * F),
+                            with_stride(device_f32(ws.gate_up + F, F, n), 1, 2 * F), device_f32(ws.gate, F, n)));
   } else {
     GRAFT_TRY(matmul(L.w_gate, in, n, ws.gate));
     GRAFT_TRY(matmul(L.w_up, in, n, ws.up));
-    GRAFT_TRY(be_->silu_mul(f32_view(ws.gate, F, n), f32_view(ws.up, F, n), f32_view(ws.gate, F, n)));
+    GRAFT_TRY(be_->silu_mul(device_f32(ws.gate, F, n), device_f32(ws.up, F, n), device_f32(ws.gate, F, n)));
   }
   // out = gate * w_down [F, E].
   return matmul(L.w_down, ws.gate, n, out);
@@ -198,16 +198,16 @@ Status DecoderBlock::layer(Workspace& ws, const LayerWeights& L, std::uint32_t s
   const std::int64_t E = p_.n_embd;
   Backend& be = *be_;
   // h = rms_norm(x) * attn_norm [E]; x += mixer(h): attention, or the delta-net.
-  GRAFT_TRY(be.rms_norm(f32_view(x, E, n), L.attn_norm.view, p_.rms_eps, f32_view(ws.h, E, n)));
+  GRAFT_TRY(be.rms_norm(device_f32(x, E, n), L.attn_norm.view, p_.rms_eps, device_f32(ws.h, E, n)));
   if (L.kind == LayerKind::delta_net)
     GRAFT_TRY(delta_net(ws, L, slot, seqs, n, ws.h, ws.h));
   else
     GRAFT_TRY(attention(ws, L, slot, seqs, positions, n, ws.h, ws.h));
-  GRAFT_TRY(be.add(f32_view(x, E, n), f32_view(ws.h, E, n), f32_view(x, E, n)));
+  GRAFT_TRY(be.add(device_f32(x, E, n), device_f32(ws.h, E, n), device_f32(x, E, n)));
   // h = rms_norm(x) * ffn_norm [E] (qwen35: post_attention_norm); x += ffn(h).
-  GRAFT_TRY(be.rms_norm(f32_view(x, E, n), L.ffn_norm.view, p_.rms_eps, f32_view(ws.h, E, n)));
+  GRAFT_TRY(be.rms_norm(device_f32(x, E, n), L.ffn_norm.view, p_.rms_eps, device_f32(ws.h, E, n)));
   GRAFT_TRY(ffn(ws, L, n, ws.h, ws.h));
-  return be.add(f32_view(x, E, n), f32_view(ws.h, E, n), f32_view(x, E, n));
+  return be.add(device_f32(x, E, n), device_f32(ws.h, E, n), device_f32(x, E, n));
 }
 
 }  // namespace graft

@@ -12,6 +12,25 @@
 
 namespace graft {
 
+namespace {
+
+// What decides the launches of a pass (so a graph made for one pass can be updated for another
+// of the same key): rows per sequence and which are trees or carry a state, the logit rows as
+// runs of consecutive rows (one norm call each), the taps. Slots, positions and ids may differ.
+std::string graph_key(const ForwardBatch& b) {
+  std::string key = fmt::format("{}:", b.tokens.size());
+  for (const SequenceRows& s : b.sequences)
+    key += fmt::format("{}{}{},", s.n_tokens, s.ancestor ? "t" : "", s.state ? "s" : "");
+  std::size_t runs = 0;
+  for (std::size_t i = 0; i < b.logit_rows.size(); ++i)
+    if (i == 0 || b.logit_rows[i] != b.logit_rows[i - 1] + 1) ++runs;
+  key += fmt::format("|{}/{}|", b.logit_rows.size(), runs);
+  for (std::int32_t t : b.hidden_layers) key += fmt::format("{},", t);
+  return key + (b.hidden_normed_output ? "n" : "");
+}
+
+}  // namespace
+
 Status Model::matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) const {
   return block_->matmul(w, x, n, y);
 }
@@ -19,7 +38,7 @@ Status Model::matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y)
 Status Model::embed(Workspace& ws, const TensorView& ids) const {
   // token_embd [E, V]: x[i] = row ids[i].
   const MatrixWeight& table = weights_.token_embd;
-  return table.kernels->get_rows(*backend_, table.view, table.prepared.get(), ids, f32_view(ws.x, params_.n_embd, ids.ne[0]));
+  return table.kernels->get_rows(*backend_, table.view, table.prepared.get(), ids, device_f32(ws.x, params_.n_embd, ids.ne[0]));
 }
 
 Status Model::layer(Workspace& ws, const LayerWeights& L, std::uint32_t slot, std::span<const SequenceRows> seqs,
@@ -74,7 +93,7 @@ Status Model::settle_recurrent(RecurrentState& state) const {
   return Status::success();
 }
 
-Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits) const {
+Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits, MemoryKind logits_memory) const {
   const auto& p = params_;
   const std::int64_t E = p.n_embd;
   const std::size_t V = p.n_vocab;
@@ -84,21 +103,21 @@ Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* lo
     for (std::uint32_t j = 0; j < chunk;) {
       std::uint32_t run = 1;
       while (j + run < chunk && rows[r + j + run] == rows[r + j] + run) ++run;
-      GRAFT_TRY(backend_->rms_norm(f32_view(ws.x + std::int64_t(rows[r + j]) * E, E, run), weights_.output_norm.view,
-                                   p.rms_eps, f32_view(ws.h + std::int64_t(j) * E, E, run)));
+      GRAFT_TRY(backend_->rms_norm(device_f32(ws.x + std::int64_t(rows[r + j]) * E, E, run), weights_.output_norm.view,
+                                   p.rms_eps, device_f32(ws.h + std::int64_t(j) * E, E, run)));
       j += run;
     }
     // logits [V, chunk] = h * output [E, V] (token_embd when tied), then on their way to the host:
     // the stream runs the copy before the next chunk's matmul overwrites ws.logits.
     GRAFT_TRY(matmul(weights_.output, ws.h, chunk, ws.logits));
-    GRAFT_TRY(backend_->copy_async(logits + r * V, MemoryKind::host, ws.logits, MemoryKind::device,
+    GRAFT_TRY(backend_->copy_async(logits + r * V, logits_memory, ws.logits, MemoryKind::device,
                                    chunk * V * sizeof(float)));
   }
   return Status::success();
 }
 
-Status Model::copy_rows_out(const float* src, std::uint32_t rows, float* dst) const {
-  return backend_->copy_async(dst, MemoryKind::host, src, MemoryKind::device,
+Status Model::copy_rows_out(const float* src, std::uint32_t rows, float* dst, MemoryKind dst_memory) const {
+  return backend_->copy_async(dst, dst_memory, src, MemoryKind::device,
                               std::size_t(rows) * params_.n_embd * sizeof(float));
 }
 
@@ -163,12 +182,22 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
 
   const std::size_t block = std::size_t(n) * p.n_embd;
   out.hidden.resize((batch.hidden_layers.size() + (batch.hidden_normed_output ? 1 : 0)) * block);
+  out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
+  // With a graph, the outputs go to the workspace's pinned buffer (logits, then taps) and from
+  // there to `out` after the pass; without one, straight to `out`.
+  const bool graph = graphs_ && ws.graph_outputs && batch.logit_rows.size() <= Workspace::kGraphLogitRows &&
+                     out.hidden.size() <= std::size_t(Workspace::kGraphTapRows) * p.n_embd;
+  float* const logits_dst = graph ? static_cast<float*>(ws.graph_outputs->data()) : out.logits.data();
+  float* const hidden_dst = graph ? logits_dst + std::size_t(Workspace::kGraphLogitRows) * p.n_vocab : out.hidden.data();
+  const MemoryKind out_memory = graph ? MemoryKind::pinned_host : MemoryKind::host;
   // Copies x (the input of layer `id`, or the output when id == n_layers) to every tap asking for it.
   auto tap = [&](std::uint32_t id) -> Status {
     for (std::size_t t = 0; t < batch.hidden_layers.size(); ++t)
-      if (static_cast<std::uint32_t>(batch.hidden_layers[t]) == id) GRAFT_TRY(copy_rows_out(ws.x, n, out.hidden.data() + t * block));
+      if (static_cast<std::uint32_t>(batch.hidden_layers[t]) == id)
+        GRAFT_TRY(copy_rows_out(ws.x, n, hidden_dst + t * block, out_memory));
     return Status::success();
   };
+  bool capturing = false;
 
   // Recurrent states: a token tree's rows each follow their parent (the deepest of the ancestors
   // its mask names), and the state keeps them; a chain moves the state on, and so does a deferred
@@ -239,7 +268,14 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
         r0 += s.n_tokens;
       }
     }
-    GRAFT_TRY(ws.inputs->upload());
+    if (graph) {
+      // From here to the head, everything is enqueued work: captured, then launched as one.
+      GRAFT_TRY(backend_->begin_capture());
+      capturing = true;
+      GRAFT_TRY(ws.inputs->upload_captured());
+    } else {
+      GRAFT_TRY(ws.inputs->upload());
+    }
     GRAFT_TRY(embed(ws, *ids));
     std::uint32_t kv_layer = 0, state_layer = 0;  // the KV stores hold the attention layers, the states the others
     for (std::uint32_t il = 0; il < n_layers; ++il) {
@@ -256,17 +292,28 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
       if (s.ancestor && !st.ok()) s.state->clear_pending();
     }
   if (st.ok() && batch.hidden_normed_output) {
-    st = backend_->rms_norm(f32_view(ws.x, p.n_embd, n), weights_.output_norm.view, p.rms_eps, f32_view(ws.h, p.n_embd, n));
-    if (st.ok()) st = copy_rows_out(ws.h, n, out.hidden.data() + batch.hidden_layers.size() * block);
+    st = backend_->rms_norm(device_f32(ws.x, p.n_embd, n), weights_.output_norm.view, p.rms_eps, device_f32(ws.h, p.n_embd, n));
+    if (st.ok()) st = copy_rows_out(ws.h, n, hidden_dst + batch.hidden_layers.size() * block, out_memory);
   }
   // logits of the chosen rows only.
-  if (st.ok()) {
-    out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
-    st = head(ws, batch.logit_rows, out.logits.data());
+  if (st.ok()) st = head(ws, batch.logit_rows, logits_dst, out_memory);
+  if (capturing) {
+    // One graph per shape of pass: the same launches as the last pass of this shape, with other
+    // pointers and sizes, update it in place. A failed capture is dropped, never launched.
+    std::unique_ptr<Graph> dropped;
+    std::unique_ptr<Graph>& g = st.ok() ? ws.graphs[graph_key(batch)] : dropped;
+    Status captured = backend_->end_capture(g);
+    if (st.ok()) st = captured;
+    if (st.ok()) st = g->launch();
+    if (st.ok()) ++ws.graph_launches;
   }
   // The one wait of the pass: its outputs are on the host after it. Also after a failure, so no
   // copy still in flight writes into `out` after the caller has moved on.
   Status done = backend_->synchronize();
+  if (st.ok() && done.ok() && graph) {
+    std::copy_n(logits_dst, out.logits.size(), out.logits.data());
+    std::copy_n(hidden_dst, out.hidden.size(), out.hidden.data());
+  }
   return st.ok() ? done : st;
 }
 

@@ -42,6 +42,7 @@ Expected<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::F
     W.released_bytes += m->file_->release(data, bytes);
     W.released.push_back(data);
   };
+  m->graphs_ = options.graphs;
   if (options.fuse_projections) {
     for (std::uint32_t il = 0; il < m->params_.n_main_layers(); ++il) {
       LayerWeights& L = W.layers[il];

@@ -34,6 +34,10 @@ struct ModelOptions {
   // Stack q/k/v and gate/up into one matrix each where their types agree (stacked_matrix.hpp):
   // the same logits, bit for bit, with three fewer matmul calls per layer. Off only to compare.
   bool fuse_projections = true;
+  // On a backend with graphs (CUDA), capture each forward pass and launch it as one graph, updated
+  // in place from one pass of a shape to the next: the same results with one launch instead of
+  // hundreds. Off only to compare.
+  bool graphs = true;
 };
 
 // One sequence's forward pass, the common case (a Session's prefill, decode and verify).
@@ -108,12 +112,12 @@ class Model {
   bool hybrid() const { return any_delta_net_; }
   // logits [rows.size(), n_vocab] (host memory) = lm_head(output_norm(ws.x[row])) for the chosen rows.
   // Overwrites ws.h. Enqueued: the logits are there after the backend's next synchronize().
-  Status head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits) const;
+  Status head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits, MemoryKind logits_memory) const;
 
  private:
   Model() = default;
   Status matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) const;
-  Status copy_rows_out(const float* src, std::uint32_t rows, float* dst) const;
+  Status copy_rows_out(const float* src, std::uint32_t rows, float* dst, MemoryKind dst_memory) const;
   std::unique_ptr<ModelView> bind_view(const HostServices& host) const;
   WorkspaceNeeds workspace_needs() const;
 
@@ -127,6 +131,7 @@ class Model {
   std::unique_ptr<ModelView> view_;
   bool any_qkv_stacked_ = false, any_qkv_split_ = false, any_gate_up_stacked_ = false, any_gate_up_split_ = false;
   bool any_gated_ = false, any_delta_net_ = false;
+  bool graphs_ = true;  // ModelOptions::graphs
 };
 
 }  // namespace graft

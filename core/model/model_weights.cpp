@@ -93,14 +93,16 @@ std::vector<MatrixWeight*> ModelWeights::matmul_weights() {
   std::vector<MatrixWeight*> out;
   for (auto& L : layers) {
     if (L.kind == LayerKind::delta_net) {
-      out.insert(out.end(), {&L.ssm_in, &L.ssm_gate, &L.ssm_beta, &L.ssm_alpha, &L.ssm_out, &L.w_gate, &L.w_up, &L.w_down});
-      continue;
+      out.insert(out.end(), {&L.ssm_in, &L.ssm_gate, &L.ssm_beta, &L.ssm_alpha, &L.ssm_out});
+    } else {
+      if (L.qkv_stacked())
+        out.push_back(&L.wqkv);
+      else
+        out.insert(out.end(), {&L.wq, &L.wk, &L.wv});
+      out.push_back(&L.wo);
     }
-    if (L.qkv_stacked())
-      out.push_back(&L.wqkv);
-    else
-      out.insert(out.end(), {&L.wq, &L.wk, &L.wv});
-    out.push_back(&L.wo);
+    // The feed-forward of every kind of layer: stacked gate|up where the types allow it (a
+    // delta-net layer's too: listing its parts instead prepared copies no pass reads, issue 37).
     if (L.gate_up_stacked())
       out.push_back(&L.w_gate_up);
     else

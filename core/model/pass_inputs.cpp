@@ -74,4 +74,10 @@ Status PassInputs::upload() {
   return Status::success();
 }
 
+Status PassInputs::upload_captured() {
+  uploaded_.reset();
+  if (used_ == 0) return Status::success();
+  return backend_->copy_async(device_->data(), MemoryKind::device, staging_->data(), MemoryKind::pinned_host, used_);
+}
+
 }  // namespace graft

@@ -31,6 +31,9 @@ class PassInputs {
   Expected<TensorView> add_mask(const std::uint8_t* mask, std::uint32_t n);  // i8 [n, n]
   // Enqueues the copy of everything staged since begin().
   Status upload();
+  // upload() inside a graph capture, where no event may be recorded: the caller synchronizes
+  // before the next begin() (Model::forward does, after launching the graph).
+  Status upload_captured();
 
  private:
   PassInputs() = default;

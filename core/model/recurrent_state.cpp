@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/architecture.hpp"
+#include "model/workspace.hpp"
 
 namespace graft {
 
@@ -49,11 +50,11 @@ Expected<std::unique_ptr<RecurrentState>> RecurrentState::create(Backend& backen
 }
 
 TensorView RecurrentState::conv(std::uint32_t i) const {
-  return f32_view(base_ + i * layer_floats(), kc_ - 1, static_cast<std::int64_t>(channels_));
+  return device_f32(base_ + i * layer_floats(), kc_ - 1, static_cast<std::int64_t>(channels_));
 }
 
 TensorView RecurrentState::delta(std::uint32_t i) const {
-  return f32_view(base_ + i * layer_floats() + conv_floats_, dk_, dv_, static_cast<std::int64_t>(heads_));
+  return device_f32(base_ + i * layer_floats() + conv_floats_, dk_, dv_, static_cast<std::int64_t>(heads_));
 }
 
 float* RecurrentState::pending_x(std::uint32_t i) const {

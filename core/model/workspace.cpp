@@ -56,6 +56,13 @@ Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const M
   if (!inputs) return std::move(inputs).status();
   ws->inputs = std::move(*inputs);
   ws->bytes_ += ws->inputs->capacity();
+  if (backend.graphs_supported()) {
+    const std::uint64_t out_floats = std::uint64_t(kGraphLogitRows) * p.n_vocab + std::uint64_t(kGraphTapRows) * p.n_embd;
+    auto outputs = backend.allocate(out_floats * sizeof(float), MemoryKind::pinned_host);
+    if (!outputs) return std::move(outputs).status();
+    ws->graph_outputs = std::move(*outputs);
+    ws->bytes_ += out_floats * sizeof(float);
+  }
   return ws;
 }
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graft/backend.hpp"
@@ -17,6 +19,12 @@ namespace graft {
 
 // Which optional buffers the layers need: stacked q/k/v and gate/up, the separate ones, or both
 // (a model whose layers differ in type), and lm_head rows for logits.
+// A view of activations: the workspace, KV inputs, recurrent state, all in the backend's device
+// memory (host memory on the CPU; a GPU's memory the host cannot read).
+inline TensorView device_f32(float* data, std::int64_t ne0, std::int64_t ne1 = 1, std::int64_t ne2 = 1) {
+  return f32_view(data, ne0, ne1, ne2, MemoryKind::device);
+}
+
 struct WorkspaceNeeds {
   bool qkv_stacked = false, qkv_split = true, gate_up_stacked = false, gate_up_split = true;
   bool gated_q = false;  // gated attention: the query projection's output is query | gate per head
@@ -50,6 +58,17 @@ class Workspace {
   std::unique_ptr<PassInputs> inputs;
   // The largest token tree (rows of one sequence with a mask) a pass over this workspace takes.
   static constexpr std::uint32_t kMaxTreeRows = 512;
+
+  // On a backend with graphs: a pass is captured and launched as one graph, its logits and taps
+  // copied to this pinned buffer (a graph may copy only to device or pinned memory), then to the
+  // caller after the pass's synchronize. Null elsewhere (the CPU). Sized for kGraphLogitRows rows
+  // of logits and kGraphTapRows rows of taps; a pass asking for more runs without a graph.
+  static constexpr std::uint32_t kGraphLogitRows = 16, kGraphTapRows = 64;
+  std::unique_ptr<Buffer> graph_outputs;
+  // One graph per shape of pass (rows per sequence, trees, outputs): a decode step, each verify
+  // size. Recaptured every pass and updated in place (cheap where the shape is the same).
+  std::map<std::string, std::unique_ptr<Graph>> graphs;
+  std::uint64_t graph_launches = 0;
 
  private:
   Workspace() = default;

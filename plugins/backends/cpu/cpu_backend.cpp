@@ -10,6 +10,7 @@
 #include <exception>
 #include <new>
 
+#include "cpu_backend.hpp"
 #include "cpu_info.hpp"
 #include "graft/graft.hpp"
 #include "kernels.hpp"
@@ -180,32 +181,21 @@ class CpuBackend final : public Backend {
   CpuSimdExtension simd_;     // "graft.cpu.simd" v1
 };
 
-const ConfigKeySpec kKeys[] = {
-    {"threads", ConfigType::integer, "worker threads; 0 = one per logical core", 0, 4096, false},
-};
+}  // namespace
 
-PluginObject* create(const HostServices&, const Config& config, Status& error) noexcept {
-  return guarded_create(error, [&]() -> PluginObject* {
-    const auto threads = config.get_int("threads").value_or(0);
+Expected<std::unique_ptr<Backend>> make_cpu_backend(unsigned threads) {
+  try {
     const CpuInfo info = detect_cpu();
     // The kernel level is forced through the environment (tests, debugging); unset means auto.
     const char* forced = std::getenv(kSimdEnvVar);
     auto level = resolve_simd_level(forced ? forced : "auto", info, kSimdEnvVar);
-    if (!level) {
-      error = level.status();
-      return nullptr;
-    }
-    return new CpuBackend(info, *level, static_cast<unsigned>(threads));
-  });
+    if (!level) return level.status();
+    return std::unique_ptr<Backend>(new CpuBackend(info, *level, threads));
+  } catch (const std::bad_alloc&) {
+    return Status(Errc::out_of_memory, "cpu backend: out of memory while starting");
+  } catch (const std::exception& e) {
+    return Status(Errc::internal, std::string("cpu backend: ") + e.what());
+  }
 }
 
-const PluginDescriptor kDescriptor{
-    GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::backend, kName, GRAFT_SDK_VERSION_STRING,
-    "CPU backend: host memory, thread pool, generic ops", kKeys, std::size(kKeys), &create,
-};
-
-}  // namespace
-
 }  // namespace graft::cpu
-
-GRAFT_PLUGIN(graft::cpu::kDescriptor)

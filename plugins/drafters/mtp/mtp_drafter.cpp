@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "device_view.hpp"
 #include "top_ids.hpp"
 
 namespace graft::mtp {
@@ -15,7 +16,7 @@ constexpr std::uint32_t kMaxRows = 64;  // entries per block call (a long prompt
 
 // Rows of n floats `stride` floats apart: one half of the [e | h] concatenation.
 TensorView strided_rows(float* data, std::int64_t n, std::int64_t rows, std::int64_t stride) {
-  TensorView t = f32_view(data, n, rows);
+  TensorView t = drafters::device_f32(data, n, rows);
   t.nb[1] = static_cast<std::size_t>(stride) * sizeof(float);
   t.nb[2] = t.nb[1] * static_cast<std::size_t>(rows);
   t.nb[3] = t.nb[2];
@@ -112,15 +113,15 @@ DrafterNeeds MtpDrafter::needs() const {
 Status MtpDrafter::project(std::uint32_t n) {
   const std::int64_t E = E_;
   // cat [2E, n] = [rms_norm(e) * enorm | rms_norm(h) * hnorm]; x [E, n] = cat * eh_proj.
-  GRAFT_TRY(be_->rms_norm(f32_view(e_, E, n), enorm_->view(), eps_, strided_rows(cat_, E, n, 2 * E)));
-  GRAFT_TRY(be_->rms_norm(f32_view(h_, E, n), hnorm_->view(), eps_, strided_rows(cat_ + E, E, n, 2 * E)));
-  return eh_proj_->matmul(f32_view(cat_, 2 * E, n), f32_view(x_, E, n));
+  GRAFT_TRY(be_->rms_norm(drafters::device_f32(e_, E, n), enorm_->view(), eps_, strided_rows(cat_, E, n, 2 * E)));
+  GRAFT_TRY(be_->rms_norm(drafters::device_f32(h_, E, n), hnorm_->view(), eps_, strided_rows(cat_ + E, E, n, 2 * E)));
+  return eh_proj_->matmul(drafters::device_f32(cat_, 2 * E, n), drafters::device_f32(x_, E, n));
 }
 
 Status MtpDrafter::head(std::uint32_t row) {
   // g = rms_norm(x[row]) * shared_head_norm; logits [V] = g * lm_head.
-  GRAFT_TRY(be_->rms_norm(f32_view(x_ + std::size_t(row) * E_, E_, 1), head_norm_->view(), eps_, f32_view(g_, E_, 1)));
-  GRAFT_TRY(lm_head_->matmul(f32_view(g_, E_, 1), f32_view(logits_dev_, V_, 1)));
+  GRAFT_TRY(be_->rms_norm(drafters::device_f32(x_ + std::size_t(row) * E_, E_, 1), head_norm_->view(), eps_, drafters::device_f32(g_, E_, 1)));
+  GRAFT_TRY(lm_head_->matmul(drafters::device_f32(g_, E_, 1), drafters::device_f32(logits_dev_, V_, 1)));
   GRAFT_TRY(be_->synchronize());
   return be_->copy(logits_.data(), MemoryKind::host, logits_dev_, MemoryKind::device, std::size_t(V_) * sizeof(float));
 }
@@ -173,7 +174,7 @@ Status MtpDrafter::flush(std::uint32_t window) {
   while (done < m) {
     const std::uint32_t c = std::min(max_rows_, m - done);
     const std::uint32_t i0 = n_entries_;  // entry index of the first row
-    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, pending_tokens_.data() + done, c, ids_status), f32_view(e_, E_, c)));
+    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, pending_tokens_.data() + done, c, ids_status), drafters::device_f32(e_, E_, c)));
     GRAFT_TRY(std::move(ids_status));
     GRAFT_TRY(be_->copy(h_, MemoryKind::device, pending_hidden_.data() + std::size_t(done) * E_, MemoryKind::host,
                         std::size_t(c) * E_ * sizeof(float)));
@@ -186,7 +187,7 @@ Status MtpDrafter::flush(std::uint32_t window) {
     rows.n_past = n_slots_;
     rows.positions = upload(pos_dev_, positions.data(), c, ids_status);
     GRAFT_TRY(std::move(ids_status));
-    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, f32_view(x_, E_, c)));
+    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, drafters::device_f32(x_, E_, c)));
     n_entries_ += c;
     n_slots_ += c;
     done += c;
@@ -278,7 +279,7 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
   for (std::uint32_t s = 2; s <= depth && out.size() < request.max_nodes; ++s) {
     const std::uint32_t slot = n_slots_ + s - 2;  // after the committed entries; cut at accept
     Status ids_status;
-    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, &prev, 1, ids_status), f32_view(e_, E_, 1)));
+    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, &prev, 1, ids_status), drafters::device_f32(e_, E_, 1)));
     GRAFT_TRY(std::move(ids_status));
     if (s == 2)
       GRAFT_TRY(be_->copy(h_, MemoryKind::device, g_host_.data(), MemoryKind::host, std::size_t(E_) * sizeof(float)));
@@ -291,7 +292,7 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
     rows.n_past = slot;
     rows.positions = upload(pos_dev_, &pos, 1, ids_status);
     GRAFT_TRY(std::move(ids_status));
-    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, f32_view(x_, E_, 1)));
+    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, drafters::device_f32(x_, E_, 1)));
     GRAFT_TRY(head(0));
     softmax(logits_, p);
     const std::int32_t best = drafters::top_ids(p.data(), V_, 1)[0];
