@@ -1,5 +1,6 @@
 // graft bench: prefill and decode speed, and decode's achieved read bandwidth as a fraction of
-// the machine's read bandwidth measured in the same run with the same thread count.
+// the machine's read bandwidth measured in the same run with the same thread count (on a GPU, the
+// device's copy bandwidth).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "bench/device_bandwidth.hpp"
 #include "bench/read_bandwidth.hpp"
 #include "bench/session_speed.hpp"
 #include "cli/commands.hpp"
@@ -74,7 +76,18 @@ int cmd_bench(const Args& args) {
   }
   Pipeline& p = **pipeline;
   const unsigned threads = p.backend().n_threads();
-  const BandwidthResult bw = measure_read_bandwidth(threads, std::size_t(bw_mib) << 20);
+  // The memory the weights are read from: the host's, or a GPU's own (probed through the backend).
+  BandwidthResult bw;
+  if (p.backend().host_accessible(MemoryKind::device)) {
+    bw = measure_read_bandwidth(threads, std::size_t(bw_mib) << 20);
+  } else {
+    auto probed = measure_device_bandwidth(p.backend(), std::size_t(bw_mib) << 20);
+    if (!probed) {
+      std::fprintf(stderr, "graft bench: the device bandwidth probe: %s\n", probed.status().message().c_str());
+      return 1;
+    }
+    bw = *probed;
+  }
 
   // The prompt given (-p, -f), else a deterministic one of ordinary tokens; decode continues
   // greedily, ignoring end of text.

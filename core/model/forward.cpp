@@ -185,7 +185,8 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
   // With a graph, the outputs go to the workspace's pinned buffer (logits, then taps) and from
   // there to `out` after the pass; without one, straight to `out`.
-  const bool graph = graphs_ && ws.graph_outputs && batch.logit_rows.size() <= Workspace::kGraphLogitRows &&
+  const bool graph = graphs_ && ws.graph_outputs && n <= Workspace::kGraphMaxRows &&
+                     batch.logit_rows.size() <= Workspace::kGraphLogitRows &&
                      out.hidden.size() <= std::size_t(Workspace::kGraphTapRows) * p.n_embd;
   float* const logits_dst = graph ? static_cast<float*>(ws.graph_outputs->data()) : out.logits.data();
   float* const hidden_dst = graph ? logits_dst + std::size_t(Workspace::kGraphLogitRows) * p.n_vocab : out.hidden.data();

@@ -62,8 +62,10 @@ class Workspace {
   // On a backend with graphs: a pass is captured and launched as one graph, its logits and taps
   // copied to this pinned buffer (a graph may copy only to device or pinned memory), then to the
   // caller after the pass's synchronize. Null elsewhere (the CPU). Sized for kGraphLogitRows rows
-  // of logits and kGraphTapRows rows of taps; a pass asking for more runs without a graph.
-  static constexpr std::uint32_t kGraphLogitRows = 16, kGraphTapRows = 64;
+  // of logits and kGraphTapRows rows of taps; a pass asking for more, or of more than
+  // kGraphMaxRows rows (a long prompt's pieces: few passes, each long enough to hide its launches),
+  // runs without a graph.
+  static constexpr std::uint32_t kGraphLogitRows = 16, kGraphTapRows = 64, kGraphMaxRows = 64;
   std::unique_ptr<Buffer> graph_outputs;
   // One graph per shape of pass (rows per sequence, trees, outputs): a decode step, each verify
   // size. Recaptured every pass and updated in place (cheap where the shape is the same).

@@ -8,5 +8,8 @@ set -euo pipefail
 build=${1:-build}
 [[ -f $build/lib/graft/plugins/libgraft_backend_cuda.so ]] ||
   { echo "gpu_bundle.sh: no cuda plugin in $build: was nvcc found at configure time?" >&2; exit 1; }
-exec bash "$(dirname "${BASH_SOURCE[0]}")/bundle_libs.sh" "$build" tools/device/gpu_checks.sh 480 \
-  graft test_cuda_backend test_cpu_ops
+# The conformance suite loads the emulated device's plugins and the script drafter from their
+# build folders (their paths are compiled into it).
+EXTRA_CARRY="$build/tests/emulated_device/plugins $build/tests/speculative/chaos_plugin" \
+  exec bash "$(dirname "${BASH_SOURCE[0]}")/bundle_libs.sh" "$build" tools/device/gpu_checks.sh 480 \
+  graft test_cuda_backend test_conformance
