@@ -4,8 +4,8 @@
 // the named tolerances; without one its cases are skipped with the reason. Each body: the forward
 // pass of every weight type the device has kernels for (prompt, decode steps, a token tree, its path
 // compacted, a rollback, chosen logit rows, hidden-state taps), the same with graphs off, the qwen35
-// hybrid under speculative rounds, greedy speculation with ngram and mtp equal to plain greedy, and
-// a type without kernels refused at load.
+// hybrid under speculative rounds, greedy speculation with ngram, mtp and dflash2 equal to plain
+// greedy, and a type without kernels refused at load.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -306,7 +306,7 @@ TEST_P(Hybrid, DecodeAndSpeculativeRoundsEqualTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(devices, Hybrid, ::testing::ValuesIn(kDevices), device_name);
 
-// ---- speculation on the device: the zoo target with its MTP head and n-gram ----
+// ---- speculation on the device: the zoo target with its MTP head, its DFlash2 drafter, n-gram ----
 
 class Speculation : public ::testing::TestWithParam<Device> {};
 
@@ -317,7 +317,10 @@ TEST_P(Speculation, GreedyWithEveryDrafterEqualsPlainGreedy) {
   auto cpu = on_cpu(zoo::kTarget, "f16", 512);
   ASSERT_TRUE(cpu && dev);
   const bool exact = GetParam().dense_tol == 0;
-  const std::vector<std::vector<std::string>> configs = {{"ngram"}, {"mtp"}, {"ngram", "mtp"}};
+  // dflash2's convolution runs on the host: on a device, its rows are copied there and back.
+  const std::vector<std::vector<std::string>> configs = {{"ngram"}, {"mtp"}, {"dflash2"}, {"ngram", "mtp", "dflash2"}};
+  Config dflash;
+  dflash.set("model", (zoo::kRoot / "models" / "zoo-dflash2-2x256.gguf").string());
   const auto prompts = zoo::corpus();
   ASSERT_GE(prompts.size(), 8u);
   double rounds = 0;
@@ -331,7 +334,7 @@ TEST_P(Speculation, GreedyWithEveryDrafterEqualsPlainGreedy) {
     if (exact) EXPECT_EQ(plain.ids, zoo::generate(*cpu, prompt, zoo::greedy(), 96, nullptr).ids) << prompts[i].first;
     for (const auto& names : configs) {
       std::vector<PluginChoice> list;
-      for (const auto& n : names) list.push_back(zoo::drafter(n));
+      for (const auto& n : names) list.push_back(n == "dflash2" ? zoo::drafter(n, dflash) : zoo::drafter(n));
       auto set = zoo::drafters(*dev, list, 16, 8, false);
       ASSERT_TRUE(set);
       auto decoder = set->new_decoder();

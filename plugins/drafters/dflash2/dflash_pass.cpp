@@ -13,10 +13,6 @@ constexpr std::uint32_t kChunk = 64;  // context tokens per projection call (a p
 
 Expected<std::unique_ptr<DFlashPass>> DFlashPass::create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file) {
   Backend& be = host.target().backend();
-  // The convolution mixes a handful of values per channel on the host, over backend memory.
-  if (file->has_conv && !be.host_accessible(MemoryKind::device))
-    return not_implemented("dflash2: " + file->path + ": the DFlash2 convolution on backend '" + std::string(be.name()) +
-                           "' (its device memory is not host-accessible)");
   std::unique_ptr<DFlashPass> d(new DFlashPass());
   d->f_ = std::move(file);
   d->be_ = &be;
@@ -52,6 +48,21 @@ Expected<std::unique_ptr<DFlashPass>> DFlashPass::create(const DrafterHost& host
   d->ones_dev_ = reinterpret_cast<std::uint8_t*>(ones);
   const std::vector<std::uint8_t> all_ones(std::size_t(B) * B, 1);
   GRAFT_TRY(be.copy(d->ones_dev_, MemoryKind::device, all_ones.data(), MemoryKind::host, all_ones.size()));
+  // The convolution mixes a handful of values per channel on the host. Where the host cannot read
+  // the backend's memory, its bases are copied here once and its rows travel each call.
+  if (f.has_conv && !be.host_accessible(MemoryKind::device)) {
+    d->conv_on_host_copies_ = true;
+    for (const DFlashLayer& L : f.layers)
+      for (const Weight* w : {L.attn_conv_base.get(), L.ffn_conv_base.get()}) {
+        const TensorView v = w->view();
+        std::vector<float> host(static_cast<std::size_t>(v.elements()));
+        GRAFT_TRY(be.copy(host.data(), MemoryKind::host, v.data, v.memory, host.size() * sizeof(float)));
+        d->base_host_.push_back(std::move(host));
+      }
+    d->conv_in_.resize(E * B);
+    d->conv_out_.resize(E * B);
+    d->conv_dyn_.resize(W * B);
+  }
   GRAFT_TRY(d->run_block(f.mask_token, f.block_size));
   return d;
 }
@@ -111,21 +122,34 @@ Status DFlashPass::half(std::uint32_t l, bool attention, std::uint32_t rows, con
   if (f.has_conv) {
     // dyn = conv_proj(normed input), shared by both sides; side 0 on the half's input.
     const Weight& proj = *(attention ? L.attn_conv_proj : L.ffn_conv_proj);
-    base = (attention ? L.attn_conv_base : L.ffn_conv_base)->view().as<float>();
+    base = conv_on_host_copies_ ? base_host_[2 * l + (attention ? 0 : 1)].data()
+                                : (attention ? L.attn_conv_base : L.ffn_conv_base)->view().as<float>();
     GRAFT_TRY(proj.matmul(view(h_), drafters::device_f32(dyn_, f.conv.dyn_width(), rows)));
-    GRAFT_TRY(be_->synchronize());
-    causal_conv(f.conv, 0, rows, h_, dyn_, base, t_);
+    GRAFT_TRY(conv(0, rows, h_, base, t_));
     in = t_;
   }
   if (attention) GRAFT_TRY(runner_->attention(l, *kv_, l, block_rows, view(in), view(a_)));
   else GRAFT_TRY(runner_->ffn(l, view(in), view(a_)));
   float* y = a_;
   if (f.has_conv) {
-    GRAFT_TRY(be_->synchronize());
-    causal_conv(f.conv, 1, rows, a_, dyn_, base, t_);  // side 1 on the half's output
+    GRAFT_TRY(conv(1, rows, a_, base, t_));  // side 1 on the half's output
     y = t_;
   }
   return be_->add(view(x_), view(y), view(x_));
+}
+
+Status DFlashPass::conv(std::uint32_t side, std::uint32_t rows, const float* in, const float* base, float* out) {
+  const ConvShape& c = f_->conv;
+  if (!conv_on_host_copies_) {
+    GRAFT_TRY(be_->synchronize());
+    causal_conv(c, side, rows, in, dyn_, base, out);
+    return Status::success();
+  }
+  const std::size_t n = std::size_t(rows) * c.n_embd, nd = std::size_t(rows) * c.dyn_width();
+  GRAFT_TRY(be_->copy(conv_in_.data(), MemoryKind::host, in, MemoryKind::device, n * sizeof(float)));
+  GRAFT_TRY(be_->copy(conv_dyn_.data(), MemoryKind::host, dyn_, MemoryKind::device, nd * sizeof(float)));
+  causal_conv(c, side, rows, conv_in_.data(), conv_dyn_.data(), base, conv_out_.data());
+  return be_->copy(out, MemoryKind::device, conv_out_.data(), MemoryKind::host, n * sizeof(float));
 }
 
 Status DFlashPass::run_block(std::int32_t anchor, std::uint32_t rows) {

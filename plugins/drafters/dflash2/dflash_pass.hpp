@@ -43,6 +43,10 @@ class DFlashPass {
   DFlashPass() = default;
   // x += conv(side 1, half(conv(side 0, norm(x)))) for one half of layer l (attention or ffn).
   Status half(std::uint32_t l, bool attention, std::uint32_t rows, const BlockRows& block_rows);
+  // out = causal_conv(in) over the block's rows; in, out and dyn_ in backend memory. On a backend
+  // whose memory the host cannot read (a GPU) the rows go to the host and back (blocking copies:
+  // the convolution has no device kernel yet).
+  Status conv(std::uint32_t side, std::uint32_t rows, const float* in, const float* base, float* out);
 
   std::shared_ptr<const DFlashFile> f_;
   Backend* be_ = nullptr;
@@ -61,6 +65,11 @@ class DFlashPass {
   float *logits_dev_ = nullptr, *gate_dev_ = nullptr, *sel_dev_ = nullptr;
   std::uint32_t sel_rows_ = 0;
   std::vector<float> logits_, gate_;  // host copies of the last block's
+  // A device backend's convolution on the host: each layer's attention and FFN conv_base (2 per
+  // layer), and the rows in and out.
+  bool conv_on_host_copies_ = false;
+  std::vector<std::vector<float>> base_host_;
+  std::vector<float> conv_in_, conv_dyn_, conv_out_;
 };
 
 }  // namespace graft::dflash2
