@@ -65,19 +65,20 @@ Status PassInputs::begin() {
   return event->ready() ? Status::success() : event->synchronize();
 }
 
-Status PassInputs::upload() {
-  if (used_ == 0) return Status::success();
-  GRAFT_TRY(backend_->copy_async(device_->data(), MemoryKind::device, staging_->data(), MemoryKind::pinned_host, used_));
-  auto event = backend_->record_event();
-  if (!event) return std::move(event).status();
-  uploaded_ = std::move(*event);
-  return Status::success();
-}
-
 Status PassInputs::upload_captured() {
   uploaded_.reset();
   if (used_ == 0) return Status::success();
   return backend_->copy_async(device_->data(), MemoryKind::device, staging_->data(), MemoryKind::pinned_host, used_);
+}
+
+Status PassInputs::upload() {
+  GRAFT_TRY(upload_captured());
+  if (used_ == 0) return Status::success();
+  // The event after the copy: begin() waits on it before the staging buffer is written again.
+  auto event = backend_->record_event();
+  if (!event) return std::move(event).status();
+  uploaded_ = std::move(*event);
+  return Status::success();
 }
 
 }  // namespace graft
