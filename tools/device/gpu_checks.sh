@@ -36,8 +36,8 @@ for t in test_cuda_backend test_conformance; do
 done
 
 # Decode and prefill on 8B shapes: weight bytes x tok/s against the device's copy bandwidth. Q1_0
-# and Q8_0 synthesize in seconds on the machine's 16 cores; Q4_K's quantizer takes minutes (about
-# 25 min of one core per 8B here), so it goes last, after the zoo, with what time is left.
+# and Q8_0 should synthesize in seconds on the machine's 16 cores; Q4_K's quantizer takes minutes
+# (10% of an 8B in 150 s on 2 shared cores here), so it goes last, after the zoo, with what time is left.
 printf '[backend]\nname = "cuda"\n' > /tmp/cuda.toml
 bench_8b() {  # type, synth timeout
   local type=$1 model=/tmp/qwen3-8b-$1.gguf
