@@ -187,12 +187,27 @@ Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
   return Status::success();
 }
 
+Expected<TokenId> Session::decode_argmax(TokenId token) {
+  GRAFT_TRY(check_room(1));
+  GRAFT_TRY(sync_state());
+  logits_.clear();
+  const std::uint32_t row = 0;
+  const SequenceRows seq{kv_.get(), 1, static_cast<std::uint32_t>(tokens_.size()), nullptr, state_.get()};
+  ForwardBatch batch;
+  batch.tokens = std::span<const TokenId>(&token, 1);
+  batch.sequences = std::span<const SequenceRows>(&seq, 1);
+  batch.argmax_rows = std::span<const std::uint32_t>(&row, 1);
+  if (Status st = model_->forward(*ws_, batch, argmax_out_); !st.ok()) return recover(std::move(st));
+  tokens_.push_back(token);
+  return argmax_out_.argmax.at(0);
+}
+
 Status Session::append_together(Workspace& ws, std::span<const SessionStep> steps) {
   if (steps.empty()) return Status(Errc::invalid_argument, "append_together: no sessions");
   const Model* model = steps[0].session ? steps[0].session->model_.get() : nullptr;
   std::vector<TokenId> tokens;
   std::vector<SequenceRows> seqs;
-  std::vector<std::uint32_t> last_rows;
+  std::vector<std::uint32_t> last_rows, argmax_rows;
   for (const SessionStep& step : steps) {
     Session* s = step.session;
     if (!s || s->model_.get() != model)
@@ -206,22 +221,29 @@ Status Session::append_together(Workspace& ws, std::span<const SessionStep> step
     seqs.push_back(SequenceRows{s->kv_.get(), static_cast<std::uint32_t>(step.tokens.size()),
                                 static_cast<std::uint32_t>(s->tokens_.size()), nullptr, s->state_.get()});
     tokens.insert(tokens.end(), step.tokens.begin(), step.tokens.end());
-    last_rows.push_back(static_cast<std::uint32_t>(tokens.size() - 1));
+    (step.argmax ? argmax_rows : last_rows).push_back(static_cast<std::uint32_t>(tokens.size() - 1));
   }
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.sequences = seqs;
   batch.logit_rows = last_rows;
+  batch.argmax_rows = argmax_rows;
   ForwardOutput out;
   if (Status st = model->forward(ws, batch, out); !st.ok()) {
     for (const SessionStep& step : steps) st = step.session->recover(std::move(st));
     return st;
   }
   const std::size_t V = model->params().n_vocab;
-  for (std::size_t i = 0; i < steps.size(); ++i) {
+  for (std::size_t i = 0, logit = 0, greedy = 0; i < steps.size(); ++i) {
     Session& s = *steps[i].session;
     s.tokens_.insert(s.tokens_.end(), steps[i].tokens.begin(), steps[i].tokens.end());
-    s.logits_.assign(out.logits.begin() + i * V, out.logits.begin() + (i + 1) * V);
+    if (steps[i].argmax) {
+      *steps[i].argmax = out.argmax[greedy++];
+      s.logits_.clear();
+    } else {
+      s.logits_.assign(out.logits.begin() + logit * V, out.logits.begin() + (logit + 1) * V);
+      ++logit;
+    }
     if (steps[i].tokens.size() > 1) s.take_checkpoint();
   }
   return Status::success();
@@ -270,7 +292,7 @@ Status Session::forward_together(Workspace& ws, std::span<Session* const> sessio
 Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std::uint32_t> rows,
                             std::span<const float> logits) {
   const auto n_past = static_cast<std::uint32_t>(tokens_.size());
-  if (tokens.size() != rows.size() || logits.size() != model_->params().n_vocab)
+  if (tokens.size() != rows.size() || (!logits.empty() && logits.size() != model_->params().n_vocab))
     return Status(Errc::invalid_argument, "commit_rows: tokens, rows and logits do not fit together");
   bool in_place = true;
   std::vector<std::uint32_t> src(rows.size());
@@ -327,6 +349,13 @@ Status PlainDecoder::prefill(Session& session, std::span<const TokenId> prompt) 
 
 Status PlainDecoder::step(Session& session, Sampler& sampler, TokenId pending, std::uint32_t /*max_new*/,
                           std::vector<TokenId>& out) {
+  // Greedy with nothing added to the logits: the backend hands back the id alone.
+  if (sampler.plain_argmax()) {
+    auto next = session.decode_argmax(pending);
+    if (!next) return std::move(next).status();
+    out.push_back(*next);
+    return Status::success();
+  }
   GRAFT_TRY(session.append(std::span<const TokenId>(&pending, 1)));
   out.push_back(sampler.sample(session.logits(), session.tokens()));
   return Status::success();

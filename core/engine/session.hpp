@@ -83,6 +83,9 @@ class Session;
 struct SessionStep {
   Session* session = nullptr;
   std::span<const TokenId> tokens;
+  // Non-null: only the greedy choice after the last token is wanted (Session::decode_argmax's),
+  // written here; the session's logits() are then left empty.
+  TokenId* argmax = nullptr;
 };
 
 class Session {
@@ -116,7 +119,8 @@ class Session {
   std::uint32_t max_batch() const { return max_batch_; }
   // Tokens committed to the KV store, in order.
   std::span<const TokenId> tokens() const { return tokens_; }
-  // The logits after the last append(): n_vocab floats (n_vocab per token with all_logits).
+  // The logits after the last append(): n_vocab floats (n_vocab per token with all_logits); empty
+  // after a step that read greedy ids only (decode_argmax, a greedy speculative round).
   const std::vector<float>& logits() const { return logits_; }
 
   // Empties the sequence (the KV store keeps its memory).
@@ -124,11 +128,16 @@ class Session {
   // Commits tokens after the committed ones, max_batch per forward pass; keeps the logits of the
   // last token, or of every appended token with all_logits.
   Status append(std::span<const TokenId> tokens, bool all_logits = false);
+  // Commits one token and returns the greedy choice after it (the largest logit, the lowest id
+  // among equal ones), computed by the backend where the logits are: on a GPU one id comes back,
+  // not n_vocab floats. What a sampler with plain_argmax() would draw from logits(); logits() is
+  // empty afterwards.
+  Expected<TokenId> decode_argmax(TokenId token);
   // Several sessions over one Model in ONE forward pass (every row through each matmul together,
   // each session's attention over its own KV store), using `ws` (at least as many rows as the
   // steps' tokens together). Each session commits its tokens and its logits() become those of its
-  // last token, bit for bit what its own append() would give. On an error no session's committed
-  // tokens change.
+  // last token, bit for bit what its own append() would give (or, for a step with `argmax`, that
+  // token's greedy id is written there). On an error no session's committed tokens change.
   static Status append_together(Workspace& ws, std::span<const SessionStep> steps);
   // One forward pass of this sequence as the caller lays it out (a verify pass, a benchmark),
   // leaving the committed list alone. A hybrid model's rows must follow the committed tokens; a
@@ -143,7 +152,8 @@ class Session {
                                  ForwardOutput& out);
   // After such a pass wrote rows at slots tokens().size()..: keeps the rows `rows` (ascending) as
   // the next committed tokens `tokens`, in that order, drops every other slot written (KV
-  // compact/truncate) and sets logits() to `logits` (the last kept row's).
+  // compact/truncate) and sets logits() to `logits` (the last kept row's; empty: a pass that read
+  // greedy ids only, ForwardBatch::argmax_rows).
   Status commit_rows(std::span<const TokenId> tokens, std::span<const std::uint32_t> rows,
                      std::span<const float> logits);
   // After a failed forward pass: the KV store cut back to the committed tokens (a pass may have
@@ -188,6 +198,7 @@ class Session {
   std::string capacity_source_;
   std::vector<TokenId> tokens_;
   std::vector<float> logits_;
+  ForwardOutput argmax_out_;  // decode_argmax's pass output, reused
   std::optional<Sampler> sampler_;
   std::optional<TextStream> text_;
   std::string tail_;

@@ -16,7 +16,7 @@ namespace {
 
 // What decides the launches of a pass (so a graph made for one pass can be updated for another
 // of the same key): rows per sequence and which are trees or carry a state, the logit rows as
-// runs of consecutive rows (one norm call each), the taps. Slots, positions and ids may differ.
+// runs of consecutive rows (one norm call each), the greedy rows likewise, the taps. Slots, positions and ids may differ.
 std::string graph_key(const ForwardBatch& b) {
   std::string key = fmt::format("{}:", b.tokens.size());
   for (const SequenceRows& s : b.sequences)
@@ -24,7 +24,10 @@ std::string graph_key(const ForwardBatch& b) {
   std::size_t runs = 0;
   for (std::size_t i = 0; i < b.logit_rows.size(); ++i)
     if (i == 0 || b.logit_rows[i] != b.logit_rows[i - 1] + 1) ++runs;
-  key += fmt::format("|{}/{}|", b.logit_rows.size(), runs);
+  std::size_t argmax_runs = 0;
+  for (std::size_t i = 0; i < b.argmax_rows.size(); ++i)
+    if (i == 0 || b.argmax_rows[i] != b.argmax_rows[i - 1] + 1) ++argmax_runs;
+  key += fmt::format("|{}/{}|{}/{}|", b.logit_rows.size(), runs, b.argmax_rows.size(), argmax_runs);
   for (std::int32_t t : b.hidden_layers) key += fmt::format("{},", t);
   return key + (b.hidden_normed_output ? "n" : "");
 }
@@ -93,25 +96,48 @@ Status Model::settle_recurrent(RecurrentState& state) const {
   return Status::success();
 }
 
-Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits, MemoryKind logits_memory) const {
+Status Model::head_chunk(Workspace& ws, std::span<const std::uint32_t> rows) const {
   const auto& p = params_;
   const std::int64_t E = p.n_embd;
-  const std::size_t V = p.n_vocab;
+  const auto chunk = static_cast<std::uint32_t>(rows.size());
+  // h[j] = rms_norm(x[rows[j]]) * output_norm [E], one call per run of consecutive rows.
+  for (std::uint32_t j = 0; j < chunk;) {
+    std::uint32_t run = 1;
+    while (j + run < chunk && rows[j + run] == rows[j] + run) ++run;
+    GRAFT_TRY(backend_->rms_norm(device_f32(ws.x + std::int64_t(rows[j]) * E, E, run), weights_.output_norm.view,
+                                 p.rms_eps, device_f32(ws.h + std::int64_t(j) * E, E, run)));
+    j += run;
+  }
+  // logits [V, chunk] = h * output [E, V] (token_embd when tied).
+  return matmul(weights_.output, ws.h, chunk, ws.logits);
+}
+
+Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits, MemoryKind logits_memory) const {
+  const std::size_t V = params_.n_vocab;
   for (std::size_t r = 0; r < rows.size(); r += kLogitRows) {
     const auto chunk = static_cast<std::uint32_t>(std::min<std::size_t>(kLogitRows, rows.size() - r));
-    // h[j] = rms_norm(x[rows[r + j]]) * output_norm [E], one call per run of consecutive rows.
-    for (std::uint32_t j = 0; j < chunk;) {
-      std::uint32_t run = 1;
-      while (j + run < chunk && rows[r + j + run] == rows[r + j] + run) ++run;
-      GRAFT_TRY(backend_->rms_norm(device_f32(ws.x + std::int64_t(rows[r + j]) * E, E, run), weights_.output_norm.view,
-                                   p.rms_eps, device_f32(ws.h + std::int64_t(j) * E, E, run)));
-      j += run;
-    }
-    // logits [V, chunk] = h * output [E, V] (token_embd when tied), then on their way to the host:
-    // the stream runs the copy before the next chunk's matmul overwrites ws.logits.
-    GRAFT_TRY(matmul(weights_.output, ws.h, chunk, ws.logits));
+    GRAFT_TRY(head_chunk(ws, rows.subspan(r, chunk)));
+    // On their way to the host: the stream runs the copy before the next chunk's matmul
+    // overwrites ws.logits.
     GRAFT_TRY(backend_->copy_async(logits + r * V, logits_memory, ws.logits, MemoryKind::device,
                                    chunk * V * sizeof(float)));
+  }
+  return Status::success();
+}
+
+Status Model::head_argmax(Workspace& ws, std::span<const std::uint32_t> rows, TokenId* ids,
+                          MemoryKind ids_memory) const {
+  const std::int64_t V = params_.n_vocab;
+  for (std::size_t r = 0; r < rows.size(); r += kLogitRows) {
+    const auto chunk = static_cast<std::uint32_t>(std::min<std::size_t>(kLogitRows, rows.size() - r));
+    GRAFT_TRY(head_chunk(ws, rows.subspan(r, chunk)));
+    // ids [1, chunk]: each row's largest logit, the lowest id among equal ones, where the logits are.
+    TensorView best = i32_view(ws.argmax, chunk, MemoryKind::device);
+    best.n_dims = 2;
+    best.ne = {1, chunk, 1, 1};
+    best.nb = {sizeof(std::int32_t), sizeof(std::int32_t), sizeof(std::int32_t) * chunk, sizeof(std::int32_t) * chunk};
+    GRAFT_TRY(backend_->top_k(device_f32(ws.logits, V, chunk), 1, best, TensorView{}));
+    GRAFT_TRY(backend_->copy_async(ids + r, ids_memory, ws.argmax, MemoryKind::device, chunk * sizeof(std::int32_t)));
   }
   return Status::success();
 }
@@ -161,6 +187,8 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
       return Status(Errc::out_of_range, fmt::format("forward: token id {} is outside the vocabulary (0..{})", t, p.n_vocab - 1));
   for (std::uint32_t r : batch.logit_rows)
     if (r >= n) return Status(Errc::out_of_range, fmt::format("forward: logits asked for row {} of {}", r, n));
+  for (std::uint32_t r : batch.argmax_rows)
+    if (r >= n) return Status(Errc::out_of_range, fmt::format("forward: a greedy id asked for row {} of {}", r, n));
   for (std::int32_t id : batch.hidden_layers)
     if (id < 0 || static_cast<std::uint32_t>(id) > n_layers)
       return Status(Errc::out_of_range,
@@ -183,13 +211,17 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   const std::size_t block = std::size_t(n) * p.n_embd;
   out.hidden.resize((batch.hidden_layers.size() + (batch.hidden_normed_output ? 1 : 0)) * block);
   out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
+  out.argmax.resize(batch.argmax_rows.size());
   // With a graph, the outputs go to the workspace's pinned buffer (logits, then taps) and from
   // there to `out` after the pass; without one, straight to `out`.
   const bool graph = graphs_ && ws.graph_outputs && n <= Workspace::kGraphMaxRows &&
                      batch.logit_rows.size() <= Workspace::kGraphLogitRows &&
+                     batch.argmax_rows.size() <= Workspace::kGraphLogitRows &&
                      out.hidden.size() <= std::size_t(Workspace::kGraphTapRows) * p.n_embd;
   float* const logits_dst = graph ? static_cast<float*>(ws.graph_outputs->data()) : out.logits.data();
   float* const hidden_dst = graph ? logits_dst + std::size_t(Workspace::kGraphLogitRows) * p.n_vocab : out.hidden.data();
+  TokenId* const argmax_dst =
+      graph ? reinterpret_cast<TokenId*>(hidden_dst + std::size_t(Workspace::kGraphTapRows) * p.n_embd) : out.argmax.data();
   const MemoryKind out_memory = graph ? MemoryKind::pinned_host : MemoryKind::host;
   // Copies x (the input of layer `id`, or the output when id == n_layers) to every tap asking for it.
   auto tap = [&](std::uint32_t id) -> Status {
@@ -296,8 +328,9 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
     st = backend_->rms_norm(device_f32(ws.x, p.n_embd, n), weights_.output_norm.view, p.rms_eps, device_f32(ws.h, p.n_embd, n));
     if (st.ok()) st = copy_rows_out(ws.h, n, hidden_dst + batch.hidden_layers.size() * block, out_memory);
   }
-  // logits of the chosen rows only.
+  // logits of the chosen rows only, and the greedy ids of others.
   if (st.ok()) st = head(ws, batch.logit_rows, logits_dst, out_memory);
+  if (st.ok()) st = head_argmax(ws, batch.argmax_rows, argmax_dst, out_memory);
   if (capturing) {
     // One graph per shape of pass: the same launches as the last pass of this shape, with other
     // pointers and sizes, update it in place. A failed capture is dropped, never launched.
@@ -314,6 +347,7 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   if (st.ok() && done.ok() && graph) {
     std::copy_n(logits_dst, out.logits.size(), out.logits.data());
     std::copy_n(hidden_dst, out.hidden.size(), out.hidden.data());
+    std::copy_n(argmax_dst, out.argmax.size(), out.argmax.data());
   }
   return st.ok() ? done : st;
 }

@@ -43,6 +43,11 @@ struct ForwardBatch {
   // Rows (indices into tokens, any order) whose logits are wanted: ForwardOutput::logits holds
   // n_vocab floats per entry, in this order.
   std::span<const std::uint32_t> logit_rows;
+  // Rows whose greedy choice alone is wanted: the highest logit, the lowest id among equal ones
+  // (Sampler::plain_argmax: greedy sampling with nothing added to the logits), computed where the
+  // logits are (the backend's top_k, k = 1). ForwardOutput::argmax holds one id per entry, in this
+  // order: on a GPU a verify pass hands back 4 bytes per row instead of n_vocab floats.
+  std::span<const std::uint32_t> argmax_rows;
   // Hidden-state taps by llama.cpp's id convention: id L is the input of layer L (0 = the token
   // embeddings), id n_layer the final output before output_norm. ForwardOutput::hidden holds one
   // [rows][n_embd] block per id, in this order, every row of the batch (token-major).
@@ -52,7 +57,8 @@ struct ForwardBatch {
 };
 
 struct ForwardOutput {
-  std::vector<float> logits;  // logit_rows.size() x n_vocab
+  std::vector<float> logits;     // logit_rows.size() x n_vocab
+  std::vector<TokenId> argmax;   // argmax_rows.size()
   std::vector<float> hidden;  // (hidden_layers.size() + hidden_normed_output) x rows x n_embd
 };
 

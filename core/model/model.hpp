@@ -113,10 +113,16 @@ class Model {
   // logits [rows.size(), n_vocab] (host memory) = lm_head(output_norm(ws.x[row])) for the chosen rows.
   // Overwrites ws.h. Enqueued: the logits are there after the backend's next synchronize().
   Status head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits, MemoryKind logits_memory) const;
+  // ids [rows.size()] (host memory) = the greedy choice of each chosen row's logits (the largest,
+  // the lowest id among equal ones), computed on the backend: only the ids travel. Overwrites ws.h
+  // and ws.logits. Enqueued like head().
+  Status head_argmax(Workspace& ws, std::span<const std::uint32_t> rows, TokenId* ids, MemoryKind ids_memory) const;
 
  private:
   Model() = default;
   Status matmul(const MatrixWeight& w, float* x, std::uint32_t n, float* y) const;
+  // ws.logits [V, rows.size()] = lm_head(output_norm(ws.x[row])), at most kLogitRows rows.
+  Status head_chunk(Workspace& ws, std::span<const std::uint32_t> rows) const;
   Status copy_rows_out(const float* src, std::uint32_t rows, float* dst, MemoryKind dst_memory) const;
   std::unique_ptr<ModelView> bind_view(const HostServices& host) const;
   WorkspaceNeeds workspace_needs() const;

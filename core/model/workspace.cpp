@@ -32,6 +32,9 @@ std::uint64_t Workspace::lay_out(const ModelParams& p, const WorkspaceNeeds& nee
   take(up, needs.gate_up_split ? B * p.n_ff : 0);
   take(gate_up, needs.gate_up_stacked ? B * 2 * p.n_ff : 0);
   take(logits, std::uint64_t(needs.logit_rows) * p.n_vocab);
+  float* ids = nullptr;  // i32, as many as floats
+  take(ids, needs.logit_rows);
+  argmax = reinterpret_cast<std::int32_t*>(ids);
   return used;
 }
 
@@ -57,7 +60,8 @@ Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const M
   ws->inputs = std::move(*inputs);
   ws->bytes_ += ws->inputs->capacity();
   if (backend.graphs_supported()) {
-    const std::uint64_t out_floats = std::uint64_t(kGraphLogitRows) * p.n_vocab + std::uint64_t(kGraphTapRows) * p.n_embd;
+    const std::uint64_t out_floats = std::uint64_t(kGraphLogitRows) * p.n_vocab + std::uint64_t(kGraphTapRows) * p.n_embd +
+                                    kGraphLogitRows;  // the ids: i32, as many as floats
     auto outputs = backend.allocate(out_floats * sizeof(float), MemoryKind::pinned_host);
     if (!outputs) return std::move(outputs).status();
     ws->graph_outputs = std::move(*outputs);

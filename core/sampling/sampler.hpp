@@ -39,6 +39,15 @@ class Sampler {
   const SamplingSettings& settings() const { return settings_; }
   std::uint64_t seed() const { return seed_; }
   bool greedy() const { return settings_.temperature <= 0; }
+  // Greedy with nothing added to the logits (no logit bias, no penalties): sample() is then the
+  // argmax of the row as it is, which the backend computes where the logits are (ForwardBatch::
+  // argmax_rows, top_k with k = 1) so a GPU hands back ids, not rows of n_vocab floats. The same
+  // choice for every row whose largest logit is finite (NaN or infinite logits order differently:
+  // the sampler reads NaN as -inf and +inf as the largest float, top_k puts NaN last).
+  bool plain_argmax() const {
+    return greedy() && settings_.logit_bias.empty() &&
+           ((settings_.repeat_penalty == 1.0 && settings_.presence_penalty == 0.0) || settings_.repeat_last_n == 0);
+  }
 
   // Picks the next token. logits: one per vocabulary entry (non-empty); history: the tokens of
   // the context so far, newest last (ids outside the vocabulary are ignored). Greedy sampling

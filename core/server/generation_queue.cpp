@@ -274,6 +274,8 @@ void GenerationQueue::step() {
   const std::uint32_t budget = pipeline_.max_batch();
   std::vector<SessionStep> steps;
   std::vector<Slot*> stepped;
+  // Greedy slots with nothing added to the logits read the backend's id, not a row of logits.
+  std::vector<TokenId> greedy(slots_.size());
   std::uint32_t rows = 0;
   const std::uint32_t threshold = shift_threshold();
   for (Slot& slot : slots_) {
@@ -287,7 +289,8 @@ void GenerationQueue::step() {
       }
     }
     if (!slot.refill.empty()) continue;
-    steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(&slot.pending, 1)});
+    steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(&slot.pending, 1),
+                                slot.sampler->plain_argmax() ? &greedy[index_of(slot)] : nullptr});
     stepped.push_back(&slot);
     ++rows;
   }
@@ -330,7 +333,9 @@ void GenerationQueue::step() {
       finish(slot, Status::success());
       continue;
     }
-    take(slot, thought(slot, slot.sampler->sample(slot.session->logits(), slot.session->tokens())));
+    const TokenId next = steps[i].argmax ? *steps[i].argmax
+                                         : slot.sampler->sample(slot.session->logits(), slot.session->tokens());
+    take(slot, thought(slot, next));
   }
 }
 

@@ -110,7 +110,7 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
   std::vector<TokenId> tokens;
   std::vector<std::int32_t> positions;
   std::vector<SequenceRows> rows;
-  std::vector<std::uint32_t> logit_rows;
+  std::vector<std::uint32_t> logit_rows, argmax_rows;
   std::vector<Session*> sessions;
   parts.assign(seqs.size(), PassPart{});
   for (std::size_t i = 0; i < seqs.size(); ++i) {
@@ -124,9 +124,11 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
     const auto row0 = static_cast<std::uint32_t>(tokens.size());
     parts[i].row0 = row0;
     parts[i].logit0 = static_cast<std::uint32_t>(logit_rows.size());
+    parts[i].argmax0 = static_cast<std::uint32_t>(argmax_rows.size());
     tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
     positions.insert(positions.end(), p.positions.begin(), p.positions.end());
     for (std::uint32_t r : p.logit_rows) logit_rows.push_back(row0 + r);
+    for (std::uint32_t r : p.argmax_rows) argmax_rows.push_back(row0 + r);
     Session& s = *seqs[i].session;
     rows.push_back(SequenceRows{&s.kv(), static_cast<std::uint32_t>(p.tokens.size()),
                                 static_cast<std::uint32_t>(s.tokens().size()), p.ancestor});
@@ -137,6 +139,7 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
   batch.positions = positions;
   batch.sequences = rows;
   batch.logit_rows = logit_rows;
+  batch.argmax_rows = argmax_rows;
   batch.hidden_layers = seqs[0].decoder->taps();
   batch.hidden_normed_output = seqs[0].decoder->normed();
   const auto t0 = Clock::now();
@@ -209,7 +212,7 @@ Status SpeculativeDecoder::plan_prefill(Session& s, std::uint32_t max_rows) {
   std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(plan_n_past_));
   plan_logit_row_ = n - 1;
   planned_ = PlannedRows{std::span<const TokenId>(prompt_).subspan(prefill_at_, n), positions_, nullptr,
-                         std::span(&plan_logit_row_, 1)};
+                         std::span(&plan_logit_row_, 1), {}};
   planned_kind_ = Planned::prefill;
   return Status::success();
 }
@@ -358,7 +361,12 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
   if (!tree_.empty()) tree_.ancestor_mask(mask_);
   all_rows_.resize(n_rows);
   std::iota(all_rows_.begin(), all_rows_.end(), 0u);
-  planned_ = PlannedRows{verify_tokens_, positions_, tree_.empty() ? nullptr : mask_.data(), all_rows_};
+  // Greedy with nothing added to the logits needs each row's argmax alone: the backend computes it
+  // and hands back one id per row (on a GPU, not n_rows x n_vocab floats).
+  argmax_walk_ = sampler.plain_argmax();
+  planned_ = PlannedRows{verify_tokens_, positions_, tree_.empty() ? nullptr : mask_.data(),
+                         argmax_walk_ ? std::span<const std::uint32_t>() : all_rows_,
+                         argmax_walk_ ? all_rows_ : std::span<const std::uint32_t>()};
   plan_n_past_ = n_past;
   plan_pending_ = pending;
   planned_kind_ = Planned::step;
@@ -373,15 +381,23 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
   const std::uint32_t n_past = plan_n_past_;
   const TokenId pending = plan_pending_;
   const auto n_rows = static_cast<std::uint32_t>(verify_tokens_.size());
+  if (part.out->logits.size() < (std::size_t(part.logit0) + (argmax_walk_ ? 0 : n_rows)) * n_vocab ||
+      part.out->argmax.size() < std::size_t(part.argmax0) + (argmax_walk_ ? n_rows : 0))
+    return Status(Errc::internal, "speculative step: the pass has fewer output rows than the round planned");
   const std::span<const float> logits =
-      std::span<const float>(part.out->logits).subspan(std::size_t(part.logit0) * n_vocab, std::size_t(n_rows) * n_vocab);
+      argmax_walk_ ? std::span<const float>()
+                   : std::span<const float>(part.out->logits)
+                         .subspan(std::size_t(part.logit0) * n_vocab, std::size_t(n_rows) * n_vocab);
   const double verify_seconds = part.seconds;
   stats_.verify_seconds += verify_seconds;
   policy_.verified(n_rows, verify_seconds);
 
-  // 3. Accept: the walk draws the target's tokens as plain decoding would.
+  // 3. Accept: the walk draws the target's tokens as plain decoding would (greedy: reads the ids).
   auto t0 = Clock::now();
-  const WalkResult walk = walk_tree(tree_, logits, n_vocab, sampler, context_);
+  const WalkResult walk =
+      argmax_walk_
+          ? walk_tree_argmax(tree_, std::span<const TokenId>(part.out->argmax).subspan(part.argmax0, n_rows), context_)
+          : walk_tree(tree_, logits, n_vocab, sampler, context_);
   const double walk_seconds = since(t0);
   stats_.accept_seconds += walk_seconds;
 
@@ -393,7 +409,9 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
     kept.push_back(static_cast<std::uint32_t>(node) + 1);
     committed.push_back(tree_.token(static_cast<std::size_t>(node)));
   }
-  const auto last_row = logits.subspan(std::size_t(kept.back()) * n_vocab, n_vocab);
+  // The session's logits: the last kept row's (none after a greedy walk, which read ids only).
+  const auto last_row =
+      argmax_walk_ ? std::span<const float>() : logits.subspan(std::size_t(kept.back()) * n_vocab, n_vocab);
   GRAFT_TRY(s.commit_rows(committed, kept, last_row));
   // context_ now holds the committed tokens and the path: add the target's token as the pending one.
   context_.push_back(walk.next);

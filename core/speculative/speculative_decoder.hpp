@@ -42,6 +42,7 @@ struct PlannedRows {
   std::span<const std::int32_t> positions;    // one per row (RoPE)
   const std::uint8_t* ancestor = nullptr;     // the token tree's mask; null: causal
   std::span<const std::uint32_t> logit_rows;  // its rows (from 0) whose logits it reads
+  std::span<const std::uint32_t> argmax_rows;  // its rows whose greedy ids alone it reads
 };
 
 // Where a sequence's rows landed in a pass run_planned() ran.
@@ -50,6 +51,7 @@ struct PassPart {
   std::uint32_t total_rows = 0;  // rows of the whole pass (the stride of out->hidden's blocks)
   std::uint32_t row0 = 0;        // its first row
   std::uint32_t logit0 = 0;      // its first logit row in out->logits
+  std::uint32_t argmax0 = 0;     // its first greedy id in out->argmax
   double seconds = 0;            // the pass's time, its share of the rows (for the cost model)
 };
 
@@ -166,6 +168,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   std::vector<std::int32_t> positions_;
   std::vector<std::uint8_t> mask_;
   std::vector<std::uint32_t> all_rows_;
+  bool argmax_walk_ = false;  // the planned round reads greedy ids, not logits (Sampler::plain_argmax)
   std::vector<float> hidden_buf_;
   ForwardOutput out_;
   std::vector<PassPart> parts_;

@@ -51,4 +51,21 @@ WalkResult walk_tree(const TokenTree& tree, std::span<const float> logits, std::
   }
 }
 
+WalkResult walk_tree_argmax(const TokenTree& tree, std::span<const TokenId> ids, std::vector<TokenId>& history) {
+  WalkResult r;
+  for (std::int32_t node = -1;;) {
+    const TokenId y = ids[static_cast<std::size_t>(node + 1)];
+    const auto kids = tree.children(node);
+    const auto hit = std::find_if(kids.begin(), kids.end(),
+                                  [&](std::int32_t c) { return tree.token(static_cast<std::size_t>(c)) == y; });
+    if (hit == kids.end()) {
+      r.next = y;
+      return r;
+    }
+    r.path.push_back(*hit);
+    history.push_back(y);
+    node = *hit;
+  }
+}
+
 }  // namespace graft

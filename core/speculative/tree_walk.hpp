@@ -26,4 +26,9 @@ struct WalkResult {
 WalkResult walk_tree(const TokenTree& tree, std::span<const float> logits, std::uint32_t n_vocab, Sampler& sampler,
                      std::vector<TokenId>& history);
 
+// The same walk for a sampler with plain_argmax(): the target's token at each row is that row's
+// greedy id, so ids (tree.size() + 1, row 0 after the pending token) is all it reads. Equal to
+// walk_tree with such a sampler over the logits the ids came from.
+WalkResult walk_tree_argmax(const TokenTree& tree, std::span<const TokenId> ids, std::vector<TokenId>& history);
+
 }  // namespace graft

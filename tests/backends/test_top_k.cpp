@@ -71,6 +71,23 @@ TEST_P(TopK, NaNComesLastAndValuesAreOptional) {
   EXPECT_EQ(ids, (std::vector<std::int32_t>{1, 3, 0, 2}));
 }
 
+// k = 1 (greedy decoding's argmax) has its own loop: leading NaNs, all NaN, -inf after a NaN,
+// signed zeros (equal: the lower index).
+TEST_P(TopK, TheGreedyIdFollowsTheSameOrder) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<float>> rows = {{nan, nan, -3.0f, 5.0f, nan, 5.0f},
+                                                {nan, nan, nan, nan, nan, nan},
+                                                {nan, -inf, nan, -inf, nan, nan},
+                                                {-0.0f, 0.0f, -1.0f, nan, -2.0f, 0.0f},
+                                                {1.0f, inf, nan, inf, 2.0f, 3.0f}};
+  for (const auto& row : rows) {
+    std::vector<float> x = row;
+    std::vector<std::int32_t> id(1);
+    ASSERT_TRUE(backend->top_k(view(x, 6), 1, ids_view(id, 1, 1), TensorView{}).ok());
+    EXPECT_EQ(id[0], reference(x.data(), 6, 1)[0]);
+  }
+}
+
 TEST_P(TopK, BadArgumentsAreRefused) {
   std::vector<float> x(8);
   std::vector<std::int32_t> ids(8);

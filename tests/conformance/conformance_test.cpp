@@ -3,11 +3,13 @@
 // with the CPU's kernels, so it must give the CPU's bits; `cuda` runs where a GPU is and is held to
 // the named tolerances; without one its cases are skipped with the reason. Each body: the forward
 // pass of every weight type the device has kernels for (prompt, decode steps, a token tree, its path
-// compacted, a rollback, chosen logit rows, hidden-state taps), the same with graphs off, the qwen35
+// compacted, a rollback, chosen logit rows and their greedy ids, hidden-state taps), the same with
+// graphs off (and greedy decode steps that hand back ids alone), the qwen35
 // hybrid under speculative rounds, greedy speculation with ngram, mtp and dflash2 equal to plain
 // greedy, and a type without kernels refused at load.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -96,6 +98,16 @@ fs::path synth(const TempDir& dir, const std::string& args) {
   return model;
 }
 
+// The first largest entry of each of `rows` rows (the lowest id among equal ones).
+std::vector<TokenId> argmax_of(const std::vector<float>& logits, std::size_t rows) {
+  std::vector<TokenId> ids;
+  const std::size_t n = rows ? logits.size() / rows : 0;
+  for (std::size_t r = 0; r < rows; ++r)
+    ids.push_back(static_cast<TokenId>(std::max_element(logits.begin() + r * n, logits.begin() + (r + 1) * n) -
+                                       (logits.begin() + r * n)));
+  return ids;
+}
+
 // What a run gives back, in order: the logits after a prompt, after each decode step, for every
 // row of a token tree, after its path is compacted, and the hidden-state taps of a pass.
 std::vector<std::vector<float>> trace(Pipeline& p) {
@@ -160,11 +172,14 @@ std::vector<std::vector<float>> trace(Pipeline& p) {
   batch.tokens = more;
   batch.sequences = std::span(&seq, 1);
   batch.logit_rows = rows;
+  batch.argmax_rows = rows;
   batch.hidden_layers = taps;
   batch.hidden_normed_output = true;
   ForwardOutput fo;
   st = s.forward(batch, fo);
   EXPECT_TRUE(st.ok()) << st.message();
+  // The backend's greedy ids of the same rows: the host's argmax of their logits, on any device.
+  EXPECT_EQ(fo.argmax, argmax_of(fo.logits, std::size(rows)));
   out.push_back(fo.logits);
   out.push_back(fo.hidden);
   return out;
@@ -254,6 +269,26 @@ TEST_P(Graphs, PassesAsGraphsEqualPassesWithoutAndDecodeStepsShareOneGraph) {
   EXPECT_EQ((*s)->workspace().graph_launches, before + 20);
   ASSERT_EQ((*s)->workspace().graphs.size(), 2u) << "the prompt's shape and the decode step's";
   for (const auto& [key, graph] : (*s)->workspace().graphs) EXPECT_EQ(graph->instantiations(), 1u) << key;
+  // Greedy decode steps that hand back ids alone: one more graph, launched once a step, and each
+  // id the host's argmax of the logits a step of the other kind gives.
+  auto g = with->new_session();
+  auto l = with->new_session();
+  ASSERT_TRUE(g && l);
+  ASSERT_TRUE((*g)->append(tokens_of(9, 1)).ok() && (*l)->append(tokens_of(9, 1)).ok());
+  const std::uint64_t g_before = (*g)->workspace().graph_launches;
+  TokenId t = argmax_of((*l)->logits(), 1)[0];
+  for (int i = 0; i < 20; ++i) {
+    auto id = (*g)->decode_argmax(t);
+    ASSERT_TRUE(id) << id.status().message();
+    EXPECT_TRUE((*g)->logits().empty());
+    ASSERT_TRUE((*l)->append(std::span<const TokenId>(&t, 1)).ok());
+    EXPECT_EQ(*id, argmax_of((*l)->logits(), 1)[0]) << "step " << i;
+    t = *id;
+  }
+  EXPECT_EQ((*g)->tokens().size(), 29u);
+  EXPECT_EQ((*g)->workspace().graph_launches, g_before + 20);
+  ASSERT_EQ((*g)->workspace().graphs.size(), 2u) << "the prompt's shape and the greedy step's";
+  for (const auto& [key, graph] : (*g)->workspace().graphs) EXPECT_EQ(graph->instantiations(), 1u) << key;
   // The pipeline without graphs launched none.
   auto e = without->new_session();
   ASSERT_TRUE(e && (*e)->append(tokens_of(9, 1)).ok());

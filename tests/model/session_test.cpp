@@ -122,6 +122,36 @@ TEST_P(SessionTest, InterleavedSessionsEachMatchALoneRun) {
   EXPECT_EQ(b->kv().size(), pb.size() + steps);
 }
 
+// Greedy decode steps that hand back the id alone equal steps that hand back the logits and take
+// their argmax on the host; a step with no room left fails as append() does and commits nothing.
+TEST_P(SessionTest, GreedyIdStepsEqualTheArgmaxOfLogitSteps) {
+  const auto prompt = tokens_of(9, 5);
+  const auto want = lone_run(prompt, 12);
+  auto s = session();
+  ASSERT_TRUE(s && s->append(prompt).ok());
+  TokenId next = argmax(s->logits());
+  for (int i = 1; i <= 12; ++i) {
+    auto id = s->decode_argmax(next);
+    ASSERT_TRUE(id) << id.status().message();
+    EXPECT_TRUE(s->logits().empty());
+    EXPECT_EQ(*id, argmax(want[static_cast<std::size_t>(i)])) << "step " << i;
+    next = *id;
+  }
+  EXPECT_EQ(s->tokens().size(), prompt.size() + 12);
+  // A full context: the same refusal as append's, nothing committed.
+  auto full = session();
+  ASSERT_TRUE(full);
+  const auto fill = tokens_of(full->capacity(), 6);
+  ASSERT_TRUE(full->append(fill).ok());
+  const TokenId one = 1;
+  const std::string refused = full->append(std::span<const TokenId>(&one, 1)).message();
+  EXPECT_FALSE(refused.empty());
+  auto id = full->decode_argmax(one);
+  ASSERT_FALSE(id);
+  EXPECT_EQ(id.status().message(), refused);
+  EXPECT_EQ(full->tokens().size(), full->capacity());
+}
+
 // Sessions driven from two host threads at once (the server's case before batching): the
 // backend, the format kernels and the Model are shared; each session's results stay its own.
 TEST_P(SessionTest, SessionsOnTwoThreadsAtOnceEachMatchALoneRun) {
@@ -368,6 +398,7 @@ TEST_P(SessionTest, ChosenLogitRowsAndHiddenStatesMatchTheFullPass) {
   ForwardBatch part = full;
   part.sequences = std::span<const SequenceRows>(&two, 1);
   part.logit_rows = chosen;
+  part.argmax_rows = chosen;
   part.hidden_layers = some_taps;
   part.hidden_normed_output = false;
   ForwardOutput got;
@@ -375,6 +406,12 @@ TEST_P(SessionTest, ChosenLogitRowsAndHiddenStatesMatchTheFullPass) {
   ASSERT_EQ(got.logits.size(), std::size(chosen) * kVocab);
   for (std::size_t k = 0; k < std::size(chosen); ++k)
     EXPECT_TRUE(same_bits(got.logits.data() + k * kVocab, all.logits.data() + chosen[k] * kVocab, kVocab)) << "row " << chosen[k];
+  // The backend's greedy ids of the same rows: the argmax of each row's logits.
+  ASSERT_EQ(got.argmax.size(), std::size(chosen));
+  for (std::size_t k = 0; k < std::size(chosen); ++k)
+    EXPECT_EQ(got.argmax[k], argmax(std::vector<float>(all.logits.begin() + chosen[k] * kVocab,
+                                                       all.logits.begin() + (chosen[k] + 1) * kVocab)))
+        << "row " << chosen[k];
   ASSERT_EQ(got.hidden.size(), 2u * n * E);
   EXPECT_TRUE(same_bits(got.hidden.data(), all.hidden.data() + L * n * E, n * E));
   EXPECT_TRUE(same_bits(got.hidden.data() + n * E, all.hidden.data() + 1 * n * E, n * E));
@@ -401,6 +438,9 @@ TEST_P(SessionTest, ForwardBatchErrorsAreOneLine) {
   b.logit_rows = bad_row;
   EXPECT_EQ(m.forward(**ws, b, out).message(), "forward: logits asked for row 4 of 4");
   b.logit_rows = {};
+  b.argmax_rows = bad_row;
+  EXPECT_EQ(m.forward(**ws, b, out).message(), "forward: a greedy id asked for row 4 of 4");
+  b.argmax_rows = {};
   const SequenceRows short_rows{&s->kv(), 3, 0, nullptr};
   b.sequences = std::span<const SequenceRows>(&short_rows, 1);
   EXPECT_EQ(m.forward(**ws, b, out).message(), "forward: the sequences hold 3 rows but the batch has 4 tokens");

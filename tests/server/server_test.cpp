@@ -306,14 +306,21 @@ TEST(Server, ParallelSequencesDecodeInOnePassAndEachEqualsPlainGeneration) {
   constexpr int kClients = 8;
   constexpr int kTokens = 24;
   std::vector<std::string> want(kClients), got(kClients);
+  // Every third client penalises repeats: its rows' logits come back to the host, the others' greedy
+  // ids alone, in the same passes.
+  auto penalty = [](int i) { return i % 3 == 2 ? 1.3 : 1.0; };
   for (int i = 0; i < kClients; ++i)
-    want[i] = plain_greedy(*srv.pipeline, "class Item" + std::to_string(i) + ":", kTokens);
+    want[i] = plain_greedy(*srv.pipeline, "class Item" + std::to_string(i) + ":", kTokens, true, penalty(i));
+  EXPECT_NE(plain_greedy(*srv.pipeline, "class Item2:", kTokens), want[2]) << "the penalty must change the text";
   std::vector<std::thread> threads;
   for (int i = 0; i < kClients; ++i)
     threads.emplace_back([&, i] {
       auto cl = srv.client();
       auto r = cl.Post("/v1/completions",
-                       json{{"prompt", "class Item" + std::to_string(i) + ":"}, {"max_tokens", kTokens}, {"temperature", 0}}
+                       json{{"prompt", "class Item" + std::to_string(i) + ":"},
+                            {"max_tokens", kTokens},
+                            {"temperature", 0},
+                            {"repeat_penalty", penalty(i)}}
                            .dump(),
                        "application/json");
       if (r && r->status == 200) got[i] = json::parse(r->body)["choices"][0]["text"];

@@ -80,7 +80,10 @@ inline nlohmann::json post(httplib::Client& c, const std::string& path, const nl
 
 // The greedy continuation plain generation gives for `prompt`: with the vocabulary's BOS as
 // /v1/completions tokenizes, or (add_bos false) as the chat route tokenizes a rendered template.
-inline std::string plain_greedy(const Pipeline& p, const std::string& prompt, std::int64_t n, bool add_bos = true) {
+// repeat_penalty != 1: greedy over penalised logits, which the host samples from the whole row
+// (Sampler::plain_argmax is false); 1: the backend's greedy ids.
+inline std::string plain_greedy(const Pipeline& p, const std::string& prompt, std::int64_t n, bool add_bos = true,
+                                double repeat_penalty = 1.0) {
   TokenizeOptions opt;
   opt.add_special = add_bos;
   opt.parse_special = true;
@@ -91,6 +94,7 @@ inline std::string plain_greedy(const Pipeline& p, const std::string& prompt, st
   GenerationOptions g;
   g.max_tokens = n;
   g.sampling.temperature = 0;
+  g.sampling.repeat_penalty = repeat_penalty;
   GenerationStats stats;
   EXPECT_TRUE((*s)->generate(*ids, g, [](TokenId, std::string_view) { return true; }, stats).ok());
   return (*s)->text();

@@ -110,10 +110,11 @@ TEST_F(Qwen35Speculative, GreedyIdsAndTheStateEqualAPlainRun) {
         EXPECT_GT(st.accepted, 20u) << name;
         EXPECT_LT(st.accepted, st.drafted) << name << ": some drafts must be rejected";
       }
-      // The session after the rounds: its state, KV and logits those of a plain run.
+      // The session after the rounds: its state and KV those of a plain run (greedy rounds read
+      // the backend's greedy ids, not logits: none are kept).
       auto ref = plain_over(spec.session_tokens, ids.size());
       EXPECT_EQ(state_of(*kept), state_of(*ref)) << name << ", prompt " << salt;
-      EXPECT_EQ(std::memcmp(kept->logits().data(), ref->logits().data(), ref->logits().size() * sizeof(float)), 0);
+      EXPECT_TRUE(kept->logits().empty()) << name;
       const std::vector<TokenId> probe = {5, 17, 99, 300};
       ASSERT_TRUE(kept->append(probe, true).ok());
       ASSERT_TRUE(ref->append(probe, true).ok());

@@ -220,3 +220,58 @@ TEST(WalkGreedy, FollowsTheArgmaxPathAndEmitsTheTargetsNextToken) {
   EXPECT_EQ(w.next, 1);
   EXPECT_EQ(history, (std::vector<TokenId>{0, 3, 5}));
 }
+
+// A sampler with nothing added to the logits reads each row's argmax alone: the walk over the
+// backend's greedy ids (walk_tree_argmax) keeps the same path and next token as the walk over the
+// rows they came from, ties included (the lowest id wins on both sides).
+TEST(WalkGreedy, ArgmaxIdsGiveTheWalkOfTheirLogits) {
+  SamplingSettings plain = settings_with(0.0, 0, 1.0);
+  plain.presence_penalty = 0.0;
+  Sampler greedy(plain);
+  ASSERT_TRUE(greedy.plain_argmax());
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> tok(0, V - 1), level(0, 2);
+  int descended = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    DraftTree d;
+    for (int i = 0; i < 8; ++i) d.add(tok(rng), i == 0 ? -1 : std::uniform_int_distribution<int>(-1, i - 1)(rng));
+    TokenTree tree;
+    const DraftTree* one = &d;
+    tree.build(std::span(&one, 1), TreeBudget{64, 64}, V);
+    // Coarse logits (three levels): ties are common.
+    std::vector<float> logits((tree.size() + 1) * V);
+    for (float& x : logits) x = static_cast<float>(level(rng));
+    std::vector<TokenId> ids(tree.size() + 1);
+    for (std::size_t r = 0; r < ids.size(); ++r)
+      ids[r] = static_cast<TokenId>(std::max_element(logits.begin() + r * V, logits.begin() + (r + 1) * V) -
+                                    (logits.begin() + r * V));  // the first largest: the lowest id
+    std::vector<TokenId> h1 = {0}, h2 = {0};
+    const WalkResult a = walk_tree(tree, logits, V, greedy, h1);
+    const WalkResult b = walk_tree_argmax(tree, ids, h2);
+    EXPECT_EQ(a.path, b.path) << trial;
+    EXPECT_EQ(a.next, b.next) << trial;
+    EXPECT_EQ(h1, h2) << trial;
+    descended += !a.path.empty();
+  }
+  EXPECT_GT(descended, 50) << "too few walks went into the tree to test anything";
+}
+
+TEST(WalkGreedy, OnlyGreedyWithNothingAddedToTheLogitsIsPlainArgmax) {
+  SamplingSettings s = settings_with(0.0, 0, 1.0);
+  s.presence_penalty = 0.0;
+  EXPECT_TRUE(Sampler(s).plain_argmax());
+  s.repeat_penalty = 1.1;
+  EXPECT_FALSE(Sampler(s).plain_argmax()) << "a penalty changes the logits";
+  s.repeat_last_n = 0;
+  EXPECT_TRUE(Sampler(s).plain_argmax()) << "a penalty over no tokens changes nothing";
+  s.repeat_last_n = 4;
+  s.repeat_penalty = 1.0;
+  s.presence_penalty = 0.5;
+  EXPECT_FALSE(Sampler(s).plain_argmax());
+  s.presence_penalty = 0.0;
+  s.logit_bias = {{3, 1.0f}};
+  EXPECT_FALSE(Sampler(s).plain_argmax()) << "a logit bias changes the logits";
+  s.logit_bias.clear();
+  s.temperature = 0.7;
+  EXPECT_FALSE(Sampler(s).plain_argmax()) << "sampling draws from the whole row";
+}

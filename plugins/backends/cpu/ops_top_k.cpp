@@ -44,10 +44,16 @@ Status op_top_k(const OpContext& c, const TensorView& x, std::uint32_t k, const 
     for (std::size_t r = r0; r < r1; ++r) {
       const float* row = row_ptr<const float>(x, r);
       auto* out = row_ptr<std::int32_t>(ids, r);
-      if (k == 1) {  // greedy decoding's case: one pass
+      if (k == 1) {  // greedy decoding's case: one pass from the first number, strict > keeps the lowest index
         std::int32_t best = 0;
-        for (std::int32_t i = 1; i < n; ++i)
-          if (before(row[i], i, row[best], best)) best = i;
+        while (best < n && std::isnan(row[best])) ++best;
+        if (best == n) {
+          best = 0;  // all NaN: the lowest index
+        } else {
+          float best_v = row[best];
+          for (std::int32_t i = best + 1; i < n; ++i)
+            if (row[i] > best_v) best_v = row[i], best = i;  // false for NaN, which never wins
+        }
         out[0] = best;
       } else {
         order.resize(static_cast<std::size_t>(n));
