@@ -29,7 +29,7 @@ std::string graph_key(const ForwardBatch& b) {
     if (i == 0 || b.argmax_rows[i] != b.argmax_rows[i - 1] + 1) ++argmax_runs;
   key += fmt::format("|{}/{}|{}/{}|", b.logit_rows.size(), runs, b.argmax_rows.size(), argmax_runs);
   for (std::int32_t t : b.hidden_layers) key += fmt::format("{},", t);
-  return key + (b.hidden_normed_output ? "n" : "");
+  return key + (b.hidden_normed_output ? "n" : "") + (b.hidden_on_host ? "h" : "") + (b.hidden_on_device ? "d" : "");
 }
 
 }  // namespace
@@ -209,7 +209,22 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
                                                         s.n_tokens, Workspace::kMaxTreeRows));
 
   const std::size_t block = std::size_t(n) * p.n_embd;
-  out.hidden.resize((batch.hidden_layers.size() + (batch.hidden_normed_output ? 1 : 0)) * block);
+  const std::size_t hidden_floats = (batch.hidden_layers.size() + (batch.hidden_normed_output ? 1 : 0)) * block;
+  out.hidden.resize(batch.hidden_on_host ? hidden_floats : 0);
+  // Taps kept in backend memory: a buffer for the largest pass so far (a prompt's first piece is
+  // the largest, so this allocates once in practice).
+  float* hidden_dev = nullptr;
+  if (batch.hidden_on_device && hidden_floats > 0) {
+    if (out.device_hidden_floats < hidden_floats) {
+      out.device_hidden.reset();
+      out.device_hidden_floats = 0;
+      auto buf = backend_->allocate(hidden_floats * sizeof(float), MemoryKind::device);
+      if (!buf) return std::move(buf).status();
+      out.device_hidden = std::move(*buf);
+      out.device_hidden_floats = hidden_floats;
+    }
+    hidden_dev = static_cast<float*>(out.device_hidden->data());
+  }
   out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
   out.argmax.resize(batch.argmax_rows.size());
   // With a graph, the outputs go to the workspace's pinned buffer (logits, then taps) and from
@@ -226,8 +241,10 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   // Copies x (the input of layer `id`, or the output when id == n_layers) to every tap asking for it.
   auto tap = [&](std::uint32_t id) -> Status {
     for (std::size_t t = 0; t < batch.hidden_layers.size(); ++t)
-      if (static_cast<std::uint32_t>(batch.hidden_layers[t]) == id)
-        GRAFT_TRY(copy_rows_out(ws.x, n, hidden_dst + t * block, out_memory));
+      if (static_cast<std::uint32_t>(batch.hidden_layers[t]) == id) {
+        if (batch.hidden_on_host) GRAFT_TRY(copy_rows_out(ws.x, n, hidden_dst + t * block, out_memory));
+        if (hidden_dev) GRAFT_TRY(copy_rows_out(ws.x, n, hidden_dev + t * block, MemoryKind::device));
+      }
     return Status::success();
   };
   bool capturing = false;
@@ -326,7 +343,9 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
     }
   if (st.ok() && batch.hidden_normed_output) {
     st = backend_->rms_norm(device_f32(ws.x, p.n_embd, n), weights_.output_norm.view, p.rms_eps, device_f32(ws.h, p.n_embd, n));
-    if (st.ok()) st = copy_rows_out(ws.h, n, hidden_dst + batch.hidden_layers.size() * block, out_memory);
+    if (st.ok() && batch.hidden_on_host)
+      st = copy_rows_out(ws.h, n, hidden_dst + batch.hidden_layers.size() * block, out_memory);
+    if (st.ok() && hidden_dev) st = copy_rows_out(ws.h, n, hidden_dev + batch.hidden_layers.size() * block, MemoryKind::device);
   }
   // logits of the chosen rows only, and the greedy ids of others.
   if (st.ok()) st = head(ws, batch.logit_rows, logits_dst, out_memory);

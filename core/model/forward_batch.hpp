@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "graft/backend.hpp"
 #include "graft/kv_store.hpp"
 #include "graft/tensor.hpp"
 
@@ -54,12 +56,22 @@ struct ForwardBatch {
   std::span<const std::int32_t> hidden_layers;
   // Also the final output after output_norm, as one more block after the taps above.
   bool hidden_normed_output = false;
+  // Where the taps go: ForwardOutput::hidden on the host and/or ForwardOutput::device_hidden in
+  // backend memory (same layout), for drafters that run on the target's backend: on a GPU those
+  // never leave it.
+  bool hidden_on_host = true;
+  bool hidden_on_device = false;
 };
 
 struct ForwardOutput {
   std::vector<float> logits;     // logit_rows.size() x n_vocab
   std::vector<TokenId> argmax;   // argmax_rows.size()
   std::vector<float> hidden;  // (hidden_layers.size() + hidden_normed_output) x rows x n_embd
+  // The taps in backend memory (ForwardBatch::hidden_on_device), laid out as `hidden`; allocated
+  // by the pass that first needs it (or more of it) and kept for the next ones.
+  std::unique_ptr<Buffer> device_hidden;
+  std::uint64_t device_hidden_floats = 0;  // its capacity
+  const float* device_hidden_data() const { return device_hidden ? static_cast<const float*>(device_hidden->data()) : nullptr; }
 };
 
 }  // namespace graft

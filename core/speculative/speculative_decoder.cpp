@@ -45,6 +45,7 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
     for (std::int32_t t : d.needs().taps)
       idx.push_back(static_cast<std::uint32_t>(std::lower_bound(taps_.begin(), taps_.end(), t) - taps_.begin()));
     if (d.needs().normed_output) idx.push_back(static_cast<std::uint32_t>(taps_.size()));  // the block after the taps
+    if (!idx.empty()) (d.needs().hidden_in_backend_memory ? hidden_on_device_ : hidden_on_host_) = true;
     tap_of_.push_back(std::move(idx));
   }
   trees_.resize(drafters_.size());
@@ -83,18 +84,56 @@ HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const PassPart& part,
   h.n_embd = n_embd;
   h.n_per_token = static_cast<std::uint32_t>(idx.size());
   if (idx.empty()) return h;
-  // ForwardOutput::hidden is tap-major ([tap][row][E]) over the whole pass; drafters read
-  // token-major ([row][tap][E]).
+  // The pass's taps are tap-major ([tap][row][E]) over the whole pass; drafters read token-major
+  // ([row][tap][E]).
+  auto src_row = [&](std::uint32_t t, std::uint32_t r) { return (std::size_t(t) * part.total_rows + part.row0 + r) * n_embd; };
+  if (drafters_[d].needs().hidden_in_backend_memory) {
+    // In backend memory: gathered there by copies on the stream (a run of consecutive rows of a
+    // single tap is one copy), so on a GPU they never leave it.
+    const std::size_t floats = rows.size() * idx.size() * n_embd;
+    const float* src = part.out->device_hidden_data();
+    if (!backend_ || !src || floats > device_rows_floats_) {
+      hidden_status_ = Status(Errc::internal, "speculative decoding: the pass left no hidden states in backend memory "
+                                              "for " + drafters_[d].name());
+      return h;
+    }
+    float* dst = static_cast<float*>(device_rows_->data());
+    for (std::size_t i = 0; i < rows.size();) {
+      std::size_t run = 1;
+      if (idx.size() == 1)
+        while (i + run < rows.size() && rows[i + run] == rows[i] + run) ++run;
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        const Status st = backend_->copy_async(dst + (i * idx.size() + j) * n_embd, MemoryKind::device,
+                                               src + src_row(idx[j], rows[i]), MemoryKind::device,
+                                               run * n_embd * sizeof(float));
+        if (!st.ok() && hidden_status_.ok()) hidden_status_ = st;
+      }
+      i += run;
+    }
+    h.data = hidden_status_.ok() ? dst : nullptr;
+    h.memory = MemoryKind::device;
+    return h;
+  }
   hidden_buf_.resize(rows.size() * idx.size() * n_embd);
   float* dst = hidden_buf_.data();
   for (std::uint32_t r : rows)
     for (std::uint32_t t : idx) {
-      const std::size_t row = std::size_t(t) * part.total_rows + part.row0 + r;
-      std::memcpy(dst, part.out->hidden.data() + row * n_embd, n_embd * sizeof(float));
+      std::memcpy(dst, part.out->hidden.data() + src_row(t, r), n_embd * sizeof(float));
       dst += n_embd;
     }
   h.data = hidden_buf_.data();
   return h;
+}
+
+Status SpeculativeDecoder::keep_last_prompt_row(std::size_t d, const HiddenStates& h) {
+  if (!h.data) return Status::success();
+  const std::size_t floats = std::size_t(h.n_per_token) * h.n_embd;
+  if (h.memory == MemoryKind::host) {
+    last_prompt_hidden_[d].assign(h.data, h.data + floats);
+    return Status::success();
+  }
+  float* dst = static_cast<float*>(device_last_->data()) + d * device_last_stride_;
+  return backend_->copy_async(dst, MemoryKind::device, h.data, MemoryKind::device, floats * sizeof(float));
 }
 
 void SpeculativeDecoder::sync_stats() {
@@ -117,7 +156,9 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
     const SpeculativeDecoder& d = *seqs[i].decoder;
     if (!d.has_plan()) return Status(Errc::invalid_argument, "run_planned: a sequence planned no rows");
     const PlannedRows& p = d.planned();
-    if (!std::ranges::equal(d.taps(), seqs[0].decoder->taps()) || d.normed() != seqs[0].decoder->normed())
+    if (!std::ranges::equal(d.taps(), seqs[0].decoder->taps()) || d.normed() != seqs[0].decoder->normed() ||
+        d.hidden_on_host() != seqs[0].decoder->hidden_on_host() ||
+        d.hidden_on_device() != seqs[0].decoder->hidden_on_device())
       return Status(Errc::invalid_argument, "run_planned: the decoders ask for different hidden-state taps");
     if (p.tokens.empty() || p.positions.size() != p.tokens.size())
       return Status(Errc::invalid_argument, "run_planned: a sequence planned no rows");
@@ -142,6 +183,8 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
   batch.argmax_rows = argmax_rows;
   batch.hidden_layers = seqs[0].decoder->taps();
   batch.hidden_normed_output = seqs[0].decoder->normed();
+  batch.hidden_on_host = seqs[0].decoder->hidden_on_host();
+  batch.hidden_on_device = seqs[0].decoder->hidden_on_device();
   const auto t0 = Clock::now();
   if (Status st = Session::forward_together(ws, sessions, batch, out); !st.ok()) {
     // The stores may hold some of the rows: back to what each session committed.
@@ -180,6 +223,31 @@ Expected<std::uint32_t> SpeculativeDecoder::start(Session& s, std::span<const To
   if (out_.logits.capacity() < widest) {
     out_.logits.resize(widest);
     out_.logits.clear();
+  }
+  // Backend memory for the drafters that read their hidden states there, for this session's
+  // batch size (a prompt piece's rows at most).
+  if (hidden_on_device_) {
+    backend_ = &s.model().backend();
+    const std::uint64_t E = s.model().params().n_embd;
+    std::uint64_t per_token = 0;
+    for (std::size_t d = 0; d < drafters_.size(); ++d)
+      if (drafters_[d].needs().hidden_in_backend_memory) per_token = std::max<std::uint64_t>(per_token, tap_of_[d].size());
+    const std::uint64_t rows_floats = std::uint64_t(std::max(s.max_batch(), options_.max_nodes + 1)) * per_token * E;
+    if (device_rows_floats_ < rows_floats) {
+      device_rows_.reset();
+      device_rows_floats_ = 0;
+      auto rows_buf = backend_->allocate(rows_floats * sizeof(float), MemoryKind::device);
+      if (!rows_buf) return std::move(rows_buf).status();
+      device_rows_ = std::move(*rows_buf);
+      device_rows_floats_ = rows_floats;
+    }
+    if (!device_last_ || device_last_stride_ < per_token * E) {
+      device_last_.reset();
+      auto last = backend_->allocate(drafters_.size() * per_token * E * sizeof(float), MemoryKind::device);
+      if (!last) return std::move(last).status();
+      device_last_ = std::move(*last);
+      device_last_stride_ = per_token * E;
+    }
   }
   last_prompt_token_pending_ = false;
   prompt_.assign(prompt.begin(), prompt.end());
@@ -234,20 +302,21 @@ Status SpeculativeDecoder::finish_prefill(Session& s, const PassPart& part) {
     const std::uint32_t last_row = n - 1;
     for (std::size_t d = 0; d < drafters_.size(); ++d) {
       const HiddenStates h = hidden_for(d, part, std::span(&last_row, 1), E);
-      last_prompt_hidden_[d].assign(h.data, h.data + std::size_t(h.n_per_token) * E);
+      GRAFT_TRY(keep_last_prompt_row(d, h));
     }
-    begin_drafters(prompt_, n_past, part, E);
+    GRAFT_TRY(take_hidden_status());
+    GRAFT_TRY(begin_drafters(prompt_, n_past, part, E));
     last_prompt_token_pending_ = true;
     told_ = static_cast<std::uint32_t>(prompt_.size() - 1);
     return Status::success();
   }
   // The next prompt token is this piece's pending one.
-  begin_drafters(std::span<const TokenId>(prompt_).first(prefill_at_ + 1), n_past, part, E);
+  GRAFT_TRY(begin_drafters(std::span<const TokenId>(prompt_).first(prefill_at_ + 1), n_past, part, E));
   told_ = static_cast<std::uint32_t>(prefill_at_);
   return Status::success();
 }
 
-void SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::uint32_t first, const PassPart& part,
+Status SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::uint32_t first, const PassPart& part,
                                         std::uint32_t n_embd) {
   CommitInfo info;
   info.context = context;
@@ -259,6 +328,7 @@ void SpeculativeDecoder::begin_drafters(std::span<const TokenId> context, std::u
     info.hidden = hidden_for(d, part, all_rows_, n_embd);
     drafters_[d].begin(info);
   }
+  return take_hidden_status();
 }
 
 Status SpeculativeDecoder::truncate(Session& s, std::uint32_t n) {
@@ -302,7 +372,11 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
       info.hidden.n_tokens = 1;
       info.hidden.n_embd = E;
       info.hidden.n_per_token = static_cast<std::uint32_t>(tap_of_[d].size());
-      info.hidden.data = tap_of_[d].empty() ? nullptr : last_prompt_hidden_[d].data();
+      const bool on_device = drafters_[d].needs().hidden_in_backend_memory;
+      info.hidden.memory = on_device ? MemoryKind::device : MemoryKind::host;
+      info.hidden.data = tap_of_[d].empty() ? nullptr
+                         : on_device ? static_cast<const float*>(device_last_->data()) + d * device_last_stride_
+                                     : last_prompt_hidden_[d].data();
       drafters_[d].accept(info);
     }
     told_ = n_past;
@@ -438,6 +512,7 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
     accept_took_[d] = since(ta);
   }
   told_ = info.n_committed;
+  GRAFT_TRY(take_hidden_status());
   const double rollback_seconds = since(t0);
   stats_.rollback_seconds += rollback_seconds;
 

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -96,6 +97,10 @@ class SpeculativeDecoder final : public TokenDecoder {
   bool has_plan() const { return planned_kind_ != Planned::none; }
   std::span<const std::int32_t> taps() const { return taps_; }
   bool normed() const { return normed_; }
+  // Where the verify pass leaves the taps: on the host for drafters that read them there, in
+  // backend memory for those that run on the target's backend (DrafterNeeds::hidden_in_backend_memory).
+  bool hidden_on_host() const { return hidden_on_host_; }
+  bool hidden_on_device() const { return hidden_on_device_; }
   // Cuts the sequence back to n committed tokens, the drafters with it (a committed token was
   // replaced: a forced end of thinking).
   Status truncate(Session& session, std::uint32_t n);
@@ -128,7 +133,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   void sync_stats();
   // Hands tokens context[first, size - 1) of the prompt piece in `part` (the first rows of the
   // sequence's part, these tokens') to every drafter's begin.
-  void begin_drafters(std::span<const TokenId> context, std::uint32_t first, const PassPart& part, std::uint32_t n_embd);
+  Status begin_drafters(std::span<const TokenId> context, std::uint32_t first, const PassPart& part, std::uint32_t n_embd);
 
   std::shared_ptr<const void> owners_;  // declared first: destroyed after the drafters
   std::vector<DrafterSlot> drafters_;
@@ -143,6 +148,18 @@ class SpeculativeDecoder final : public TokenDecoder {
   // rest of the prompt reaches them in prefill, so their prompt work counts as prefill.
   bool last_prompt_token_pending_ = false;
   std::vector<std::vector<float>> last_prompt_hidden_;
+  bool hidden_on_host_ = false, hidden_on_device_ = false;
+  // Backend memory for drafters that read their hidden states there: the rows of one call,
+  // gathered token-major (a prompt piece's at most), and each such drafter's last prompt row.
+  // Allocated by start() for the session's batch size, never in a round.
+  Backend* backend_ = nullptr;
+  std::unique_ptr<Buffer> device_rows_, device_last_;
+  std::uint64_t device_rows_floats_ = 0, device_last_stride_ = 0;
+  // A copy of hidden_for that failed (the drafter was handed no rows): the round's error.
+  Status hidden_status_;
+  Status take_hidden_status() { return std::exchange(hidden_status_, Status::success()); }
+  // Copies the gathered rows into device_last_'s slot for drafter d.
+  Status keep_last_prompt_row(std::size_t d, const HiddenStates& h);
   // The sequence being prefilled (the kept prefix included) and how much of it is committed.
   std::vector<TokenId> prompt_;
   std::size_t prefill_at_ = 0;

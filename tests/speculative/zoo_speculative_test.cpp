@@ -254,8 +254,16 @@ TEST(MtpDrafter, QueuedEntriesEqualOneBeginAndAShortResumeWindowSkipsTheOldest) 
   auto host = drafter_host(*p);
   auto lib = p->find_plugin(PluginKind::drafter, "mtp");
   ASSERT_TRUE(lib) << lib.status().message();
-  const std::vector<TokenId> ids = tokenize(*p, corpus().front().second);
-  ASSERT_GE(ids.size(), 60u);
+  // A context longer than the head's ring of queued rows with no window (128): the prompt's begin
+  // and the queued commits both fill it, and a full ring runs its entries early, in order.
+  std::vector<TokenId> ids;
+  for (const auto& [name, text] : corpus()) {
+    const auto more = tokenize(*p, text);
+    ids.insert(ids.end(), more.begin(), more.end());
+    if (ids.size() >= 250) break;
+  }
+  ASSERT_GE(ids.size(), 250u);
+  ids.resize(250);
   // The target over the context: its normed final hidden states, and its own next token.
   ForwardOutput out;
   ASSERT_TRUE(normed_pass(*p, ids, out));

@@ -78,7 +78,7 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   if (!kv) return kv.status();
   d->kv_ = std::move(*kv);
   const std::uint64_t E = d->E_, R = kMaxRows;
-  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + E + d->V_ + 2 * R;  // + ids and positions (i32)
+  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + 2 * E + d->V_ + 2 * R;  // + ids and positions (i32)
   auto buf = d->be_->allocate(floats * sizeof(float), MemoryKind::device);
   if (!buf) return buf.status();
   d->buf_ = std::move(*buf);
@@ -88,25 +88,28 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   d->cat_ = d->h_ + E * R;
   d->x_ = d->cat_ + 2 * E * R;
   d->g_ = d->x_ + E * R;
-  d->logits_dev_ = d->g_ + E;
+  d->g_last_ = d->g_ + E;
+  d->logits_dev_ = d->g_last_ + E;
   d->ids_dev_ = reinterpret_cast<std::int32_t*>(d->logits_dev_ + d->V_);
   d->pos_dev_ = d->ids_dev_ + R;
   d->logits_.resize(d->V_);
-  // The queue's memory up front (it is trimmed at twice the window): no growth in the rounds.
-  if (options.resume_window > 0) {
-    // Written once, so the rounds never fault a page of them in.
-    d->pending_tokens_.resize(2 * options.resume_window + options.max_draft + 1);
-    d->pending_hidden_.resize(std::size_t(2 * options.resume_window + options.max_draft + 1) * d->E_);
-    d->pending_tokens_.clear();
-    d->pending_hidden_.clear();
-  }
-  d->g_host_.resize(d->E_);
+  // The queue's memory up front: twice the window (where accept() trims it) and a round's commit,
+  // or, with no window, two blocks of entries (a full queue runs then). No growth in the rounds.
+  d->queue_cap_ = options.resume_window > 0 ? 2 * options.resume_window + kMaxRows : 2 * kMaxRows;
+  auto queue = d->be_->allocate(std::uint64_t(d->queue_cap_) * E * sizeof(float), MemoryKind::device);
+  if (!queue) return queue.status();
+  d->queue_buf_ = std::move(*queue);
+  d->queue_ = static_cast<float*>(d->queue_buf_->data());
+  // Written once, so the rounds never fault a page of them in.
+  d->pending_tokens_.resize(d->queue_cap_);
+  d->pending_tokens_.clear();
   return std::unique_ptr<Drafter>(std::move(d));
 }
 
 DrafterNeeds MtpDrafter::needs() const {
   DrafterNeeds n;
   n.normed_output = true;  // h_i: the target's final hidden state after output_norm
+  n.hidden_in_backend_memory = true;  // the head runs on the target's backend: they stay there
   return n;
 }
 
@@ -126,7 +129,7 @@ Status MtpDrafter::head(std::uint32_t row) {
   return be_->copy(logits_.data(), MemoryKind::host, logits_dev_, MemoryKind::device, std::size_t(V_) * sizeof(float));
 }
 
-Status MtpDrafter::add_entries(const CommitInfo& info) {
+Status MtpDrafter::add_entries(const CommitInfo& info, bool whole) {
   if (info.first != held())
     return Status(Errc::invalid_argument, "mtp: the head holds " + std::to_string(held()) +
                                               " entries but the commit starts at token " + std::to_string(info.first));
@@ -136,11 +139,58 @@ Status MtpDrafter::add_entries(const CommitInfo& info) {
     return Status(Errc::invalid_argument, "mtp: the commit's hidden states do not match what the head asked for");
   // Kept until the next propose (entry i reads token i+1 and the target's h_i): a round in which
   // the mix does not ask this drafter costs a copy, and the entries then run as one batch.
-  pending_tokens_.insert(pending_tokens_.end(), info.context.begin() + info.first + 1,
-                         info.context.begin() + info.n_committed + 1);
-  pending_hidden_.insert(pending_hidden_.end(), info.hidden.data, info.hidden.data + std::size_t(m) * E_);
+  for (std::uint32_t done = 0; done < m;) {
+    const auto queued = static_cast<std::uint32_t>(pending_tokens_.size());
+    const std::uint32_t piece = std::min(m - done, queue_cap_);
+    if (queued + piece > queue_cap_) {
+      if (whole || opt_.resume_window == 0) {
+        GRAFT_TRY(flush(0));  // every entry runs: now, in the same order
+      } else {
+        // The oldest are beyond the window flush() would run (the ring holds more than it): they
+        // become the gap the window makes anyway.
+        const std::uint32_t drop = queued + piece - queue_cap_;
+        queue_pop(drop);
+        n_entries_ += drop;
+      }
+    }
+    GRAFT_TRY(queue_push(info.hidden.data + std::size_t(done) * E_, info.hidden.memory, piece));
+    pending_tokens_.insert(pending_tokens_.end(), info.context.begin() + info.first + done + 1,
+                           info.context.begin() + info.first + done + piece + 1);
+    done += piece;
+  }
   if (m > 0) have_head_ = false;
   return Status::success();
+}
+
+Status MtpDrafter::queue_push(const float* h, MemoryKind memory, std::uint32_t n) {
+  const auto queued = static_cast<std::uint32_t>(pending_tokens_.size());
+  const std::uint32_t tail = (queue_head_ + queued) % queue_cap_;
+  const std::uint32_t first = std::min(n, queue_cap_ - tail);
+  // Rows in backend memory are copied on the stream; host rows (valid only during the call) at once.
+  auto copy = [&](float* dst, const float* src, std::uint32_t rows) {
+    const std::size_t bytes = std::size_t(rows) * E_ * sizeof(float);
+    return memory == MemoryKind::host ? be_->copy(dst, MemoryKind::device, src, memory, bytes)
+                                      : be_->copy_async(dst, MemoryKind::device, src, memory, bytes);
+  };
+  GRAFT_TRY(copy(queue_ + std::size_t(tail) * E_, h, first));
+  if (n > first) GRAFT_TRY(copy(queue_, h + std::size_t(first) * E_, n - first));
+  return Status::success();
+}
+
+Status MtpDrafter::queue_copy_out(std::uint32_t k, std::uint32_t n, float* dst) {
+  const std::uint32_t start = (queue_head_ + k) % queue_cap_;
+  const std::uint32_t first = std::min(n, queue_cap_ - start);
+  GRAFT_TRY(be_->copy_async(dst, MemoryKind::device, queue_ + std::size_t(start) * E_, MemoryKind::device,
+                            std::size_t(first) * E_ * sizeof(float)));
+  if (n > first)
+    GRAFT_TRY(be_->copy_async(dst + std::size_t(first) * E_, MemoryKind::device, queue_, MemoryKind::device,
+                              std::size_t(n - first) * E_ * sizeof(float)));
+  return Status::success();
+}
+
+void MtpDrafter::queue_pop(std::uint32_t n) {
+  pending_tokens_.erase(pending_tokens_.begin(), pending_tokens_.begin() + n);
+  queue_head_ = (queue_head_ + n) % queue_cap_;
 }
 
 TensorView MtpDrafter::upload(std::int32_t* dst, const std::int32_t* src, std::uint32_t n, Status& status) {
@@ -166,18 +216,14 @@ Status MtpDrafter::flush(std::uint32_t window) {
   struct Trim {
     MtpDrafter& d;
     const std::uint32_t& done;
-    ~Trim() {
-      d.pending_tokens_.erase(d.pending_tokens_.begin(), d.pending_tokens_.begin() + done);
-      d.pending_hidden_.erase(d.pending_hidden_.begin(), d.pending_hidden_.begin() + std::size_t(done) * d.E_);
-    }
+    ~Trim() { d.queue_pop(done); }
   } trim{*this, done};
   while (done < m) {
     const std::uint32_t c = std::min(max_rows_, m - done);
     const std::uint32_t i0 = n_entries_;  // entry index of the first row
     GRAFT_TRY(embed_->get_rows(upload(ids_dev_, pending_tokens_.data() + done, c, ids_status), drafters::device_f32(e_, E_, c)));
     GRAFT_TRY(std::move(ids_status));
-    GRAFT_TRY(be_->copy(h_, MemoryKind::device, pending_hidden_.data() + std::size_t(done) * E_, MemoryKind::host,
-                        std::size_t(c) * E_ * sizeof(float)));
+    GRAFT_TRY(queue_copy_out(done, c, h_));
     GRAFT_TRY(project(c));
     // The block at KV slots n_slots_.., RoPE positions i + 1 (entry i).
     positions.resize(c);
@@ -193,7 +239,7 @@ Status MtpDrafter::flush(std::uint32_t window) {
     done += c;
     if (done == m) {
       GRAFT_TRY(head(c - 1));
-      GRAFT_TRY(be_->copy(g_host_.data(), MemoryKind::host, g_, MemoryKind::device, std::size_t(E_) * sizeof(float)));
+      GRAFT_TRY(be_->copy_async(g_last_, MemoryKind::device, g_, MemoryKind::device, std::size_t(E_) * sizeof(float)));
       have_head_ = true;
     }
   }
@@ -203,18 +249,17 @@ Status MtpDrafter::flush(std::uint32_t window) {
 // The prompt's entries run at once, with the target's prefill (as one batch in any case); the
 // rounds' entries wait for the next proposal.
 Status MtpDrafter::begin(const CommitInfo& info) {
-  GRAFT_TRY(add_entries(info));
+  GRAFT_TRY(add_entries(info, true));
   return flush(0);  // a prompt runs whole
 }
 Status MtpDrafter::accept(const CommitInfo& info) {
-  GRAFT_TRY(add_entries(info));
+  GRAFT_TRY(add_entries(info, false));
   // Rounds without a proposal: the queue keeps no more than the window will run (trimmed at twice
   // the window, so the move is rare), so its memory stays the same pages.
   const std::uint32_t w = opt_.resume_window;
   if (w > 0 && pending_tokens_.size() >= 2 * std::size_t(w)) {
     const auto drop = static_cast<std::uint32_t>(pending_tokens_.size() - w);
-    pending_tokens_.erase(pending_tokens_.begin(), pending_tokens_.begin() + drop);
-    pending_hidden_.erase(pending_hidden_.begin(), pending_hidden_.begin() + std::size_t(drop) * E_);
+    queue_pop(drop);
     n_entries_ += drop;
   }
   return Status::success();
@@ -226,7 +271,7 @@ Status MtpDrafter::truncate(std::uint32_t n) {
     n_slots_ = 0;
     have_head_ = false;
     pending_tokens_.clear();
-    pending_hidden_.clear();
+    queue_head_ = 0;
     return kv_->truncate(0);
   }
   if (n > held()) return Status::success();  // nothing past n is held
@@ -236,20 +281,19 @@ Status MtpDrafter::truncate(std::uint32_t n) {
   const std::uint32_t keep = n - 1;
   if (keep >= n_entries_) {
     // Only queued entries go; those that stay run now, so the gap comes after them.
-    pending_tokens_.resize(keep - n_entries_);
-    pending_hidden_.resize(std::size_t(keep - n_entries_) * E_);
+    pending_tokens_.resize(keep - n_entries_);  // the ring's newest rows go with them
     GRAFT_TRY(flush(opt_.resume_window));
   } else if (n_slots_ == n_entries_) {
     // Entries already in the head's KV cache, slot i holding entry i (no gap yet): cut there.
     pending_tokens_.clear();
-    pending_hidden_.clear();
+    queue_head_ = 0;
     GRAFT_TRY(kv_->truncate(keep));
     n_slots_ = keep;
   } else {
     // After a gap the slots hold no entry numbers to cut at: the cache forgets them all, and
     // later drafts attend to the entries from here on.
     pending_tokens_.clear();
-    pending_hidden_.clear();
+    queue_head_ = 0;
     GRAFT_TRY(kv_->truncate(0));
     n_slots_ = 0;
   }
@@ -281,10 +325,8 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
     Status ids_status;
     GRAFT_TRY(embed_->get_rows(upload(ids_dev_, &prev, 1, ids_status), drafters::device_f32(e_, E_, 1)));
     GRAFT_TRY(std::move(ids_status));
-    if (s == 2)
-      GRAFT_TRY(be_->copy(h_, MemoryKind::device, g_host_.data(), MemoryKind::host, std::size_t(E_) * sizeof(float)));
-    else
-      GRAFT_TRY(be_->copy(h_, MemoryKind::device, g_, MemoryKind::device, std::size_t(E_) * sizeof(float)));
+    GRAFT_TRY(be_->copy_async(h_, MemoryKind::device, s == 2 ? g_last_ : g_, MemoryKind::device,
+                              std::size_t(E_) * sizeof(float)));
     GRAFT_TRY(project(1));
     const std::int32_t pos = static_cast<std::int32_t>(n_entries_ + s - 1);
     BlockRows rows;

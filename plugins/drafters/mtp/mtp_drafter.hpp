@@ -45,7 +45,9 @@ class MtpDrafter final : public Drafter {
  private:
   MtpDrafter() = default;
   // Queues entries for context[first, n_committed) (hidden rows given) after `first` entries.
-  Status add_entries(const CommitInfo& info);
+  // When the ring is full: a prompt's (whole) entries run now; a round's beyond the window are
+  // dropped as the window would drop them, or with no window run now.
+  Status add_entries(const CommitInfo& info, bool whole);
   // Runs the queued entries (the last `window` of them when window > 0) through the block, then
   // the head of the last one.
   Status flush(std::uint32_t window);
@@ -73,14 +75,24 @@ class MtpDrafter final : public Drafter {
   std::unique_ptr<Buffer> buf_;
   float *e_ = nullptr, *h_ = nullptr, *cat_ = nullptr, *x_ = nullptr, *g_ = nullptr, *logits_dev_ = nullptr;
   std::int32_t *ids_dev_ = nullptr, *pos_dev_ = nullptr;  // token ids and RoPE positions, backend memory
+  float* g_last_ = nullptr;      // the last entry's g, the h of the first draft step (backend memory)
   std::vector<float> logits_;   // host copy of the last head's logits
-  std::vector<float> g_host_;   // the last entry's g, the h of the first draft step
   std::uint32_t n_entries_ = 0; // committed entries (those in kv_ and those the window left out)
   std::uint32_t n_slots_ = 0;   // KV slots they fill (fewer than n_entries_ after a gap)
-  bool have_head_ = false;      // logits_ / g_host_ belong to entry n_entries_ - 1
-  // Queued entries (after n_entries_): token i+1 of each, and the target's h_i rows.
+  bool have_head_ = false;      // logits_ / g_last_ belong to entry n_entries_ - 1
+  // Queued entries (after n_entries_): token i+1 of each (host), and the target's h_i rows in a
+  // ring of queue_cap_ rows in backend memory (the verify pass's rows arrive there and never
+  // leave it): row k of the queue is ring row (queue_head_ + k) % queue_cap_.
   std::vector<std::int32_t> pending_tokens_;
-  std::vector<float> pending_hidden_;
+  std::unique_ptr<Buffer> queue_buf_;
+  float* queue_ = nullptr;
+  std::uint32_t queue_cap_ = 0, queue_head_ = 0;
+  // Appends rows of h (kind `memory`) to the ring (room checked by the caller).
+  Status queue_push(const float* h, MemoryKind memory, std::uint32_t n);
+  // Copies queued rows [k, k + n) to dst (backend memory).
+  Status queue_copy_out(std::uint32_t k, std::uint32_t n, float* dst);
+  // Forgets the first n queued entries (their tokens too).
+  void queue_pop(std::uint32_t n);
 };
 
 }  // namespace graft::mtp
