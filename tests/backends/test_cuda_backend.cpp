@@ -1,6 +1,8 @@
 // The CUDA backend. Without a GPU (this machine, CI): the plugin loads, says why it cannot run, and
 // refuses work with that reason. With one: its ops against the CPU backend's on the same inputs,
 // with the tolerances of docs/backends.md ("What the CUDA backend must match").
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -97,6 +99,29 @@ TEST_F(OnGpu, TopKGivesTheCpuIds) {
     ASSERT_TRUE(cuda->top_k(dev(dx, n, rows), k, gids, TensorView{}).ok());
     EXPECT_EQ(download(dids, k * rows), want) << "k " << k;
   }
+}
+
+// The softmax of a vocabulary-sized row: the CPU's within kSoftmaxRelTol of each probability (the
+// GPU's expf and its sum's tree differ from the CPU's std::exp and index order by a few ulp).
+TEST_F(OnGpu, SoftmaxGivesTheCpuProbabilities) {
+  constexpr double kSoftmaxRelTol = 1e-5;
+  const std::int64_t n = 151936, rows = 3;
+  auto x = random_floats(n * rows, -20, 20, 8);
+  x[n + 7] = std::numeric_limits<float>::quiet_NaN();  // ignored by the maximum, NaN itself
+  std::vector<float> want(x.size());
+  ASSERT_TRUE(cpu->softmax(view(x, n, rows), view(want, n, rows)).ok());
+  float* dx = upload(x);
+  ASSERT_TRUE(cuda->softmax(dev(dx, n, rows), dev(dx, n, rows)).ok());  // in place
+  const auto got = download(dx, x.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << i;
+      continue;
+    }
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]) / std::max(double(want[i]), 1e-30));
+  }
+  EXPECT_LE(worst, kSoftmaxRelTol);
 }
 
 TEST_F(OnGpu, AGraphReplaysItsCapture) {

@@ -305,6 +305,12 @@ class EmuBackend final : public Backend, public Device {
     GRAFT_TRY(to_cpu(values, "top_k", "values", true, cv));
     return enqueue("top_k", [this, cx, k, ci, cv] { return cpu_->top_k(cx, k, ci, cv); });
   }
+  Status softmax(const TensorView& x, const TensorView& y) override {
+    TensorView cx, cy;
+    GRAFT_TRY(to_cpu(x, "softmax", "x", true, cx));
+    GRAFT_TRY(to_cpu(y, "softmax", "y", true, cy));
+    return enqueue("softmax", [this, cx, cy] { return cpu_->softmax(cx, cy); });
+  }
 
   // Runs queued work until `point` items have run in all, and reports the first failure (once).
   // The work queued after a failure is dropped, as a failed CUDA stream's never runs.

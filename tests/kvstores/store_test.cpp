@@ -30,6 +30,7 @@ class FakeBackend final : public Backend {
   Status top_k(const TensorView&, std::uint32_t, const TensorView&, const TensorView&) override {
     return not_implemented("x");
   }
+  Status softmax(const TensorView&, const TensorView&) override { return not_implemented("x"); }
   unsigned n_threads() const noexcept override { return 1; }
   void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override { fn(0, n); }
   void* native_stream() noexcept override { return gpu_ ? this : nullptr; }

@@ -155,6 +155,9 @@ class CpuBackend final : public Backend {
   Status top_k(const TensorView& x, std::uint32_t k, const TensorView& ids, const TensorView& values) override {
     return guarded("top_k", [&] { return op_top_k(ctx(), x, k, ids, values); });
   }
+  Status softmax(const TensorView& x, const TensorView& y) override {
+    return guarded("softmax", [&] { return op_softmax(ctx(), x, y); });
+  }
 
  private:
   OpContext ctx() { return OpContext{*kernels_, pool_}; }

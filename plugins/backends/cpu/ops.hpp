@@ -50,5 +50,6 @@ Status op_delta_net_apply(const OpContext& c, const TensorView& k, const TensorV
 Status op_conv_window_advance(const OpContext& c, const TensorView& x, const TensorView& rows, const TensorView& state);
 // The k largest entries of each row (Backend::top_k).
 Status op_top_k(const OpContext& c, const TensorView& x, std::uint32_t k, const TensorView& ids, const TensorView& values);
+Status op_softmax(const OpContext& c, const TensorView& x, const TensorView& y);
 
 }  // namespace graft::cpu

@@ -309,6 +309,17 @@ class CudaBackend final : public Backend {
                                      values.data ? values.as<float>() : nullptr));
   }
 
+  Status softmax(const TensorView& x, const TensorView& y) override {
+    constexpr const char* op = "softmax";
+    GRAFT_TRY(usable(op));
+    GRAFT_TRY(check(op, "x", x, false));
+    GRAFT_TRY(check(op, "y", y, false));
+    if (!same_shape(x, y)) return fail(op, "y has shape " + shape_string(y) + "; expected " + shape_string(x) + " like x");
+    const cpu::Overlap o = cpu::overlap(x, y);
+    if (o != cpu::Overlap::none && o != cpu::Overlap::same) return fail(op, "y overlaps x without being x");
+    return launched(op, launch_softmax(stream_, x.as<const float>(), x.ne[0], x.rows(), y.as<float>()));
+  }
+
   // The delta-net (qwen35) on CUDA is part 2 of issue 37.
   Status delta_net_gates(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
                          const TensorView&) override {

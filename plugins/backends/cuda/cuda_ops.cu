@@ -191,6 +191,44 @@ int launch_rope(void* stream, RowView x, const std::int32_t* positions, std::int
   return result();
 }
 
+// One block per row: the largest number (NaN ignored) by a fixed tree, f32 exponentials, their sum
+// in double by block_sum's fixed tree (the CPU sums in index order: the same within rounding), one
+// f32 reciprocal.
+__global__ void softmax_kernel(const float* x, std::int64_t n, float* y) {
+  __shared__ float part[kBlock];
+  const float* in = x + blockIdx.x * n;
+  float* out = y + blockIdx.x * n;
+  float m = -INFINITY;
+  bool any = false;
+  for (std::int64_t i = threadIdx.x; i < n; i += kBlock)
+    if (!isnan(in[i]) && (!any || in[i] > m)) m = in[i], any = true;
+  part[threadIdx.x] = any ? m : NAN;
+  __syncthreads();
+  for (int s = kBlock / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      const float o = part[threadIdx.x + s];
+      if (!isnan(o) && (isnan(part[threadIdx.x]) || o > part[threadIdx.x])) part[threadIdx.x] = o;
+    }
+    __syncthreads();
+  }
+  const float mx = part[0];
+  __syncthreads();
+  double s = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += kBlock) {
+    const float e = expf(in[i] - mx);
+    out[i] = e;
+    s += e;
+  }
+  const float inv = static_cast<float>(1.0 / block_sum(s));
+  for (std::int64_t i = threadIdx.x; i < n; i += kBlock) out[i] *= inv;
+}
+
+int launch_softmax(void* stream, const float* x, std::int64_t n, std::int64_t rows, float* y) {
+  if (rows == 0) return 0;
+  softmax_kernel<<<blocks(rows), kBlock, 0, as_stream(stream)>>>(x, n, y);
+  return result();
+}
+
 int launch_top_k(void* stream, const float* x, std::int64_t n, std::int64_t rows, std::uint32_t k, std::int32_t* ids,
                  float* values) {
   if (rows == 0) return 0;

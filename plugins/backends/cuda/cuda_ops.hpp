@@ -27,5 +27,7 @@ int launch_rope(void* stream, RowView x, const std::int32_t* positions, std::int
 // ids [k, rows], values [k, rows] (null: none) = the k largest of each packed row of x [n, rows].
 int launch_top_k(void* stream, const float* x, std::int64_t n, std::int64_t rows, std::uint32_t k, std::int32_t* ids,
                  float* values);
+// y [n, rows] = the softmax of each packed row of x (y may be x).
+int launch_softmax(void* stream, const float* x, std::int64_t n, std::int64_t rows, float* y);
 
 }  // namespace graft::cuda

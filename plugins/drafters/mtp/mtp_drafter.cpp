@@ -6,7 +6,6 @@
 #include <string>
 
 #include "device_view.hpp"
-#include "top_ids.hpp"
 
 namespace graft::mtp {
 
@@ -21,16 +20,6 @@ TensorView strided_rows(float* data, std::int64_t n, std::int64_t rows, std::int
   t.nb[2] = t.nb[1] * static_cast<std::size_t>(rows);
   t.nb[3] = t.nb[2];
   return t;
-}
-
-// Softmax over logits; returns the probabilities.
-void softmax(const std::vector<float>& logits, std::vector<float>& p) {
-  const float mx = *std::max_element(logits.begin(), logits.end());
-  p.resize(logits.size());
-  double sum = 0;
-  for (std::size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(logits[i] - mx);
-  const float inv = static_cast<float>(1.0 / sum);
-  for (float& v : p) v *= inv;
 }
 
 }  // namespace
@@ -78,7 +67,9 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   if (!kv) return kv.status();
   d->kv_ = std::move(*kv);
   const std::uint64_t E = d->E_, R = kMaxRows;
-  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + 2 * E + d->V_ + 2 * R;  // + ids and positions (i32)
+  d->k_head_ = std::min(std::max<std::uint32_t>(1, options.top_k), d->V_);
+  // + ids and positions (i32), the head's top ids (i32) and probabilities
+  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + 2 * E + d->V_ + 2 * R + 2 * d->k_head_;
   auto buf = d->be_->allocate(floats * sizeof(float), MemoryKind::device);
   if (!buf) return buf.status();
   d->buf_ = std::move(*buf);
@@ -92,7 +83,10 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   d->logits_dev_ = d->g_last_ + E;
   d->ids_dev_ = reinterpret_cast<std::int32_t*>(d->logits_dev_ + d->V_);
   d->pos_dev_ = d->ids_dev_ + R;
-  d->logits_.resize(d->V_);
+  d->top_ids_dev_ = d->pos_dev_ + R;
+  d->top_p_dev_ = reinterpret_cast<float*>(d->top_ids_dev_ + d->k_head_);
+  d->top_ids_.resize(d->k_head_);
+  d->top_p_.resize(d->k_head_);
   // The queue's memory up front: twice the window (where accept() trims it) and a round's commit,
   // or, with no window, two blocks of entries (a full queue runs then). No growth in the rounds.
   d->queue_cap_ = options.resume_window > 0 ? 2 * options.resume_window + kMaxRows : 2 * kMaxRows;
@@ -122,11 +116,18 @@ Status MtpDrafter::project(std::uint32_t n) {
 }
 
 Status MtpDrafter::head(std::uint32_t row) {
-  // g = rms_norm(x[row]) * shared_head_norm; logits [V] = g * lm_head.
+  // g = rms_norm(x[row]) * shared_head_norm; logits [V] = g * lm_head; then, where they are, their
+  // softmax and its k_head_ best: only those ids and probabilities come back.
   GRAFT_TRY(be_->rms_norm(drafters::device_f32(x_ + std::size_t(row) * E_, E_, 1), head_norm_->view(), eps_, drafters::device_f32(g_, E_, 1)));
-  GRAFT_TRY(lm_head_->matmul(drafters::device_f32(g_, E_, 1), drafters::device_f32(logits_dev_, V_, 1)));
+  const TensorView logits = drafters::device_f32(logits_dev_, V_, 1);
+  GRAFT_TRY(lm_head_->matmul(drafters::device_f32(g_, E_, 1), logits));
+  GRAFT_TRY(be_->softmax(logits, logits));
+  TensorView ids = i32_view(top_ids_dev_, k_head_, MemoryKind::device);
+  ids.n_dims = 2;
+  GRAFT_TRY(be_->top_k(logits, k_head_, ids, drafters::device_f32(top_p_dev_, k_head_, 1)));
   GRAFT_TRY(be_->synchronize());
-  return be_->copy(logits_.data(), MemoryKind::host, logits_dev_, MemoryKind::device, std::size_t(V_) * sizeof(float));
+  GRAFT_TRY(be_->copy(top_ids_.data(), MemoryKind::host, top_ids_dev_, MemoryKind::device, k_head_ * sizeof(std::int32_t)));
+  return be_->copy(top_p_.data(), MemoryKind::host, top_p_dev_, MemoryKind::device, k_head_ * sizeof(float));
 }
 
 Status MtpDrafter::add_entries(const CommitInfo& info, bool whole) {
@@ -313,11 +314,10 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
   const std::uint32_t depth = std::min(opt_.max_draft, request.max_depth);
   if (depth == 0 || request.max_nodes == 0) return Status::success();
   // Step 1: the last committed entry's head (it read the pending token) gives the first draft.
-  std::vector<float> p1, p;
-  softmax(logits_, p1);
-  const std::vector<std::int32_t> first = drafters::top_ids(p1.data(), V_, std::max<std::uint32_t>(1, opt_.top_k));
-  if (p1[first[0]] < opt_.p_min) return Status::success();
-  out.add(first[0], -1, p1[first[0]]);
+  const std::vector<std::int32_t> first = top_ids_;
+  const std::vector<float> p1 = top_p_;
+  if (p1[0] < opt_.p_min) return Status::success();
+  out.add(first[0], -1, p1[0]);
   // Steps 2..depth: the chain of the best first token, each step reading the previous one's g.
   std::int32_t prev = first[0];
   for (std::uint32_t s = 2; s <= depth && out.size() < request.max_nodes; ++s) {
@@ -336,15 +336,14 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
     GRAFT_TRY(std::move(ids_status));
     GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, drafters::device_f32(x_, E_, 1)));
     GRAFT_TRY(head(0));
-    softmax(logits_, p);
-    const std::int32_t best = drafters::top_ids(p.data(), V_, 1)[0];
-    if (p[best] < opt_.p_min) break;
-    out.add(best, static_cast<std::int32_t>(out.size()) - 1, p[best]);
+    const std::int32_t best = top_ids_[0];
+    if (top_p_[0] < opt_.p_min) break;
+    out.add(best, static_cast<std::int32_t>(out.size()) - 1, top_p_[0]);
     prev = best;
   }
   // The runner-up first tokens, as leaves beside the chain, while the node budget lasts.
   for (std::size_t j = 1; j < first.size() && out.size() < request.max_nodes; ++j)
-    if (p1[first[j]] >= opt_.p_min) out.add(first[j], -1, p1[first[j]]);
+    if (p1[j] >= opt_.p_min) out.add(first[j], -1, p1[j]);
   return Status::success();
 }
 

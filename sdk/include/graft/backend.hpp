@@ -197,6 +197,11 @@ class Backend : public PluginObject {
   // values; NaN counts as smaller than every number. k <= n. So a greedy walk reads back k = 1
   // id per row, not a row of n_vocab logits.
   virtual Status top_k(const TensorView& x, std::uint32_t k, const TensorView& ids, const TensorView& values) = 0;
+  // y = softmax of each row of x (f32 [n, rows], packed; y like x, may be x): m = the row's
+  // largest number (NaN ignored), e_i = exp(x_i - m) in f32, s = their sum in double in index
+  // order, y_i = e_i * (float)(1 / s). A drafter's head then hands back the probabilities of its
+  // top_k candidates, not n_vocab logits.
+  virtual Status softmax(const TensorView& x, const TensorView& y) = 0;
 };
 
 }  // namespace GRAFT_ABI_NAMESPACE
