@@ -69,7 +69,10 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   const std::uint64_t E = d->E_, R = kMaxRows;
   d->k_head_ = std::min(std::max<std::uint32_t>(1, options.top_k), d->V_);
   // + ids and positions (i32), the head's top ids (i32) and probabilities
-  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + 2 * E + d->V_ + 2 * R + 2 * d->k_head_;
+  // One slot of best ids and probabilities per head of a proposal (the committed entry's, then
+  // each draft step's), read back together at its end.
+  const std::uint64_t slots = std::uint64_t(std::max<std::uint32_t>(1, options.max_draft)) * d->k_head_;
+  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + 2 * E + d->V_ + 2 * R + 2 * slots;
   auto buf = d->be_->allocate(floats * sizeof(float), MemoryKind::device);
   if (!buf) return buf.status();
   d->buf_ = std::move(*buf);
@@ -84,9 +87,9 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   d->ids_dev_ = reinterpret_cast<std::int32_t*>(d->logits_dev_ + d->V_);
   d->pos_dev_ = d->ids_dev_ + R;
   d->top_ids_dev_ = d->pos_dev_ + R;
-  d->top_p_dev_ = reinterpret_cast<float*>(d->top_ids_dev_ + d->k_head_);
-  d->top_ids_.resize(d->k_head_);
-  d->top_p_.resize(d->k_head_);
+  d->top_p_dev_ = reinterpret_cast<float*>(d->top_ids_dev_ + slots);
+  d->top_ids_.resize(slots);
+  d->top_p_.resize(slots);
   // The queue's memory up front: twice the window (where accept() trims it) and a round's commit,
   // or, with no window, two blocks of entries (a full queue runs then). No growth in the rounds.
   d->queue_cap_ = options.resume_window > 0 ? 2 * options.resume_window + kMaxRows : 2 * kMaxRows;
@@ -115,19 +118,23 @@ Status MtpDrafter::project(std::uint32_t n) {
   return eh_proj_->matmul(drafters::device_f32(cat_, 2 * E, n), drafters::device_f32(x_, E, n));
 }
 
-Status MtpDrafter::head(std::uint32_t row) {
+Status MtpDrafter::head(std::uint32_t row, std::uint32_t slot) {
   // g = rms_norm(x[row]) * shared_head_norm; logits [V] = g * lm_head; then, where they are, their
-  // softmax and its k_head_ best: only those ids and probabilities come back.
+  // softmax and its k_head_ best into the slot: only those ids and probabilities come back.
   GRAFT_TRY(be_->rms_norm(drafters::device_f32(x_ + std::size_t(row) * E_, E_, 1), head_norm_->view(), eps_, drafters::device_f32(g_, E_, 1)));
   const TensorView logits = drafters::device_f32(logits_dev_, V_, 1);
   GRAFT_TRY(lm_head_->matmul(drafters::device_f32(g_, E_, 1), logits));
   GRAFT_TRY(be_->softmax(logits, logits));
-  TensorView ids = i32_view(top_ids_dev_, k_head_, MemoryKind::device);
-  ids.n_dims = 2;
-  GRAFT_TRY(be_->top_k(logits, k_head_, ids, drafters::device_f32(top_p_dev_, k_head_, 1)));
+  const std::size_t at = std::size_t(slot) * k_head_;
+  return be_->top_k(logits, k_head_, i32_view(top_ids_dev_ + at, k_head_, MemoryKind::device),
+                    drafters::device_f32(top_p_dev_ + at, k_head_, 1));
+}
+
+Status MtpDrafter::read_heads(std::uint32_t n) {
   GRAFT_TRY(be_->synchronize());
-  GRAFT_TRY(be_->copy(top_ids_.data(), MemoryKind::host, top_ids_dev_, MemoryKind::device, k_head_ * sizeof(std::int32_t)));
-  return be_->copy(top_p_.data(), MemoryKind::host, top_p_dev_, MemoryKind::device, k_head_ * sizeof(float));
+  const std::size_t count = std::size_t(n) * k_head_;
+  GRAFT_TRY(be_->copy(top_ids_.data(), MemoryKind::host, top_ids_dev_, MemoryKind::device, count * sizeof(std::int32_t)));
+  return be_->copy(top_p_.data(), MemoryKind::host, top_p_dev_, MemoryKind::device, count * sizeof(float));
 }
 
 Status MtpDrafter::add_entries(const CommitInfo& info, bool whole) {
@@ -239,7 +246,7 @@ Status MtpDrafter::flush(std::uint32_t window) {
     n_slots_ += c;
     done += c;
     if (done == m) {
-      GRAFT_TRY(head(c - 1));
+      GRAFT_TRY(head(c - 1, 0));
       GRAFT_TRY(be_->copy_async(g_last_, MemoryKind::device, g_, MemoryKind::device, std::size_t(E_) * sizeof(float)));
       have_head_ = true;
     }
@@ -313,33 +320,42 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
                                               " tokens, " + std::to_string(n_entries_) + " entries)");
   const std::uint32_t depth = std::min(opt_.max_draft, request.max_depth);
   if (depth == 0 || request.max_nodes == 0) return Status::success();
-  // Step 1: the last committed entry's head (it read the pending token) gives the first draft.
-  const std::vector<std::int32_t> first = top_ids_;
-  const std::vector<float> p1 = top_p_;
+  // Step 1 is the last committed entry's head (it read the pending token, slot 0). Steps
+  // 2..depth run the block on the previous step's g and best id (slot s - 2, read where it is),
+  // all enqueued at once: the proposal waits once, at its end, for every step's best ids.
+  const std::uint32_t steps = std::min(depth, request.max_nodes);
+  if (steps >= 2) {
+    std::vector<std::int32_t> positions(steps - 1);
+    std::iota(positions.begin(), positions.end(), static_cast<std::int32_t>(n_entries_ + 1));
+    Status pos_status;
+    const TensorView all_pos = upload(pos_dev_, positions.data(), steps - 1, pos_status);
+    GRAFT_TRY(std::move(pos_status));
+    for (std::uint32_t s = 2; s <= steps; ++s) {
+      const std::uint32_t slot = n_slots_ + s - 2;  // after the committed entries; cut at the next flush
+      const TensorView prev = i32_view(top_ids_dev_ + std::size_t(s - 2) * k_head_, 1, MemoryKind::device);
+      GRAFT_TRY(embed_->get_rows(prev, drafters::device_f32(e_, E_, 1)));
+      GRAFT_TRY(be_->copy_async(h_, MemoryKind::device, s == 2 ? g_last_ : g_, MemoryKind::device,
+                                std::size_t(E_) * sizeof(float)));
+      GRAFT_TRY(project(1));
+      BlockRows rows;
+      rows.n_tokens = 1;
+      rows.n_past = slot;
+      rows.positions = i32_view(all_pos.as<std::int32_t>() + (s - 2), 1, MemoryKind::device);
+      GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, drafters::device_f32(x_, E_, 1)));
+      GRAFT_TRY(head(0, s - 1));
+    }
+  }
+  GRAFT_TRY(read_heads(std::max<std::uint32_t>(steps, 1)));
+  const std::span<const std::int32_t> first(top_ids_.data(), k_head_);
+  const std::span<const float> p1(top_p_.data(), k_head_);
   if (p1[0] < opt_.p_min) return Status::success();
   out.add(first[0], -1, p1[0]);
-  // Steps 2..depth: the chain of the best first token, each step reading the previous one's g.
-  std::int32_t prev = first[0];
-  for (std::uint32_t s = 2; s <= depth && out.size() < request.max_nodes; ++s) {
-    const std::uint32_t slot = n_slots_ + s - 2;  // after the committed entries; cut at accept
-    Status ids_status;
-    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, &prev, 1, ids_status), drafters::device_f32(e_, E_, 1)));
-    GRAFT_TRY(std::move(ids_status));
-    GRAFT_TRY(be_->copy_async(h_, MemoryKind::device, s == 2 ? g_last_ : g_, MemoryKind::device,
-                              std::size_t(E_) * sizeof(float)));
-    GRAFT_TRY(project(1));
-    const std::int32_t pos = static_cast<std::int32_t>(n_entries_ + s - 1);
-    BlockRows rows;
-    rows.n_tokens = 1;
-    rows.n_past = slot;
-    rows.positions = upload(pos_dev_, &pos, 1, ids_status);
-    GRAFT_TRY(std::move(ids_status));
-    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, drafters::device_f32(x_, E_, 1)));
-    GRAFT_TRY(head(0));
-    const std::int32_t best = top_ids_[0];
-    if (top_p_[0] < opt_.p_min) break;
-    out.add(best, static_cast<std::int32_t>(out.size()) - 1, top_p_[0]);
-    prev = best;
+  // The chain of the best first token while the head is confident enough (steps after a stop ran
+  // for nothing: their KV slots go at the next flush).
+  for (std::uint32_t s = 2; s <= steps && out.size() < request.max_nodes; ++s) {
+    const std::size_t at = std::size_t(s - 1) * k_head_;
+    if (top_p_[at] < opt_.p_min) break;
+    out.add(top_ids_[at], static_cast<std::int32_t>(out.size()) - 1, top_p_[at]);
   }
   // The runner-up first tokens, as leaves beside the chain, while the node budget lasts.
   for (std::size_t j = 1; j < first.size() && out.size() < request.max_nodes; ++j)

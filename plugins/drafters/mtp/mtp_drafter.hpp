@@ -61,8 +61,10 @@ class MtpDrafter final : public Drafter {
   // e and h rows -> x = eh_proj(concat(enorm(e), hnorm(h))) for rows [0, n).
   Status project(std::uint32_t n);
   // g = shared_head_norm(x[row]), logits = lm_head(g), and their softmax's k_head_ best ids and
-  // probabilities in top_ids_ / top_p_ (computed on the backend; the logits stay there).
-  Status head(std::uint32_t row);
+  // probabilities into slot `slot` of top_ids_dev_ / top_p_dev_ (the logits stay on the backend).
+  Status head(std::uint32_t row, std::uint32_t slot);
+  // Waits for the stream and copies slots [0, n) to top_ids_ / top_p_.
+  Status read_heads(std::uint32_t n);
 
   const ModelView* target_ = nullptr;
   Backend* be_ = nullptr;
@@ -76,15 +78,15 @@ class MtpDrafter final : public Drafter {
   std::unique_ptr<Buffer> buf_;
   float *e_ = nullptr, *h_ = nullptr, *cat_ = nullptr, *x_ = nullptr, *g_ = nullptr, *logits_dev_ = nullptr;
   std::int32_t *ids_dev_ = nullptr, *pos_dev_ = nullptr;  // token ids and RoPE positions, backend memory
-  std::int32_t* top_ids_dev_ = nullptr;  // the head's best ids, i32 [k_head_], and their probabilities
+  std::int32_t* top_ids_dev_ = nullptr;  // the heads' best ids, i32 [max_draft][k_head_], and their probabilities
   float* top_p_dev_ = nullptr;
   std::uint32_t k_head_ = 1;             // candidates the head hands back: max(1, top_k)
   float* g_last_ = nullptr;      // the last entry's g, the h of the first draft step (backend memory)
-  std::vector<std::int32_t> top_ids_;  // host copies of the last head's best ids, best first
+  std::vector<std::int32_t> top_ids_;  // host copies of a proposal's heads' best ids, best first
   std::vector<float> top_p_;           // and their probabilities
   std::uint32_t n_entries_ = 0; // committed entries (those in kv_ and those the window left out)
   std::uint32_t n_slots_ = 0;   // KV slots they fill (fewer than n_entries_ after a gap)
-  bool have_head_ = false;      // top_ids_ / top_p_ / g_last_ belong to entry n_entries_ - 1
+  bool have_head_ = false;      // slot 0 of top_ids_dev_ and g_last_ belong to entry n_entries_ - 1
   // Queued entries (after n_entries_): token i+1 of each (host), and the target's h_i rows in a
   // ring of queue_cap_ rows in backend memory (the verify pass's rows arrive there and never
   // leave it): row k of the queue is ring row (queue_head_ + k) % queue_cap_.
