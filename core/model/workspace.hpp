@@ -19,12 +19,6 @@ namespace graft {
 
 // Which optional buffers the layers need: stacked q/k/v and gate/up, the separate ones, or both
 // (a model whose layers differ in type), and lm_head rows for logits.
-// A view of activations: the workspace, KV inputs, recurrent state, all in the backend's device
-// memory (host memory on the CPU; a GPU's memory the host cannot read).
-inline TensorView device_f32(float* data, std::int64_t ne0, std::int64_t ne1 = 1, std::int64_t ne2 = 1) {
-  return f32_view(data, ne0, ne1, ne2, MemoryKind::device);
-}
-
 struct WorkspaceNeeds {
   bool qkv_stacked = false, qkv_split = true, gate_up_stacked = false, gate_up_split = true;
   bool gated_q = false;  // gated attention: the query projection's output is query | gate per head

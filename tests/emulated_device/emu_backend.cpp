@@ -18,14 +18,6 @@ namespace {
 
 constexpr const char* kName = "emu";
 
-const char* memory_name(MemoryKind k) {
-  switch (k) {
-    case MemoryKind::host: return "host memory";
-    case MemoryKind::pinned_host: return "pinned host memory";
-    case MemoryKind::device: return "device memory";
-  }
-  return "memory";
-}
 
 // A CPU buffer; device memory is handed out tagged.
 class EmuBuffer final : public Buffer {
@@ -117,7 +109,7 @@ class EmuBackend final : public Backend, public Device {
       return Status::success();
     }
     if (tagged(v.data))
-      return fail(op, std::string(name) + " is labelled " + memory_name(v.memory) + " but points into device memory");
+      return fail(op, std::string(name) + " is labelled " + memory_kind_name(v.memory) + " but points into device memory");
     if (device_only && v.memory == MemoryKind::host)
       return fail(op, std::string(name) + " is in pageable host memory; device work reads device or pinned host memory");
     return Status::success();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device_store.hpp"
+#include "slot_book.hpp"
 #include "emu_device.hpp"
 #include "graft/graft.hpp"
 
@@ -123,36 +124,26 @@ class EmuFormatKernels final : public FormatKernels {
 class EmuKvStore final : public KvStore {
  public:
   EmuKvStore(Device& dev, std::unique_ptr<KvStore> inner)
-      : dev_(dev), inner_(std::move(inner)), g_(inner_->geometry()), filled_(g_.n_layers, 0) {}
+      : dev_(dev), inner_(std::move(inner)), g_(inner_->geometry()), book_(g_) {}
 
   KvGeometry geometry() const noexcept override { return g_; }
-  std::uint32_t size() const noexcept override { return size_; }
+  std::uint32_t size() const noexcept override { return book_.size(); }
   bool lossless() const noexcept override { return inner_->lossless(); }
   KvMemory memory() const noexcept override { return inner_->memory(); }
 
   Status write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
                const TensorView& v) override {
-    if (layer >= g_.n_layers) return fail("kv write: layer " + std::to_string(layer) + " does not exist");
-    if (slot > size_) return fail("kv write: slot " + std::to_string(slot) + " would leave a gap");
-    if (static_cast<std::uint64_t>(slot) + n > g_.capacity)
-      return Status(Errc::out_of_range, "emu kv: context full: writing slots [" + std::to_string(slot) + ", " +
-                                            std::to_string(slot + n) + ") but the KV cache holds " +
-                                            std::to_string(g_.capacity));
+    GRAFT_TRY(book_.check_write(layer, slot, n));
     TensorView ck, cv;
     GRAFT_TRY(dev_.to_cpu(k, "kv write", "k", true, ck));
     GRAFT_TRY(dev_.to_cpu(v, "kv write", "v", true, cv));
     GRAFT_TRY(dev_.enqueue("kv write", [s = inner_.get(), layer, slot, n, ck, cv] { return s->write(layer, slot, n, ck, cv); }));
-    if (n) {
-      filled_[layer] = std::max(filled_[layer], slot + n);
-      size_ = *std::min_element(filled_.begin(), filled_.end());
-    }
+    book_.wrote(layer, slot, n);
     return Status::success();
   }
 
   Status attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& batch, const TensorView& out) override {
-    if (layer >= g_.n_layers) return fail("kv attend: layer " + std::to_string(layer) + " does not exist");
-    if (static_cast<std::uint64_t>(batch.n_past) + batch.n_query > filled_[layer])
-      return Status(Errc::out_of_range, "emu kv: attend before the batch's K/V were written");
+    GRAFT_TRY(book_.check_attend(layer, batch.n_past, batch.n_query));
     TensorView cq, co;
     AttentionBatch cb = batch;
     GRAFT_TRY(dev_.to_cpu(q, "kv attend", "q", true, cq));
@@ -162,22 +153,17 @@ class EmuKvStore final : public KvStore {
   }
 
   Status truncate(std::uint32_t n) override {
-    if (n > size_) return Status(Errc::out_of_range, "emu kv: truncate can only shrink");
+    GRAFT_TRY(book_.check_truncate(n));
     GRAFT_TRY(dev_.enqueue("kv truncate", [s = inner_.get(), n] { return s->truncate(n); }));
-    std::fill(filled_.begin(), filled_.end(), n);
-    size_ = n;
+    book_.set_all(n);
     return Status::success();
   }
 
   Status compact(std::uint32_t dst, std::span<const std::uint32_t> src) override {
-    if (dst > size_ || (!src.empty() && (src[0] < dst || src.back() >= size_)) ||
-        !std::is_sorted(src.begin(), src.end()) || std::adjacent_find(src.begin(), src.end()) != src.end())
-      return fail("kv compact: bad slots");
+    GRAFT_TRY(book_.check_compact(dst, src));
     std::vector<std::uint32_t> moved(src.begin(), src.end());
     GRAFT_TRY(dev_.enqueue("kv compact", [s = inner_.get(), dst, moved] { return s->compact(dst, moved); }));
-    const auto n = static_cast<std::uint32_t>(dst + src.size());
-    std::fill(filled_.begin(), filled_.end(), n);
-    size_ = n;
+    book_.set_all(static_cast<std::uint32_t>(dst + src.size()));
     return Status::success();
   }
 
@@ -185,8 +171,7 @@ class EmuKvStore final : public KvStore {
   Device& dev_;
   std::unique_ptr<KvStore> inner_;
   KvGeometry g_;
-  std::vector<std::uint32_t> filled_;
-  std::uint32_t size_ = 0;
+  kv::SlotBook book_;  // the CPU store's bookkeeping and errors, kept on the host at enqueue time
 };
 
 class EmuLibrary final : public KernelLibrary {

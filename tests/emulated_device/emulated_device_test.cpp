@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "engine/pipeline.hpp"
@@ -60,6 +61,48 @@ TEST_F(EmulatorChecks, DeviceMemoryFaultsOnTheHostAndWorkRunsWhenWaitedFor) {
   ASSERT_TRUE((*ev)->synchronize().ok());
   EXPECT_TRUE((*ev)->ready());
   EXPECT_EQ(y[3], 4.0f);
+}
+
+// The device store on the device keeps its slots on the host with the CPU store's bookkeeping
+// (SlotBook), so every call either store refuses, both refuse with the same words, before any
+// work is queued.
+TEST_F(EmulatorChecks, TheDeviceStoreRefusesWhatTheCpuStoreRefusesInTheSameWords) {
+  Profile profile = Profile::builtin();
+  profile.model = kZoo;
+  profile.context = 64;
+  profile.threads = 1;
+  auto cpu = Pipeline::build(profile, 16);
+  ASSERT_TRUE(cpu) << cpu.status().message();
+  auto on_cpu = (*cpu)->new_session();
+  auto on_emu = p_->new_session();
+  ASSERT_TRUE(on_cpu && on_emu);
+  const std::vector<TokenId> prompt = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE((*on_cpu)->append(prompt).ok());
+  ASSERT_TRUE((*on_emu)->append(prompt).ok());
+  KvStore& c = (*on_cpu)->kv();
+  KvStore& e = (*on_emu)->kv();
+  ASSERT_EQ(c.size(), 6u);
+  ASSERT_EQ(e.size(), 6u);
+  const std::uint32_t bad_order[] = {5, 3}, unfilled[] = {4, 6}, below[] = {1, 5};
+  const std::vector<std::pair<std::string, std::function<Status(KvStore&)>>> calls = {
+      {"a write leaving a gap", [](KvStore& s) { return s.write(0, 7, 1, TensorView{}, TensorView{}); }},
+      {"a write past the capacity", [](KvStore& s) { return s.write(0, 6, 60, TensorView{}, TensorView{}); }},
+      {"a layer that does not exist", [](KvStore& s) { return s.write(99, 6, 1, TensorView{}, TensorView{}); }},
+      {"attention before the write", [](KvStore& s) { return s.attend(0, TensorView{}, AttentionBatch{6, 2}, TensorView{}); }},
+      {"a truncate that grows", [](KvStore& s) { return s.truncate(7); }},
+      {"a compact past the slots", [](KvStore& s) { return s.compact(8, {}); }},
+      {"a compact out of order", [&](KvStore& s) { return s.compact(2, bad_order); }},
+      {"a compact of an unfilled slot", [&](KvStore& s) { return s.compact(2, unfilled); }},
+      {"a compact moving up", [&](KvStore& s) { return s.compact(2, below); }},
+  };
+  for (const auto& [what, call] : calls) {
+    const Status sc = call(c), se = call(e);
+    EXPECT_FALSE(sc.ok()) << what;
+    EXPECT_EQ(se.message(), sc.message()) << what;
+    EXPECT_EQ(se.code(), sc.code()) << what;
+  }
+  EXPECT_EQ(e.size(), 6u) << "a refused call changed nothing";
+  ASSERT_TRUE(be().synchronize().ok());
 }
 
 TEST_F(EmulatorChecks, AViewWhoseLabelLiesIsRefusedNamingTheOpAndTheTensor) {

@@ -157,7 +157,7 @@ class CudaBackend final : public Backend {
     }
     if (e != cudaSuccess)
       return Status(Errc::out_of_memory, "cuda backend: cannot allocate " + std::to_string(bytes) + " bytes of " +
-                                             memory_name(kind) + ": " + cuda_text(e));
+                                             memory_kind_name(kind) + ": " + cuda_text(e));
     return std::unique_ptr<Buffer>(new CudaBuffer(p, bytes, kind));
   }
 
@@ -343,14 +343,6 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  static const char* memory_name(MemoryKind k) {
-    switch (k) {
-      case MemoryKind::host: return "host memory";
-      case MemoryKind::pinned_host: return "pinned host memory";
-      case MemoryKind::device: return "device memory";
-    }
-    return "memory";
-  }
 
   Status usable(const char* op) const {
     if (status_.ok()) return Status::success();

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "device_view.hpp"
 
 namespace graft::dflash2 {
 
@@ -76,8 +75,8 @@ Status DFlashPass::add_context(std::uint32_t n, const float* features) {
     // c = enc.output_norm(fc(features)) [E, c].
     GRAFT_TRY(be_->copy(feat_, MemoryKind::device, features + std::size_t(done) * f.feature_width, MemoryKind::host,
                         std::size_t(c) * f.feature_width * sizeof(float)));
-    GRAFT_TRY(f.fc->matmul(drafters::device_f32(feat_, f.feature_width, c), drafters::device_f32(c_, E, c)));
-    GRAFT_TRY(be_->rms_norm(drafters::device_f32(c_, E, c), f.enc_norm->view(), s.rms_eps, drafters::device_f32(c_, E, c)));
+    GRAFT_TRY(f.fc->matmul(device_f32(feat_, f.feature_width, c), device_f32(c_, E, c)));
+    GRAFT_TRY(be_->rms_norm(device_f32(c_, E, c), f.enc_norm->view(), s.rms_eps, device_f32(c_, E, c)));
     positions_.resize(c);
     std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(n_ctx_));
     auto pos = upload(pos_dev_, positions_);
@@ -86,11 +85,11 @@ Status DFlashPass::add_context(std::uint32_t n, const float* features) {
     const auto slot = static_cast<std::uint32_t>(slot_pos_.size());
     for (std::uint32_t l = 0; l < f.n_layers; ++l) {
       const DFlashLayer& L = f.layers[l];
-      GRAFT_TRY(L.k->matmul(drafters::device_f32(c_, E, c), drafters::device_f32(k_, KV, c)));
-      if (L.k_norm) GRAFT_TRY(be_->rms_norm(drafters::device_f32(k_, D, HKV * c), L.k_norm->view(), s.rms_eps, drafters::device_f32(k_, D, HKV * c)));
-      GRAFT_TRY(be_->rope(drafters::device_f32(k_, D, HKV, c), *pos, s.rope, drafters::device_f32(k_, D, HKV, c)));
-      GRAFT_TRY(L.v->matmul(drafters::device_f32(c_, E, c), drafters::device_f32(v_, KV, c)));
-      GRAFT_TRY(kv_->write(l, slot, c, drafters::device_f32(k_, D, HKV, c), drafters::device_f32(v_, D, HKV, c)));
+      GRAFT_TRY(L.k->matmul(device_f32(c_, E, c), device_f32(k_, KV, c)));
+      if (L.k_norm) GRAFT_TRY(be_->rms_norm(device_f32(k_, D, HKV * c), L.k_norm->view(), s.rms_eps, device_f32(k_, D, HKV * c)));
+      GRAFT_TRY(be_->rope(device_f32(k_, D, HKV, c), *pos, s.rope, device_f32(k_, D, HKV, c)));
+      GRAFT_TRY(L.v->matmul(device_f32(c_, E, c), device_f32(v_, KV, c)));
+      GRAFT_TRY(kv_->write(l, slot, c, device_f32(k_, D, HKV, c), device_f32(v_, D, HKV, c)));
     }
     slot_pos_.insert(slot_pos_.end(), positions_.begin(), positions_.end());
     n_ctx_ += c;
@@ -115,7 +114,7 @@ Status DFlashPass::half(std::uint32_t l, bool attention, std::uint32_t rows, con
   const DFlashFile& f = *f_;
   const DFlashLayer& L = f.layers[l];
   const std::int64_t E = f.shape.n_embd;
-  auto view = [&](float* p) { return drafters::device_f32(p, E, rows); };
+  auto view = [&](float* p) { return device_f32(p, E, rows); };
   GRAFT_TRY(be_->rms_norm(view(x_), (attention ? L.attn_norm : L.ffn_norm)->view(), f.shape.rms_eps, view(h_)));
   float* in = h_;
   const float* base = nullptr;
@@ -124,7 +123,7 @@ Status DFlashPass::half(std::uint32_t l, bool attention, std::uint32_t rows, con
     const Weight& proj = *(attention ? L.attn_conv_proj : L.ffn_conv_proj);
     base = conv_on_host_copies_ ? base_host_[2 * l + (attention ? 0 : 1)].data()
                                 : (attention ? L.attn_conv_base : L.ffn_conv_base)->view().as<float>();
-    GRAFT_TRY(proj.matmul(view(h_), drafters::device_f32(dyn_, f.conv.dyn_width(), rows)));
+    GRAFT_TRY(proj.matmul(view(h_), device_f32(dyn_, f.conv.dyn_width(), rows)));
     GRAFT_TRY(conv(0, rows, h_, base, t_));
     in = t_;
   }
@@ -173,16 +172,16 @@ Status DFlashPass::run_block(std::int32_t anchor, std::uint32_t rows) {
   auto body = [&]() -> Status {
     auto id_view = upload(ids_dev_, ids);
     if (!id_view) return std::move(id_view).status();
-    GRAFT_TRY(f.embed->get_rows(*id_view, drafters::device_f32(x_, E, rows)));
+    GRAFT_TRY(f.embed->get_rows(*id_view, device_f32(x_, E, rows)));
     for (std::uint32_t l = 0; l < f.n_layers; ++l) {
       GRAFT_TRY(half(l, true, rows, block_rows));
       GRAFT_TRY(half(l, false, rows, block_rows));
     }
     // Slots 1..rows-1: out = output_norm(x), logits = lm_head(out), gate = selector_hidden(out).
-    GRAFT_TRY(be_->rms_norm(drafters::device_f32(x_ + E, E, m), f.output_norm->view(), f.shape.rms_eps, drafters::device_f32(out_, E, m)));
-    GRAFT_TRY(f.lm_head->matmul(drafters::device_f32(out_, E, m), drafters::device_f32(logits_dev_, V, m)));
+    GRAFT_TRY(be_->rms_norm(device_f32(x_ + E, E, m), f.output_norm->view(), f.shape.rms_eps, device_f32(out_, E, m)));
+    GRAFT_TRY(f.lm_head->matmul(device_f32(out_, E, m), device_f32(logits_dev_, V, m)));
     if (f.has_selector)
-      GRAFT_TRY(f.sel_hidden->matmul(drafters::device_f32(out_, E, m), drafters::device_f32(gate_dev_, f.selector_rank, m)));
+      GRAFT_TRY(f.sel_hidden->matmul(device_f32(out_, E, m), device_f32(gate_dev_, f.selector_rank, m)));
     GRAFT_TRY(be_->synchronize());
     logits_.resize(std::size_t(V) * m);
     GRAFT_TRY(be_->copy(logits_.data(), MemoryKind::host, logits_dev_, MemoryKind::device, logits_.size() * sizeof(float)));
@@ -204,7 +203,7 @@ Status DFlashPass::selector_rows(const Weight& table, const std::vector<std::int
     const std::size_t c = std::min<std::size_t>(sel_rows_, ids.size() - done);
     auto id_view = upload(ids_dev_, std::span<const std::int32_t>(ids).subspan(done, c));
     if (!id_view) return std::move(id_view).status();
-    GRAFT_TRY(table.get_rows(*id_view, drafters::device_f32(sel_dev_, rank, static_cast<std::int64_t>(c))));
+    GRAFT_TRY(table.get_rows(*id_view, device_f32(sel_dev_, rank, static_cast<std::int64_t>(c))));
     GRAFT_TRY(be_->synchronize());
     GRAFT_TRY(be_->copy(out.data() + done * rank, MemoryKind::host, sel_dev_, MemoryKind::device, c * rank * sizeof(float)));
     done += c;

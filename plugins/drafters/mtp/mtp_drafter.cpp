@@ -5,7 +5,6 @@
 #include <numeric>
 #include <string>
 
-#include "device_view.hpp"
 
 namespace graft::mtp {
 
@@ -15,7 +14,7 @@ constexpr std::uint32_t kMaxRows = 64;  // entries per block call (a long prompt
 
 // Rows of n floats `stride` floats apart: one half of the [e | h] concatenation.
 TensorView strided_rows(float* data, std::int64_t n, std::int64_t rows, std::int64_t stride) {
-  TensorView t = drafters::device_f32(data, n, rows);
+  TensorView t = device_f32(data, n, rows);
   t.nb[1] = static_cast<std::size_t>(stride) * sizeof(float);
   t.nb[2] = t.nb[1] * static_cast<std::size_t>(rows);
   t.nb[3] = t.nb[2];
@@ -113,21 +112,21 @@ DrafterNeeds MtpDrafter::needs() const {
 Status MtpDrafter::project(std::uint32_t n) {
   const std::int64_t E = E_;
   // cat [2E, n] = [rms_norm(e) * enorm | rms_norm(h) * hnorm]; x [E, n] = cat * eh_proj.
-  GRAFT_TRY(be_->rms_norm(drafters::device_f32(e_, E, n), enorm_->view(), eps_, strided_rows(cat_, E, n, 2 * E)));
-  GRAFT_TRY(be_->rms_norm(drafters::device_f32(h_, E, n), hnorm_->view(), eps_, strided_rows(cat_ + E, E, n, 2 * E)));
-  return eh_proj_->matmul(drafters::device_f32(cat_, 2 * E, n), drafters::device_f32(x_, E, n));
+  GRAFT_TRY(be_->rms_norm(device_f32(e_, E, n), enorm_->view(), eps_, strided_rows(cat_, E, n, 2 * E)));
+  GRAFT_TRY(be_->rms_norm(device_f32(h_, E, n), hnorm_->view(), eps_, strided_rows(cat_ + E, E, n, 2 * E)));
+  return eh_proj_->matmul(device_f32(cat_, 2 * E, n), device_f32(x_, E, n));
 }
 
 Status MtpDrafter::head(std::uint32_t row, std::uint32_t slot) {
   // g = rms_norm(x[row]) * shared_head_norm; logits [V] = g * lm_head; then, where they are, their
   // softmax and its k_head_ best into the slot: only those ids and probabilities come back.
-  GRAFT_TRY(be_->rms_norm(drafters::device_f32(x_ + std::size_t(row) * E_, E_, 1), head_norm_->view(), eps_, drafters::device_f32(g_, E_, 1)));
-  const TensorView logits = drafters::device_f32(logits_dev_, V_, 1);
-  GRAFT_TRY(lm_head_->matmul(drafters::device_f32(g_, E_, 1), logits));
+  GRAFT_TRY(be_->rms_norm(device_f32(x_ + std::size_t(row) * E_, E_, 1), head_norm_->view(), eps_, device_f32(g_, E_, 1)));
+  const TensorView logits = device_f32(logits_dev_, V_, 1);
+  GRAFT_TRY(lm_head_->matmul(device_f32(g_, E_, 1), logits));
   GRAFT_TRY(be_->softmax(logits, logits));
   const std::size_t at = std::size_t(slot) * k_head_;
   return be_->top_k(logits, k_head_, i32_view(top_ids_dev_ + at, k_head_, MemoryKind::device),
-                    drafters::device_f32(top_p_dev_ + at, k_head_, 1));
+                    device_f32(top_p_dev_ + at, k_head_, 1));
 }
 
 Status MtpDrafter::read_heads(std::uint32_t n) {
@@ -229,7 +228,7 @@ Status MtpDrafter::flush(std::uint32_t window) {
   while (done < m) {
     const std::uint32_t c = std::min(max_rows_, m - done);
     const std::uint32_t i0 = n_entries_;  // entry index of the first row
-    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, pending_tokens_.data() + done, c, ids_status), drafters::device_f32(e_, E_, c)));
+    GRAFT_TRY(embed_->get_rows(upload(ids_dev_, pending_tokens_.data() + done, c, ids_status), device_f32(e_, E_, c)));
     GRAFT_TRY(std::move(ids_status));
     GRAFT_TRY(queue_copy_out(done, c, h_));
     GRAFT_TRY(project(c));
@@ -241,7 +240,7 @@ Status MtpDrafter::flush(std::uint32_t window) {
     rows.n_past = n_slots_;
     rows.positions = upload(pos_dev_, positions.data(), c, ids_status);
     GRAFT_TRY(std::move(ids_status));
-    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, drafters::device_f32(x_, E_, c)));
+    GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, device_f32(x_, E_, c)));
     n_entries_ += c;
     n_slots_ += c;
     done += c;
@@ -333,7 +332,7 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
     for (std::uint32_t s = 2; s <= steps; ++s) {
       const std::uint32_t slot = n_slots_ + s - 2;  // after the committed entries; cut at the next flush
       const TensorView prev = i32_view(top_ids_dev_ + std::size_t(s - 2) * k_head_, 1, MemoryKind::device);
-      GRAFT_TRY(embed_->get_rows(prev, drafters::device_f32(e_, E_, 1)));
+      GRAFT_TRY(embed_->get_rows(prev, device_f32(e_, E_, 1)));
       GRAFT_TRY(be_->copy_async(h_, MemoryKind::device, s == 2 ? g_last_ : g_, MemoryKind::device,
                                 std::size_t(E_) * sizeof(float)));
       GRAFT_TRY(project(1));
@@ -341,7 +340,7 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
       rows.n_tokens = 1;
       rows.n_past = slot;
       rows.positions = i32_view(all_pos.as<std::int32_t>() + (s - 2), 1, MemoryKind::device);
-      GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, drafters::device_f32(x_, E_, 1)));
+      GRAFT_TRY(runner_->layer(block_, *kv_, 0, rows, device_f32(x_, E_, 1)));
       GRAFT_TRY(head(0, s - 1));
     }
   }

@@ -82,40 +82,21 @@ Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const
         list->push_back(std::move(*buf));
       }
     }
-    s->filled_.assign(g.n_layers, 0);
     return std::unique_ptr<KvStore>(std::move(s));
   } catch (const std::bad_alloc&) {
     return fail(Errc::out_of_memory, "out of host memory while creating the store");
   }
 }
 
-void DeviceKvStore::set_all_filled(std::uint32_t n) {
-  std::fill(filled_.begin(), filled_.end(), n);
-  size_ = n;
-}
-
 Status DeviceKvStore::write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
                             const TensorView& v) {
-  if (layer >= g_.n_layers)
-    return fail(Errc::invalid_argument, "write: layer " + std::to_string(layer) + " does not exist (the store has " +
-                                            std::to_string(g_.n_layers) + " layers)");
-  if (slot > size_)
-    return fail(Errc::invalid_argument,
-                "write: slot " + std::to_string(slot) + " would leave a gap: " + std::to_string(size_) +
-                    " slots are filled, so a write may start at slot " + std::to_string(size_) + " at most");
-  const std::uint64_t end = static_cast<std::uint64_t>(slot) + n;
-  if (end > g_.capacity)
-    return fail(Errc::out_of_range, "context full: writing slots [" + std::to_string(slot) + ", " +
-                                        std::to_string(end) + ") needs room for " + std::to_string(end) +
-                                        " tokens but the KV cache holds " + std::to_string(g_.capacity) +
-                                        "; raise [context] size in the profile (or pass --ctx)");
+  GRAFT_TRY(book_.check_write(layer, slot, n));
   GRAFT_TRY(check_f32_rows(k, "write: k", g_.head_dim_k, g_.n_kv_heads, n, "[head_dim_k, n_kv_heads, n]"));
   GRAFT_TRY(check_f32_rows(v, "write: v", g_.head_dim_v, g_.n_kv_heads, n, "[head_dim_v, n_kv_heads, n]"));
   if (n == 0) return Status::success();
 
   GRAFT_TRY(write_rows(layer, slot, n, k, v));
-  filled_[layer] = std::max(filled_[layer], static_cast<std::uint32_t>(end));
-  size_ = *std::min_element(filled_.begin(), filled_.end());
+  book_.wrote(layer, slot, n);
   return Status::success();
 }
 
@@ -154,15 +135,7 @@ Status DeviceKvStore::write_rows(std::uint32_t layer, std::uint32_t slot, std::u
 
 Status DeviceKvStore::attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& batch,
                              const TensorView& out) {
-  if (layer >= g_.n_layers)
-    return fail(Errc::invalid_argument, "attend: layer " + std::to_string(layer) + " does not exist (the store has " +
-                                            std::to_string(g_.n_layers) + " layers)");
-  const std::uint64_t need = static_cast<std::uint64_t>(batch.n_past) + batch.n_query;
-  if (need > filled_[layer])
-    return fail(Errc::out_of_range, "attend: the batch needs slots [0, " + std::to_string(need) + ") (n_past " +
-                                        std::to_string(batch.n_past) + " + n_query " + std::to_string(batch.n_query) +
-                                        ") but layer " + std::to_string(layer) + " has " +
-                                        std::to_string(filled_[layer]) + " filled; write the batch's K/V first");
+  GRAFT_TRY(book_.check_attend(layer, batch.n_past, batch.n_query));
   const LayerCache cache{k_[layer]->data(), v_[layer]->data(), type_, g_.n_kv_heads, g_.head_dim_k, g_.head_dim_v,
                          g_.capacity};
   try {
@@ -175,33 +148,13 @@ Status DeviceKvStore::attend(std::uint32_t layer, const TensorView& q, const Att
 }
 
 Status DeviceKvStore::truncate(std::uint32_t n) {
-  if (n > size_)
-    return fail(Errc::out_of_range, "truncate(" + std::to_string(n) + "): only " + std::to_string(size_) +
-                                        " slots are filled; truncate can only shrink");
-  set_all_filled(n);
+  GRAFT_TRY(book_.check_truncate(n));
+  book_.set_all(n);
   return Status::success();
 }
 
 Status DeviceKvStore::compact(std::uint32_t dst, std::span<const std::uint32_t> src) {
-  if (src.empty()) {
-    if (dst > size_)
-      return fail(Errc::out_of_range,
-                  "compact: dst " + std::to_string(dst) + " is past the " + std::to_string(size_) + " filled slots");
-    set_all_filled(dst);
-    return Status::success();
-  }
-  if (src[0] < dst)
-    return fail(Errc::invalid_argument, "compact: src[0] = " + std::to_string(src[0]) + " is below dst " +
-                                            std::to_string(dst) + "; slots can only move down");
-  for (std::size_t i = 1; i < src.size(); ++i)
-    if (src[i] <= src[i - 1])
-      return fail(Errc::invalid_argument, "compact: src must be strictly ascending, but src[" + std::to_string(i - 1) +
-                                              "] = " + std::to_string(src[i - 1]) + " and src[" + std::to_string(i) +
-                                              "] = " + std::to_string(src[i]));
-  if (src.back() >= size_)
-    return fail(Errc::out_of_range, "compact: src slot " + std::to_string(src.back()) + " is not filled (size " +
-                                        std::to_string(size_) + ")");
-
+  GRAFT_TRY(book_.check_compact(dst, src));
   // Ascending order is safe: dst + i <= src[i], and every later source lies above src[i].
   const std::size_t elt = cache_type_size(type_);
   const std::size_t k_slot = g_.head_dim_k * elt, v_slot = g_.head_dim_v * elt;  // bytes of one head's row
@@ -221,7 +174,7 @@ Status DeviceKvStore::compact(std::uint32_t dst, std::span<const std::uint32_t> 
         i += run;
       }
     }
-  set_all_filled(static_cast<std::uint32_t>(dst + src.size()));
+  book_.set_all(static_cast<std::uint32_t>(dst + src.size()));
   return Status::success();
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "slot_book.hpp"
 #include "graft/backend.hpp"
 #include "graft/kv_store.hpp"
 
@@ -26,7 +27,7 @@ class DeviceKvStore final : public KvStore {
   static Expected<std::unique_ptr<KvStore>> create(Backend& backend, const KvGeometry& g, CacheType type);
 
   KvGeometry geometry() const noexcept override { return g_; }
-  std::uint32_t size() const noexcept override { return size_; }
+  std::uint32_t size() const noexcept override { return book_.size(); }
   bool lossless() const noexcept override { return type_ == CacheType::f32; }
   KvMemory memory() const noexcept override { return {device_bytes_, 0}; }
 
@@ -37,19 +38,14 @@ class DeviceKvStore final : public KvStore {
   Status compact(std::uint32_t dst, std::span<const std::uint32_t> src) override;
 
  private:
-  DeviceKvStore(Backend& backend, const KvGeometry& g, CacheType type) : backend_(backend), g_(g), type_(type) {}
+  DeviceKvStore(Backend& backend, const KvGeometry& g, CacheType type) : backend_(backend), g_(g), type_(type), book_(g) {}
   Status write_rows(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k, const TensorView& v);
-  void set_all_filled(std::uint32_t n);
 
   Backend& backend_;
   KvGeometry g_;
   CacheType type_;
   std::vector<std::unique_ptr<Buffer>> k_, v_;  // one per layer
-  // filled_[l]: slots [0, filled_[l]) of layer l hold written K/V. size_ is their minimum: the
-  // slots present in every layer. A forward pass writing layers 0..L-1 at slots [size, size + n)
-  // raises size_ when its last layer is written; an aborted pass leaves size_ unchanged.
-  std::vector<std::uint32_t> filled_;
-  std::uint32_t size_ = 0;
+  SlotBook book_;  // which slots each layer holds, and the rules of every call
   std::uint64_t device_bytes_ = 0;
 };
 

@@ -29,6 +29,16 @@ enum class MemoryKind : std::uint32_t {
   device = 2,       // accelerator memory; on the CPU backend this is host memory
 };
 
+// "host memory", "pinned host memory", "device memory": for messages.
+inline const char* memory_kind_name(MemoryKind k) noexcept {
+  switch (k) {
+    case MemoryKind::host: return "host memory";
+    case MemoryKind::pinned_host: return "pinned host memory";
+    case MemoryKind::device: return "device memory";
+  }
+  return "memory";
+}
+
 inline constexpr int kMaxDims = 4;
 
 // ne[0] is the contiguous row length (GGUF order); nb[] are byte strides. For block-quantized
@@ -61,6 +71,13 @@ inline TensorView f32_view(float* data, std::int64_t ne0, std::int64_t ne1 = 1, 
           sizeof(float) * static_cast<std::size_t>(ne0 * ne1 * ne2)};
   t.memory = memory;
   return t;
+}
+
+// A contiguous f32 view of activations in the backend's device memory (workspaces, KV inputs,
+// recurrent state, a drafter's buffers: host memory on the CPU, a GPU's memory the host cannot
+// read), labelled so that a device backend takes it.
+inline TensorView device_f32(float* data, std::int64_t ne0, std::int64_t ne1 = 1, std::int64_t ne2 = 1) {
+  return f32_view(data, ne0, ne1, ne2, MemoryKind::device);
 }
 
 // A packed vector of n 32-bit ids, positions or tree parents (i32).

@@ -13,6 +13,7 @@
 
 #include "graft/graft.hpp"
 #include "kv_kernels.hpp"
+#include "slot_book.hpp"
 #include "weight_kernels.hpp"
 
 namespace graft::cuda {
@@ -148,42 +149,29 @@ class CudaKvStore final : public KvStore {
     if (!src) return src.status();
     s->staging_ = std::move(*staging);
     s->src_ = std::move(*src);
-    s->filled_.assign(g.n_layers, 0);
     return std::unique_ptr<KvStore>(std::move(s));
   }
 
   KvGeometry geometry() const noexcept override { return g_; }
-  std::uint32_t size() const noexcept override { return size_; }
+  std::uint32_t size() const noexcept override { return book_.size(); }
   bool lossless() const noexcept override { return !f16_; }
   KvMemory memory() const noexcept override { return {bytes_, 0}; }
 
   Status write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
                const TensorView& v) override {
-    if (layer >= g_.n_layers) return fail(Errc::invalid_argument, "kv write: layer " + std::to_string(layer) + " does not exist");
-    if (slot > size_)
-      return fail(Errc::invalid_argument, "kv write: slot " + std::to_string(slot) + " would leave a gap after " +
-                                              std::to_string(size_) + " filled slots");
-    if (std::uint64_t(slot) + n > g_.capacity)
-      return fail(Errc::out_of_range, "context full: writing slots [" + std::to_string(slot) + ", " +
-                                          std::to_string(std::uint64_t(slot) + n) + ") but the KV cache holds " +
-                                          std::to_string(g_.capacity) + "; raise [context] size in the profile (or pass --ctx)");
+    GRAFT_TRY(book_.check_write(layer, slot, n));
     HeadRows kr, vr;
     GRAFT_TRY(head_rows(k, "kv write: k", g_.head_dim_k, g_.n_kv_heads, n, kr));
     GRAFT_TRY(head_rows(v, "kv write: v", g_.head_dim_v, g_.n_kv_heads, n, vr));
     if (n == 0) return Status::success();
     GRAFT_TRY(launched(launch_kv_write(be_.native_stream(), layer_of(layer), slot, n, kr, vr), "kv write"));
-    filled_[layer] = std::max(filled_[layer], slot + n);
-    size_ = *std::min_element(filled_.begin(), filled_.end());
+    book_.wrote(layer, slot, n);
     return Status::success();
   }
 
   Status attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& b, const TensorView& out) override {
-    if (layer >= g_.n_layers) return fail(Errc::invalid_argument, "kv attend: layer " + std::to_string(layer) + " does not exist");
+    GRAFT_TRY(book_.check_attend(layer, b.n_past, b.n_query));
     if (b.sliding_window) return fail(Errc::not_implemented, "kv attend: a sliding window on cuda");
-    if (std::uint64_t(b.n_past) + b.n_query > filled_[layer])
-      return fail(Errc::out_of_range, "kv attend: the batch needs " + std::to_string(std::uint64_t(b.n_past) + b.n_query) +
-                                          " slots but layer " + std::to_string(layer) + " has " +
-                                          std::to_string(filled_[layer]) + " filled");
     const auto n_heads = static_cast<std::uint32_t>(q.ne[1]);
     if (n_heads == 0 || n_heads % g_.n_kv_heads != 0)
       return fail(Errc::invalid_argument, "kv attend: " + std::to_string(n_heads) + " query heads for " +
@@ -203,18 +191,13 @@ class CudaKvStore final : public KvStore {
   }
 
   Status truncate(std::uint32_t n) override {
-    if (n > size_) return fail(Errc::out_of_range, "kv truncate(" + std::to_string(n) + "): only " + std::to_string(size_) + " slots are filled");
-    std::fill(filled_.begin(), filled_.end(), n);
-    size_ = n;
+    GRAFT_TRY(book_.check_truncate(n));
+    book_.set_all(n);
     return Status::success();
   }
 
   Status compact(std::uint32_t dst, std::span<const std::uint32_t> src) override {
-    if (dst > size_) return fail(Errc::out_of_range, "kv compact: dst " + std::to_string(dst) + " is past the filled slots");
-    for (std::size_t i = 0; i < src.size(); ++i) {
-      if (src[i] < dst + i || (i && src[i] <= src[i - 1]) || src[i] >= size_)
-        return fail(Errc::invalid_argument, "kv compact: src must be ascending filled slots, each at or above its destination");
-    }
+    GRAFT_TRY(book_.check_compact(dst, src));
     if (!src.empty()) {
       // The staging buffer may still be read by the last compaction's copy.
       if (cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(be_.native_stream())); e != cudaSuccess)
@@ -227,14 +210,12 @@ class CudaKvStore final : public KvStore {
                                              static_cast<std::uint32_t>(src.size())),
                            "kv compact"));
     }
-    const auto n = static_cast<std::uint32_t>(dst + src.size());
-    std::fill(filled_.begin(), filled_.end(), n);
-    size_ = n;
+    book_.set_all(static_cast<std::uint32_t>(dst + src.size()));
     return Status::success();
   }
 
  private:
-  CudaKvStore(Backend& be, const KvGeometry& g, bool f16) : be_(be), g_(g), f16_(f16) {}
+  CudaKvStore(Backend& be, const KvGeometry& g, bool f16) : be_(be), g_(g), f16_(f16), book_(g) {}
 
   KvLayer layer_of(std::uint32_t l) const {
     return KvLayer{k_[l]->data(), v_[l]->data(), f16_, g_.n_kv_heads, g_.head_dim_k, g_.head_dim_v, g_.capacity};
@@ -257,8 +238,7 @@ class CudaKvStore final : public KvStore {
   bool f16_;
   std::vector<std::unique_ptr<Buffer>> k_, v_;
   std::unique_ptr<Buffer> staging_, src_;  // compact's source slots: pinned, then on the device
-  std::vector<std::uint32_t> filled_;
-  std::uint32_t size_ = 0;
+  kv::SlotBook book_;  // the CPU store's bookkeeping and errors, kept on the host at enqueue time
   std::uint64_t bytes_ = 0;
 };
 
