@@ -45,7 +45,7 @@ SpeculativeDecoder::SpeculativeDecoder(std::vector<DrafterSlot> drafters, const 
     for (std::int32_t t : d.needs().taps)
       idx.push_back(static_cast<std::uint32_t>(std::lower_bound(taps_.begin(), taps_.end(), t) - taps_.begin()));
     if (d.needs().normed_output) idx.push_back(static_cast<std::uint32_t>(taps_.size()));  // the block after the taps
-    if (!idx.empty()) (d.needs().hidden_in_backend_memory ? hidden_on_device_ : hidden_on_host_) = true;
+    if (!idx.empty()) (d.needs().hidden_in_backend_memory ? wants_device_ : wants_host_) = true;
     tap_of_.push_back(std::move(idx));
   }
   trees_.resize(drafters_.size());
@@ -87,7 +87,7 @@ HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const PassPart& part,
   // The pass's taps are tap-major ([tap][row][E]) over the whole pass; drafters read token-major
   // ([row][tap][E]).
   auto src_row = [&](std::uint32_t t, std::uint32_t r) { return (std::size_t(t) * part.total_rows + part.row0 + r) * n_embd; };
-  if (drafters_[d].needs().hidden_in_backend_memory) {
+  if (in_backend_memory(d)) {
     // In backend memory: gathered there by copies on the stream (a run of consecutive rows of a
     // single tap is one copy), so on a GPU they never leave it.
     const std::size_t floats = rows.size() * idx.size() * n_embd;
@@ -226,12 +226,18 @@ Expected<std::uint32_t> SpeculativeDecoder::start(Session& s, std::span<const To
   }
   // Backend memory for the drafters that read their hidden states there, for this session's
   // batch size (a prompt piece's rows at most).
+  // Where the taps go, now that the backend is known: drafters that read them in backend memory
+  // get them there where the host cannot read it (a GPU); where it can (the CPU), the host copy
+  // serves them too, so no pass copies its taps twice.
+  const bool device_apart = !s.model().backend().host_accessible(MemoryKind::device);
+  hidden_on_device_ = wants_device_ && device_apart;
+  hidden_on_host_ = wants_host_ || (wants_device_ && !device_apart);
   if (hidden_on_device_) {
     backend_ = &s.model().backend();
     const std::uint64_t E = s.model().params().n_embd;
     std::uint64_t per_token = 0;
     for (std::size_t d = 0; d < drafters_.size(); ++d)
-      if (drafters_[d].needs().hidden_in_backend_memory) per_token = std::max<std::uint64_t>(per_token, tap_of_[d].size());
+      if (in_backend_memory(d)) per_token = std::max<std::uint64_t>(per_token, tap_of_[d].size());
     const std::uint64_t rows_floats = std::uint64_t(std::max(s.max_batch(), options_.max_nodes + 1)) * per_token * E;
     if (device_rows_floats_ < rows_floats) {
       device_rows_.reset();
@@ -372,7 +378,7 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
       info.hidden.n_tokens = 1;
       info.hidden.n_embd = E;
       info.hidden.n_per_token = static_cast<std::uint32_t>(tap_of_[d].size());
-      const bool on_device = drafters_[d].needs().hidden_in_backend_memory;
+      const bool on_device = in_backend_memory(d);
       info.hidden.memory = on_device ? MemoryKind::device : MemoryKind::host;
       info.hidden.data = tap_of_[d].empty() ? nullptr
                          : on_device ? static_cast<const float*>(device_last_->data()) + d * device_last_stride_

@@ -98,7 +98,8 @@ class SpeculativeDecoder final : public TokenDecoder {
   std::span<const std::int32_t> taps() const { return taps_; }
   bool normed() const { return normed_; }
   // Where the verify pass leaves the taps: on the host for drafters that read them there, in
-  // backend memory for those that run on the target's backend (DrafterNeeds::hidden_in_backend_memory).
+  // backend memory for those that run on the target's backend (DrafterNeeds::hidden_in_backend_memory)
+  // where the host cannot read it; decided by start() from the session's backend.
   bool hidden_on_host() const { return hidden_on_host_; }
   bool hidden_on_device() const { return hidden_on_device_; }
   // Cuts the sequence back to n committed tokens, the drafters with it (a committed token was
@@ -148,7 +149,11 @@ class SpeculativeDecoder final : public TokenDecoder {
   // rest of the prompt reaches them in prefill, so their prompt work counts as prefill.
   bool last_prompt_token_pending_ = false;
   std::vector<std::vector<float>> last_prompt_hidden_;
-  bool hidden_on_host_ = false, hidden_on_device_ = false;
+  bool wants_host_ = false, wants_device_ = false;        // what the drafters ask for
+  bool hidden_on_host_ = false, hidden_on_device_ = false;  // where the passes put the taps (set by start())
+  bool in_backend_memory(std::size_t d) const {
+    return hidden_on_device_ && drafters_[d].needs().hidden_in_backend_memory;
+  }
   // Backend memory for drafters that read their hidden states there: the rows of one call,
   // gathered token-major (a prompt piece's at most), and each such drafter's last prompt row.
   // Allocated by start() for the session's batch size, never in a round.
