@@ -224,8 +224,6 @@ Expected<std::uint32_t> SpeculativeDecoder::start(Session& s, std::span<const To
     out_.logits.resize(widest);
     out_.logits.clear();
   }
-  // Backend memory for the drafters that read their hidden states there, for this session's
-  // batch size (a prompt piece's rows at most).
   // Where the taps go, now that the backend is known: drafters that read them in backend memory
   // get them there where the host cannot read it (a GPU); where it can (the CPU), the host copy
   // serves them too, so no pass copies its taps twice.
@@ -233,6 +231,8 @@ Expected<std::uint32_t> SpeculativeDecoder::start(Session& s, std::span<const To
   hidden_on_device_ = wants_device_ && device_apart;
   hidden_on_host_ = wants_host_ || (wants_device_ && !device_apart);
   if (hidden_on_device_) {
+    // Backend memory for the drafters that read their hidden states there, for this session's
+    // batch size (a prompt piece's rows at most): allocated here, never in a round.
     backend_ = &s.model().backend();
     const std::uint64_t E = s.model().params().n_embd;
     std::uint64_t per_token = 0;
