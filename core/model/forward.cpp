@@ -16,7 +16,8 @@ namespace {
 
 // What decides the launches of a pass (so a graph made for one pass can be updated for another
 // of the same key): rows per sequence and which are trees or carry a state, the logit rows as
-// runs of consecutive rows (one norm call each), the greedy rows likewise, the taps. Slots, positions and ids may differ.
+// runs of consecutive rows (one norm call each), the greedy rows likewise, the taps and where they
+// go. Slots, positions and ids may differ.
 std::string graph_key(const ForwardBatch& b) {
   std::string key = fmt::format("{}:", b.tokens.size());
   for (const SequenceRows& s : b.sequences)
