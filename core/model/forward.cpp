@@ -216,13 +216,11 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   // the largest, so this allocates once in practice).
   float* hidden_dev = nullptr;
   if (batch.hidden_on_device && hidden_floats > 0) {
-    if (out.device_hidden_floats < hidden_floats) {
+    if (!out.device_hidden || out.device_hidden->size() < hidden_floats * sizeof(float)) {
       out.device_hidden.reset();
-      out.device_hidden_floats = 0;
       auto buf = backend_->allocate(hidden_floats * sizeof(float), MemoryKind::device);
       if (!buf) return std::move(buf).status();
       out.device_hidden = std::move(*buf);
-      out.device_hidden_floats = hidden_floats;
     }
     hidden_dev = static_cast<float*>(out.device_hidden->data());
   }

@@ -70,7 +70,6 @@ struct ForwardOutput {
   // The taps in backend memory (ForwardBatch::hidden_on_device), laid out as `hidden`; allocated
   // by the pass that first needs it (or more of it) and kept for the next ones.
   std::unique_ptr<Buffer> device_hidden;
-  std::uint64_t device_hidden_floats = 0;  // its capacity
   const float* device_hidden_data() const { return device_hidden ? static_cast<const float*>(device_hidden->data()) : nullptr; }
 };
 

@@ -92,7 +92,7 @@ HiddenStates SpeculativeDecoder::hidden_for(std::size_t d, const PassPart& part,
     // single tap is one copy), so on a GPU they never leave it.
     const std::size_t floats = rows.size() * idx.size() * n_embd;
     const float* src = part.out->device_hidden_data();
-    if (!backend_ || !src || floats > device_rows_floats_) {
+    if (!backend_ || !src || !device_rows_ || floats * sizeof(float) > device_rows_->size()) {
       hidden_status_ = Status(Errc::internal, "speculative decoding: the pass left no hidden states in backend memory "
                                               "for " + drafters_[d].name());
       return h;
@@ -239,13 +239,11 @@ Expected<std::uint32_t> SpeculativeDecoder::start(Session& s, std::span<const To
     for (std::size_t d = 0; d < drafters_.size(); ++d)
       if (in_backend_memory(d)) per_token = std::max<std::uint64_t>(per_token, tap_of_[d].size());
     const std::uint64_t rows_floats = std::uint64_t(std::max(s.max_batch(), options_.max_nodes + 1)) * per_token * E;
-    if (device_rows_floats_ < rows_floats) {
+    if (!device_rows_ || device_rows_->size() < rows_floats * sizeof(float)) {
       device_rows_.reset();
-      device_rows_floats_ = 0;
       auto rows_buf = backend_->allocate(rows_floats * sizeof(float), MemoryKind::device);
       if (!rows_buf) return std::move(rows_buf).status();
       device_rows_ = std::move(*rows_buf);
-      device_rows_floats_ = rows_floats;
     }
     if (!device_last_ || device_last_stride_ < per_token * E) {
       device_last_.reset();

@@ -159,7 +159,7 @@ class SpeculativeDecoder final : public TokenDecoder {
   // Allocated by start() for the session's batch size, never in a round.
   Backend* backend_ = nullptr;
   std::unique_ptr<Buffer> device_rows_, device_last_;
-  std::uint64_t device_rows_floats_ = 0, device_last_stride_ = 0;
+  std::uint64_t device_last_stride_ = 0;  // floats per drafter in device_last_
   // A copy of hidden_for that failed (the drafter was handed no rows): the round's error.
   Status hidden_status_;
   Status take_hidden_status() { return std::exchange(hidden_status_, Status::success()); }

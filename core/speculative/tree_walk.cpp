@@ -4,6 +4,28 @@
 
 namespace graft {
 
+namespace {
+
+// The target drew y at `node`: the walk moves to the child with token y (never `skip`, a child
+// already tested by rejection) and returns true, or ends with y as the target's own token.
+bool descend(const TokenTree& tree, std::int32_t& node, TokenId y, std::int32_t skip, WalkResult& r,
+             std::vector<TokenId>& history) {
+  const auto kids = tree.children(node);
+  const auto hit = std::find_if(kids.begin(), kids.end(), [&](std::int32_t c) {
+    return c != skip && tree.token(static_cast<std::size_t>(c)) == y;
+  });
+  if (hit == kids.end()) {
+    r.next = y;
+    return false;
+  }
+  r.path.push_back(*hit);
+  history.push_back(y);
+  node = *hit;
+  return true;
+}
+
+}  // namespace
+
 WalkResult walk_tree(const TokenTree& tree, std::span<const float> logits, std::uint32_t n_vocab, Sampler& sampler,
                      std::vector<TokenId>& history) {
   WalkResult r;
@@ -38,34 +60,16 @@ WalkResult walk_tree(const TokenTree& tree, std::span<const float> logits, std::
     } else {
       y = sampler.sample(row, history);  // what plain decoding draws here, bit for bit
     }
-    const auto hit = std::find_if(kids.begin(), kids.end(), [&](std::int32_t c) {
-      return c != drawn && tree.token(static_cast<std::size_t>(c)) == y;
-    });
-    if (hit == kids.end()) {
-      r.next = y;
-      return r;
-    }
-    r.path.push_back(*hit);
-    history.push_back(y);
-    node = *hit;
+    if (!descend(tree, node, y, drawn, r, history)) return r;
   }
 }
 
 WalkResult walk_tree_argmax(const TokenTree& tree, std::span<const TokenId> ids, std::vector<TokenId>& history) {
   WalkResult r;
-  for (std::int32_t node = -1;;) {
-    const TokenId y = ids[static_cast<std::size_t>(node + 1)];
-    const auto kids = tree.children(node);
-    const auto hit = std::find_if(kids.begin(), kids.end(),
-                                  [&](std::int32_t c) { return tree.token(static_cast<std::size_t>(c)) == y; });
-    if (hit == kids.end()) {
-      r.next = y;
-      return r;
-    }
-    r.path.push_back(*hit);
-    history.push_back(y);
-    node = *hit;
+  std::int32_t node = -1;
+  while (descend(tree, node, ids[static_cast<std::size_t>(node + 1)], -1, r, history)) {
   }
+  return r;
 }
 
 }  // namespace graft

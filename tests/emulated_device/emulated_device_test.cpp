@@ -20,16 +20,21 @@ const fs::path kZoo = fs::path(GRAFT_SOURCE_DIR) / "models" / "zoo-qwen3-4x256.g
 
 // ---- the emulator's own guarantees: what makes the tests above mean something ----
 
+// The zoo model on `backend` (emu: the emulated device's plugins), one thread, a short context.
+Profile zoo_profile(const std::string& backend) {
+  Profile profile = Profile::builtin();
+  profile.model = kZoo;
+  profile.context = 64;
+  profile.threads = 1;
+  profile.backend.name = backend;
+  if (backend == "emu") profile.plugin_dirs.push_back(EMU_PLUGIN_DIR);
+  return profile;
+}
+
 class EmulatorChecks : public ::testing::Test {
  protected:
   void SetUp() override {
-    Profile profile = Profile::builtin();
-    profile.model = kZoo;
-    profile.context = 64;
-    profile.threads = 1;
-    profile.backend.name = "emu";
-    profile.plugin_dirs.push_back(EMU_PLUGIN_DIR);
-    auto p = Pipeline::build(profile, 16);
+    auto p = Pipeline::build(zoo_profile("emu"), 16);
     ASSERT_TRUE(p) << p.status().message();
     p_ = std::move(*p);
   }
@@ -67,11 +72,7 @@ TEST_F(EmulatorChecks, DeviceMemoryFaultsOnTheHostAndWorkRunsWhenWaitedFor) {
 // (SlotBook), so every call either store refuses, both refuse with the same words, before any
 // work is queued.
 TEST_F(EmulatorChecks, TheDeviceStoreRefusesWhatTheCpuStoreRefusesInTheSameWords) {
-  Profile profile = Profile::builtin();
-  profile.model = kZoo;
-  profile.context = 64;
-  profile.threads = 1;
-  auto cpu = Pipeline::build(profile, 16);
+  auto cpu = Pipeline::build(zoo_profile("cpu"), 16);
   ASSERT_TRUE(cpu) << cpu.status().message();
   auto on_cpu = (*cpu)->new_session();
   auto on_emu = p_->new_session();

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <numeric>
 
-
 namespace graft::dflash2 {
 
 namespace {

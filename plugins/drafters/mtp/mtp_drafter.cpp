@@ -201,7 +201,8 @@ void MtpDrafter::queue_pop(std::uint32_t n) {
 }
 
 TensorView MtpDrafter::upload(std::int32_t* dst, const std::int32_t* src, std::uint32_t n, Status& status) {
-  // A blocking copy for now: on a GPU the MTP head's ids still come from the host each step.
+  // A blocking copy: a flush's token ids and positions, and a proposal's positions, come from the
+  // host (the draft steps' ids do not: each reads the previous step's where it lies).
   status = be_->copy(dst, MemoryKind::device, src, MemoryKind::host, std::size_t(n) * sizeof(std::int32_t));
   return i32_view(dst, n, MemoryKind::device);
 }
@@ -351,7 +352,7 @@ Status MtpDrafter::propose(const DraftRequest& request, DraftTree& out) {
   out.add(first[0], -1, p1[0]);
   // The chain of the best first token while the head is confident enough (steps after a stop ran
   // for nothing: their KV slots go at the next flush).
-  for (std::uint32_t s = 2; s <= steps && out.size() < request.max_nodes; ++s) {
+  for (std::uint32_t s = 2; s <= steps; ++s) {  // steps <= max_nodes: the chain fits the budget
     const std::size_t at = std::size_t(s - 1) * k_head_;
     if (top_p_[at] < opt_.p_min) break;
     out.add(top_ids_[at], static_cast<std::int32_t>(out.size()) - 1, top_p_[at]);
