@@ -36,31 +36,37 @@ struct VerifyChain {
 };
 }  // namespace
 
+SamplingSettings greedy_sampling() {
+  SamplingSettings greedy;
+  greedy.temperature = 0;
+  greedy.repeat_penalty = 1.0;
+  greedy.presence_penalty = 0.0;
+  return greedy;
+}
+
 Expected<std::vector<SpeedSample>> measure_speed(Session& s, std::span<const TokenId> prompt, std::int64_t gen_tokens,
-                                                 std::int64_t reps, TokenDecoder* decoder) {
+                                                 std::int64_t reps, TokenDecoder* decoder,
+                                                 const SamplingSettings& sampling) {
   if (prompt.empty() || gen_tokens < 2 || reps < 1)
     return Status(Errc::invalid_argument, "measure_speed: needs a prompt, gen_tokens >= 2 and reps >= 1");
   PlainDecoder plain;
   if (!decoder) decoder = &plain;
-  SamplingSettings greedy_settings;
-  greedy_settings.temperature = 0;
-  greedy_settings.repeat_penalty = 1.0;
-  greedy_settings.presence_penalty = 0.0;
   std::vector<SpeedSample> samples;
   std::vector<TokenId> out;
   for (std::int64_t r = 0; r < reps; ++r) {
-    Sampler greedy(greedy_settings);
+    Sampler sampler(sampling);
     GRAFT_TRY(s.reset());
     auto t0 = std::chrono::steady_clock::now();
     GRAFT_TRY(decoder->prefill(s, prompt));
     const double t_prefill = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
-    TokenId pending = greedy.sample(s.logits(), s.tokens());
+    TokenId pending = sampler.sample(s.logits(), s.tokens());
     for (std::int64_t produced = 1; produced < gen_tokens; produced += static_cast<std::int64_t>(out.size())) {
       const std::int64_t room = s.room();
       if (room < 1) return Status(Errc::out_of_range, "measure_speed: the context is too small for the tokens asked");
       out.clear();
-      GRAFT_TRY(decoder->step(s, greedy, pending, static_cast<std::uint32_t>(std::min(room, gen_tokens - produced)), out));
+      const auto max_new = static_cast<std::uint32_t>(std::min(room, gen_tokens - produced));
+      GRAFT_TRY(decoder->step(s, sampler, pending, max_new, out));
       pending = out.back();
     }
     const double t_decode = seconds_since(t0);

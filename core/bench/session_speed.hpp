@@ -1,5 +1,6 @@
-// What `graft bench` times: a prompt prefilled into a fresh sequence, then greedy decoding (end of
-// text ignored), repeated: one token per forward pass, or speculative rounds with a decoder.
+// What `graft bench` times: a prompt prefilled into a fresh sequence, then greedy or sampled
+// decoding (end of text ignored), repeated: one token per forward pass, or speculative rounds with a
+// decoder.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,15 @@ struct SpeedSample {
   double decode_tps = 0;   // (gen_tokens - 1) / seconds of the decode steps after the first token
 };
 
-// One sample per repetition. gen_tokens >= 2: the first token comes from the prefill's logits.
+// Greedy, nothing added to the logits: what `graft bench` decodes with unless sampling is asked for.
+SamplingSettings greedy_sampling();
+
+// One sample per repetition, each with a fresh sampler of these settings. gen_tokens >= 2: the
+// first token comes from the prefill's logits.
 Expected<std::vector<SpeedSample>> measure_speed(Session& session, std::span<const TokenId> prompt,
                                                  std::int64_t gen_tokens, std::int64_t reps,
-                                                 TokenDecoder* decoder = nullptr);
+                                                 TokenDecoder* decoder = nullptr,
+                                                 const SamplingSettings& sampling = greedy_sampling());
 
 // What a speculative verify pass of n rows costs against one decode step: after the prompt, a
 // pass over n rows laid out as a verify pass lays them out (positions, ancestor mask, every row's

@@ -89,8 +89,8 @@ int cmd_bench(const Args& args) {
     bw = *probed;
   }
 
-  // The prompt given (-p, -f), else a deterministic one of ordinary tokens; decode continues
-  // greedily, ignoring end of text.
+  // The prompt given (-p, -f), else a deterministic one of ordinary tokens; decode goes on past
+  // an end of text.
   std::vector<TokenId> prompt;
   if (!profile->prompt.empty()) {
     TokenizeOptions opt;
@@ -119,7 +119,17 @@ int cmd_bench(const Args& args) {
     return 1;
   }
   std::unique_ptr<SpeculativeDecoder> decoder = std::move(*made);
-  auto samples = measure_speed(s, prompt, G, reps, decoder.get());
+  // Greedy unless a sampling setting is given (a flag or the profile): then the profile's chain.
+  const bool sampled = std::any_of(profile->locations.begin(), profile->locations.end(),
+                                   [](const auto& kv) { return kv.first.rfind("sampling.", 0) == 0; });
+  const SamplingSettings sampling = sampled ? profile->sampling : greedy_sampling();
+  const std::string decoding =
+      sampling.temperature <= 0
+          ? std::string("greedy")
+          : fmt::format("sampled (temperature {}, top_k {}, top_p {}, min_p {}, repeat_penalty {}, seed {})",
+                        sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p, sampling.repeat_penalty,
+                        sampling.seed);
+  auto samples = measure_speed(s, prompt, G, reps, decoder.get(), sampling);
   const auto verify_rows = vm["verify-cost"].as<std::int64_t>();
   std::vector<double> verify;
   if (samples && verify_rows > 0) {
@@ -169,6 +179,7 @@ int cmd_bench(const Args& args) {
                         {"prompt_tokens", P},
                         {"gen_tokens", G},
                         {"reps", reps},
+                        {"decoding", decoding},
                         {"prefill_tokens_per_second", prefill},
                         {"decode_tokens_per_second", decode},
                         {"prefill_mean", mean(prefill)},
@@ -208,7 +219,8 @@ int cmd_bench(const Args& args) {
   std::printf("threads:    %u\n", threads);
   std::printf("prefill:    %.1f +/- %.1f tok/s (%lld tokens, %lld reps)\n", mean(prefill), stddev(prefill),
               static_cast<long long>(P), static_cast<long long>(reps));
-  std::printf("decode:     %.2f +/- %.2f tok/s (%lld tokens)\n", mean(decode), stddev(decode), static_cast<long long>(G));
+  std::printf("decode:     %.2f +/- %.2f tok/s (%lld tokens, %s)\n", mean(decode), stddev(decode),
+              static_cast<long long>(G), decoding.c_str());
   std::printf("bandwidth:  decode reads %.2f GB/s = %.1f%% of the measured %.2f GB/s (%u threads, %s buffer, %s loads)\n",
               achieved / 1e9, 100 * fraction, bw.bytes_per_second / 1e9, threads, human_bytes(bw.buffer_bytes).c_str(),
               bw.loads);

@@ -59,7 +59,7 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
 
 Status Session::reset() {
   tokens_.clear();
-  logits_.clear();
+  clear_outputs();
   if (state_) {
     GRAFT_TRY(state_->zero());
     for (auto& c : checkpoints_) c->set_position(RecurrentState::kUnknown);
@@ -152,6 +152,12 @@ Status Session::rewind_state(std::uint32_t n) {
   return Status::success();
 }
 
+void Session::clear_outputs() {
+  logits_.clear();
+  candidate_ids_.clear();
+  candidate_logits_.clear();
+}
+
 Status Session::check_room(std::size_t n) const {
   if (tokens_.size() + n <= capacity()) return Status::success();
   if (tokens_.empty())
@@ -167,7 +173,7 @@ Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
   const std::size_t n_vocab = model_->params().n_vocab;
   GRAFT_TRY(sync_state());
   std::vector<float> chunk;
-  logits_.clear();
+  clear_outputs();
   for (std::size_t pos = 0; pos < tokens.size(); pos += max_batch_) {
     const std::size_t n = std::min<std::size_t>(max_batch_, tokens.size() - pos);
     SequenceBatch batch;
@@ -190,16 +196,39 @@ Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
 Expected<TokenId> Session::decode_argmax(TokenId token) {
   GRAFT_TRY(check_room(1));
   GRAFT_TRY(sync_state());
-  logits_.clear();
+  clear_outputs();
   const std::uint32_t row = 0;
   const SequenceRows seq{kv_.get(), 1, static_cast<std::uint32_t>(tokens_.size()), nullptr, state_.get()};
   ForwardBatch batch;
   batch.tokens = std::span<const TokenId>(&token, 1);
   batch.sequences = std::span<const SequenceRows>(&seq, 1);
   batch.argmax_rows = std::span<const std::uint32_t>(&row, 1);
-  if (Status st = model_->forward(*ws_, batch, argmax_out_); !st.ok()) return recover(std::move(st));
+  if (Status st = model_->forward(*ws_, batch, step_out_); !st.ok()) return recover(std::move(st));
   tokens_.push_back(token);
-  return argmax_out_.argmax.at(0);
+  return step_out_.argmax.at(0);
+}
+
+Status Session::decode_candidates(TokenId token, std::uint32_t k) {
+  GRAFT_TRY(check_room(1));
+  GRAFT_TRY(sync_state());
+  clear_outputs();
+  const std::uint32_t row = 0;
+  const SequenceRows seq{kv_.get(), 1, static_cast<std::uint32_t>(tokens_.size()), nullptr, state_.get()};
+  ForwardBatch batch;
+  batch.tokens = std::span<const TokenId>(&token, 1);
+  batch.sequences = std::span<const SequenceRows>(&seq, 1);
+  batch.candidate_rows = std::span<const std::uint32_t>(&row, 1);
+  batch.candidates = k;
+  if (Status st = model_->forward(*ws_, batch, step_out_); !st.ok()) return recover(std::move(st));
+  tokens_.push_back(token);
+  candidate_ids_ = step_out_.candidate_ids;
+  candidate_logits_ = step_out_.candidate_logits;
+  return Status::success();
+}
+
+std::uint32_t candidates_for(const Sampler& sampler, const Model& model) {
+  const std::uint32_t k = sampler.candidates_needed(model.params().n_vocab);
+  return k <= kMaxCandidates ? k : 0;
 }
 
 Status Session::append_together(Workspace& ws, std::span<const SessionStep> steps) {
@@ -207,7 +236,8 @@ Status Session::append_together(Workspace& ws, std::span<const SessionStep> step
   const Model* model = steps[0].session ? steps[0].session->model_.get() : nullptr;
   std::vector<TokenId> tokens;
   std::vector<SequenceRows> seqs;
-  std::vector<std::uint32_t> last_rows, argmax_rows;
+  std::vector<std::uint32_t> last_rows, argmax_rows, candidate_rows;
+  std::uint32_t k = 0;  // the candidates a row hands back: the most any step asks for
   for (const SessionStep& step : steps) {
     Session* s = step.session;
     if (!s || s->model_.get() != model)
@@ -221,25 +251,34 @@ Status Session::append_together(Workspace& ws, std::span<const SessionStep> step
     seqs.push_back(SequenceRows{s->kv_.get(), static_cast<std::uint32_t>(step.tokens.size()),
                                 static_cast<std::uint32_t>(s->tokens_.size()), nullptr, s->state_.get()});
     tokens.insert(tokens.end(), step.tokens.begin(), step.tokens.end());
-    (step.argmax ? argmax_rows : last_rows).push_back(static_cast<std::uint32_t>(tokens.size() - 1));
+    (step.argmax ? argmax_rows : step.candidates ? candidate_rows : last_rows)
+        .push_back(static_cast<std::uint32_t>(tokens.size() - 1));
+    if (!step.argmax) k = std::max(k, step.candidates);
   }
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.sequences = seqs;
   batch.logit_rows = last_rows;
   batch.argmax_rows = argmax_rows;
+  batch.candidate_rows = candidate_rows;
+  batch.candidates = k;
   ForwardOutput out;
   if (Status st = model->forward(ws, batch, out); !st.ok()) {
     for (const SessionStep& step : steps) st = step.session->recover(std::move(st));
     return st;
   }
   const std::size_t V = model->params().n_vocab;
-  for (std::size_t i = 0, logit = 0, greedy = 0; i < steps.size(); ++i) {
+  for (std::size_t i = 0, logit = 0, greedy = 0, sampled = 0; i < steps.size(); ++i) {
     Session& s = *steps[i].session;
     s.tokens_.insert(s.tokens_.end(), steps[i].tokens.begin(), steps[i].tokens.end());
+    s.clear_outputs();
     if (steps[i].argmax) {
       *steps[i].argmax = out.argmax[greedy++];
-      s.logits_.clear();
+    } else if (steps[i].candidates) {
+      // The row's k best; a step asking for fewer takes their first ones (the same as its own k best).
+      const auto first = static_cast<std::ptrdiff_t>(sampled++ * k), last = first + steps[i].candidates;
+      s.candidate_ids_.assign(out.candidate_ids.begin() + first, out.candidate_ids.begin() + last);
+      s.candidate_logits_.assign(out.candidate_logits.begin() + first, out.candidate_logits.begin() + last);
     } else {
       s.logits_.assign(out.logits.begin() + logit * V, out.logits.begin() + (logit + 1) * V);
       ++logit;
@@ -312,6 +351,7 @@ Status Session::commit_rows(std::span<const TokenId> tokens, std::span<const std
   if (Status st = in_place ? kv_->truncate(n_past + kept) : kv_->compact(n_past, src); !st.ok())
     return recover(std::move(st));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  clear_outputs();
   logits_.assign(logits.begin(), logits.end());
   if (!state_ || tree) return Status::success();
   // A chain kept whole is a prompt piece (checkpointed); one cut short goes back to a checkpoint.
@@ -337,7 +377,7 @@ Status Session::recover(Status failed) {
 Status Session::truncate(std::uint32_t n) {
   if (n > tokens_.size()) return Status(Errc::out_of_range, "truncate: past the committed tokens");
   tokens_.resize(n);
-  logits_.clear();
+  clear_outputs();
   GRAFT_TRY(kv_->truncate(n));
   for (auto& c : checkpoints_)
     if (c->position() != RecurrentState::kUnknown && c->position() > n) c->set_position(RecurrentState::kUnknown);
@@ -354,6 +394,12 @@ Status PlainDecoder::step(Session& session, Sampler& sampler, TokenId pending, s
     auto next = session.decode_argmax(pending);
     if (!next) return std::move(next).status();
     out.push_back(*next);
+    return Status::success();
+  }
+  // A chain that keeps at most its top_k tokens: the backend hands back those candidates alone.
+  if (const std::uint32_t k = candidates_for(sampler, session.model())) {
+    GRAFT_TRY(session.decode_candidates(pending, k));
+    out.push_back(sampler.sample_candidates(session.candidate_ids(), session.candidate_logits()));
     return Status::success();
   }
   GRAFT_TRY(session.append(std::span<const TokenId>(&pending, 1)));

@@ -86,7 +86,14 @@ struct SessionStep {
   // Non-null: only the greedy choice after the last token is wanted (Session::decode_argmax's),
   // written here; the session's logits() are then left empty.
   TokenId* argmax = nullptr;
+  // Non-zero (and argmax null): only this many best candidates after the last token are wanted
+  // (Session::decode_candidates's), left in the session's candidate_ids() / candidate_logits().
+  std::uint32_t candidates = 0;
 };
+
+// How many candidates a step for this sampler reads instead of a row of logits
+// (Sampler::candidates_needed, where a pass can hand back that many); 0: the logits.
+std::uint32_t candidates_for(const Sampler& sampler, const Model& model);
 
 class Session {
  public:
@@ -122,6 +129,10 @@ class Session {
   // The logits after the last append(): n_vocab floats (n_vocab per token with all_logits); empty
   // after a step that read greedy ids only (decode_argmax, a greedy speculative round).
   const std::vector<float>& logits() const { return logits_; }
+  // After decode_candidates (or a step asking for them): the last token's best candidates, best
+  // first (ForwardOutput::candidate_ids / candidate_logits); empty after any other step.
+  std::span<const TokenId> candidate_ids() const { return candidate_ids_; }
+  std::span<const float> candidate_logits() const { return candidate_logits_; }
 
   // Empties the sequence (the KV store keeps its memory).
   Status reset();
@@ -133,6 +144,10 @@ class Session {
   // not n_vocab floats. What a sampler with plain_argmax() would draw from logits(); logits() is
   // empty afterwards.
   Expected<TokenId> decode_argmax(TokenId token);
+  // Commits one token and keeps the k best candidates after it (ids and logits, picked by the
+  // backend: on a GPU 8 bytes each come back, not n_vocab floats), what a sampler with
+  // candidates_needed() == k draws from; logits() is empty afterwards.
+  Status decode_candidates(TokenId token, std::uint32_t k);
   // Several sessions over one Model in ONE forward pass (every row through each matmul together,
   // each session's attention over its own KV store), using `ws` (at least as many rows as the
   // steps' tokens together). Each session commits its tokens and its logits() become those of its
@@ -178,6 +193,8 @@ class Session {
   Session() = default;
   // Whether n more tokens fit the KV store; the error names the capacity and where it is set.
   Status check_room(std::size_t n) const;
+  // Empties logits() and the candidates: a step fills in what it read.
+  void clear_outputs();
   // The recurrent state at the committed tokens again when a pass left it elsewhere.
   Status sync_state();
   // The recurrent state (and KV store) at n <= tokens().size() tokens: the latest checkpoint at or
@@ -198,7 +215,9 @@ class Session {
   std::string capacity_source_;
   std::vector<TokenId> tokens_;
   std::vector<float> logits_;
-  ForwardOutput argmax_out_;  // decode_argmax's pass output, reused
+  std::vector<TokenId> candidate_ids_;
+  std::vector<float> candidate_logits_;
+  ForwardOutput step_out_;  // decode_argmax's and decode_candidates's pass output, reused
   std::optional<Sampler> sampler_;
   std::optional<TextStream> text_;
   std::string tail_;

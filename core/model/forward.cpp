@@ -14,6 +14,14 @@ namespace graft {
 
 namespace {
 
+// Runs of consecutive rows (one head chunk's norm call each).
+std::size_t runs_of(std::span<const std::uint32_t> rows) {
+  std::size_t runs = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (i == 0 || rows[i] != rows[i - 1] + 1) ++runs;
+  return runs;
+}
+
 // What decides the launches of a pass (so a graph made for one pass can be updated for another
 // of the same key): rows per sequence and which are trees or carry a state, the logit rows as
 // runs of consecutive rows (one norm call each), the greedy rows likewise, the taps and where they
@@ -22,13 +30,9 @@ std::string graph_key(const ForwardBatch& b) {
   std::string key = fmt::format("{}:", b.tokens.size());
   for (const SequenceRows& s : b.sequences)
     key += fmt::format("{}{}{},", s.n_tokens, s.ancestor ? "t" : "", s.state ? "s" : "");
-  std::size_t runs = 0;
-  for (std::size_t i = 0; i < b.logit_rows.size(); ++i)
-    if (i == 0 || b.logit_rows[i] != b.logit_rows[i - 1] + 1) ++runs;
-  std::size_t argmax_runs = 0;
-  for (std::size_t i = 0; i < b.argmax_rows.size(); ++i)
-    if (i == 0 || b.argmax_rows[i] != b.argmax_rows[i - 1] + 1) ++argmax_runs;
-  key += fmt::format("|{}/{}|{}/{}|", b.logit_rows.size(), runs, b.argmax_rows.size(), argmax_runs);
+  const std::size_t runs = runs_of(b.logit_rows);
+  key += fmt::format("|{}/{}|{}/{}|{}/{}x{}|", b.logit_rows.size(), runs, b.argmax_rows.size(), runs_of(b.argmax_rows),
+                     b.candidate_rows.size(), runs_of(b.candidate_rows), b.candidates);
   for (std::int32_t t : b.hidden_layers) key += fmt::format("{},", t);
   return key + (b.hidden_normed_output ? "n" : "") + (b.hidden_on_host ? "h" : "") + (b.hidden_on_device ? "d" : "");
 }
@@ -126,19 +130,23 @@ Status Model::head(Workspace& ws, std::span<const std::uint32_t> rows, float* lo
   return Status::success();
 }
 
-Status Model::head_argmax(Workspace& ws, std::span<const std::uint32_t> rows, TokenId* ids,
-                          MemoryKind ids_memory) const {
+Status Model::head_top_k(Workspace& ws, std::span<const std::uint32_t> rows, std::uint32_t k, TokenId* ids,
+                         float* logits, MemoryKind out_memory) const {
   const std::int64_t V = params_.n_vocab;
   for (std::size_t r = 0; r < rows.size(); r += kLogitRows) {
     const auto chunk = static_cast<std::uint32_t>(std::min<std::size_t>(kLogitRows, rows.size() - r));
     GRAFT_TRY(head_chunk(ws, rows.subspan(r, chunk)));
-    // ids [1, chunk]: each row's largest logit, the lowest id among equal ones, where the logits are.
-    TensorView best = i32_view(ws.argmax, chunk, MemoryKind::device);
+    // ids [k, chunk]: each row's k best, where the logits are; only they travel.
+    TensorView best = i32_view(ws.top_ids, std::int64_t(k) * chunk, MemoryKind::device);
     best.n_dims = 2;
-    best.ne = {1, chunk, 1, 1};
-    best.nb = {sizeof(std::int32_t), sizeof(std::int32_t), sizeof(std::int32_t) * chunk, sizeof(std::int32_t) * chunk};
-    GRAFT_TRY(backend_->top_k(device_f32(ws.logits, V, chunk), 1, best, TensorView{}));
-    GRAFT_TRY(backend_->copy_async(ids + r, ids_memory, ws.argmax, MemoryKind::device, chunk * sizeof(std::int32_t)));
+    best.ne = {k, chunk, 1, 1};
+    best.nb[1] = sizeof(std::int32_t) * k;
+    const std::size_t n = std::size_t(k) * chunk;
+    GRAFT_TRY(backend_->top_k(device_f32(ws.logits, V, chunk), k, best,
+                              logits ? device_f32(ws.top_logits, k, chunk) : TensorView{}));
+    GRAFT_TRY(backend_->copy_async(ids + r * k, out_memory, ws.top_ids, MemoryKind::device, n * sizeof(std::int32_t)));
+    if (logits)
+      GRAFT_TRY(backend_->copy_async(logits + r * k, out_memory, ws.top_logits, MemoryKind::device, n * sizeof(float)));
   }
   return Status::success();
 }
@@ -190,6 +198,12 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
     if (r >= n) return Status(Errc::out_of_range, fmt::format("forward: logits asked for row {} of {}", r, n));
   for (std::uint32_t r : batch.argmax_rows)
     if (r >= n) return Status(Errc::out_of_range, fmt::format("forward: a greedy id asked for row {} of {}", r, n));
+  for (std::uint32_t r : batch.candidate_rows)
+    if (r >= n) return Status(Errc::out_of_range, fmt::format("forward: candidates asked for row {} of {}", r, n));
+  if (!batch.candidate_rows.empty() &&
+      (batch.candidates < 1 || batch.candidates > std::min(kMaxCandidates, p.n_vocab)))
+    return Status(Errc::invalid_argument, fmt::format("forward: {} candidates per row; 1 to {} are possible",
+                                                      batch.candidates, std::min(kMaxCandidates, p.n_vocab)));
   for (std::int32_t id : batch.hidden_layers)
     if (id < 0 || static_cast<std::uint32_t>(id) > n_layers)
       return Status(Errc::out_of_range,
@@ -226,16 +240,24 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   }
   out.logits.resize(batch.logit_rows.size() * std::size_t(p.n_vocab));
   out.argmax.resize(batch.argmax_rows.size());
+  const std::size_t n_candidates = batch.candidate_rows.size() * std::size_t(batch.candidates);
+  out.candidate_ids.resize(n_candidates);
+  out.candidate_logits.resize(n_candidates);
   // With a graph, the outputs go to the workspace's pinned buffer (logits, then taps) and from
   // there to `out` after the pass; without one, straight to `out`.
   const bool graph = graphs_ && ws.graph_outputs && n <= Workspace::kGraphMaxRows &&
                      batch.logit_rows.size() <= Workspace::kGraphLogitRows &&
                      batch.argmax_rows.size() <= Workspace::kGraphLogitRows &&
+                     batch.candidate_rows.size() <= Workspace::kGraphLogitRows &&
                      out.hidden.size() <= std::size_t(Workspace::kGraphTapRows) * p.n_embd;
   float* const logits_dst = graph ? static_cast<float*>(ws.graph_outputs->data()) : out.logits.data();
   float* const hidden_dst = graph ? logits_dst + std::size_t(Workspace::kGraphLogitRows) * p.n_vocab : out.hidden.data();
   TokenId* const argmax_dst =
       graph ? reinterpret_cast<TokenId*>(hidden_dst + std::size_t(Workspace::kGraphTapRows) * p.n_embd) : out.argmax.data();
+  TokenId* const candidate_ids_dst = graph ? argmax_dst + Workspace::kGraphLogitRows : out.candidate_ids.data();
+  float* const candidate_logits_dst =
+      graph ? reinterpret_cast<float*>(candidate_ids_dst + std::size_t(Workspace::kGraphLogitRows) * kMaxCandidates)
+            : out.candidate_logits.data();
   const MemoryKind out_memory = graph ? MemoryKind::pinned_host : MemoryKind::host;
   // Copies x (the input of layer `id`, or the output when id == n_layers) to every tap asking for it.
   auto tap = [&](std::uint32_t id) -> Status {
@@ -346,9 +368,11 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
       st = copy_rows_out(ws.h, n, hidden_dst + batch.hidden_layers.size() * block, out_memory);
     if (st.ok() && hidden_dev) st = copy_rows_out(ws.h, n, hidden_dev + batch.hidden_layers.size() * block, MemoryKind::device);
   }
-  // logits of the chosen rows only, and the greedy ids of others.
+  // logits of the chosen rows only, the greedy ids of others, the best candidates of others.
   if (st.ok()) st = head(ws, batch.logit_rows, logits_dst, out_memory);
-  if (st.ok()) st = head_argmax(ws, batch.argmax_rows, argmax_dst, out_memory);
+  if (st.ok()) st = head_top_k(ws, batch.argmax_rows, 1, argmax_dst, nullptr, out_memory);
+  if (st.ok())
+    st = head_top_k(ws, batch.candidate_rows, batch.candidates, candidate_ids_dst, candidate_logits_dst, out_memory);
   if (capturing) {
     // One graph per shape of pass: the same launches as the last pass of this shape, with other
     // pointers and sizes, update it in place. A failed capture is dropped, never launched.
@@ -366,6 +390,8 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
     std::copy_n(logits_dst, out.logits.size(), out.logits.data());
     std::copy_n(hidden_dst, out.hidden.size(), out.hidden.data());
     std::copy_n(argmax_dst, out.argmax.size(), out.argmax.data());
+    std::copy_n(candidate_ids_dst, n_candidates, out.candidate_ids.data());
+    std::copy_n(candidate_logits_dst, n_candidates, out.candidate_logits.data());
   }
   return st.ok() ? done : st;
 }

@@ -16,6 +16,10 @@ namespace graft {
 using TokenId = std::int32_t;
 class RecurrentState;
 
+// The most candidates a pass hands back per row (ForwardBatch::candidates): top_k settings up to
+// this read candidates; a larger one reads the row's logits.
+inline constexpr std::uint32_t kMaxCandidates = 256;
+
 // One sequence's rows in a batch. Its rows follow the previous sequence's; they are written into
 // its own KV store after its n_past committed slots and attend only to that store.
 struct SequenceRows {
@@ -50,6 +54,14 @@ struct ForwardBatch {
   // logits are (the backend's top_k, k = 1). ForwardOutput::argmax holds one id per entry, in this
   // order: on a GPU a verify pass hands back 4 bytes per row instead of n_vocab floats.
   std::span<const std::uint32_t> argmax_rows;
+  // Rows whose `candidates` best entries alone are wanted (1..kMaxCandidates, at most n_vocab):
+  // ids and logits, best first (the higher logit, the lower id among equal ones, NaN last), picked
+  // by the backend's top_k where the logits are. A sampler whose chain keeps at most its top_k
+  // tokens (Sampler::candidates_needed) draws from these exactly as from the whole row: on a GPU
+  // a sampled verify row hands back 8 bytes per candidate instead of n_vocab floats.
+  // ForwardOutput::candidate_ids / candidate_logits hold `candidates` entries per row, in order.
+  std::span<const std::uint32_t> candidate_rows;
+  std::uint32_t candidates = 0;
   // Hidden-state taps by llama.cpp's id convention: id L is the input of layer L (0 = the token
   // embeddings), id n_layer the final output before output_norm. ForwardOutput::hidden holds one
   // [rows][n_embd] block per id, in this order, every row of the batch (token-major).
@@ -66,6 +78,8 @@ struct ForwardBatch {
 struct ForwardOutput {
   std::vector<float> logits;     // logit_rows.size() x n_vocab
   std::vector<TokenId> argmax;   // argmax_rows.size()
+  std::vector<TokenId> candidate_ids;   // candidate_rows.size() x candidates, each row best first
+  std::vector<float> candidate_logits;  // their logits, laid out the same
   std::vector<float> hidden;  // (hidden_layers.size() + hidden_normed_output) x rows x n_embd
   // The taps in backend memory (ForwardBatch::hidden_on_device), laid out as `hidden`; allocated
   // by the pass that first needs it (or more of it) and kept for the next ones.

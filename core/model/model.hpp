@@ -113,10 +113,12 @@ class Model {
   // logits [rows.size(), n_vocab] (host memory) = lm_head(output_norm(ws.x[row])) for the chosen rows.
   // Overwrites ws.h. Enqueued: the logits are there after the backend's next synchronize().
   Status head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits, MemoryKind logits_memory) const;
-  // ids [rows.size()] (host memory) = the greedy choice of each chosen row's logits (the largest,
-  // the lowest id among equal ones), computed on the backend: only the ids travel. Overwrites ws.h
-  // and ws.logits. Enqueued like head().
-  Status head_argmax(Workspace& ws, std::span<const std::uint32_t> rows, TokenId* ids, MemoryKind ids_memory) const;
+  // ids and logits [rows.size(), k] (host or pinned memory; logits may be null) = the k best
+  // entries of each chosen row's logits, best first (the larger, the lower id among equal ones, NaN
+  // last), picked on the backend: only they travel (k = 1: the greedy choice). Overwrites ws.h and
+  // ws.logits. Enqueued like head().
+  Status head_top_k(Workspace& ws, std::span<const std::uint32_t> rows, std::uint32_t k, TokenId* ids, float* logits,
+                    MemoryKind out_memory) const;
 
  private:
   Model() = default;

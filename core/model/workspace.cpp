@@ -33,8 +33,9 @@ std::uint64_t Workspace::lay_out(const ModelParams& p, const WorkspaceNeeds& nee
   take(gate_up, needs.gate_up_stacked ? B * 2 * p.n_ff : 0);
   take(logits, std::uint64_t(needs.logit_rows) * p.n_vocab);
   float* ids = nullptr;  // i32, as many as floats
-  take(ids, needs.logit_rows);
-  argmax = reinterpret_cast<std::int32_t*>(ids);
+  take(ids, std::uint64_t(needs.logit_rows) * kMaxCandidates);
+  top_ids = reinterpret_cast<std::int32_t*>(ids);
+  take(top_logits, std::uint64_t(needs.logit_rows) * kMaxCandidates);
   return used;
 }
 
@@ -60,8 +61,9 @@ Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const M
   ws->inputs = std::move(*inputs);
   ws->bytes_ += ws->inputs->capacity();
   if (backend.graphs_supported()) {
+    // Logits, taps, greedy ids, candidates' ids and logits (i32 ids: as many as floats).
     const std::uint64_t out_floats = std::uint64_t(kGraphLogitRows) * p.n_vocab + std::uint64_t(kGraphTapRows) * p.n_embd +
-                                    kGraphLogitRows;  // the ids: i32, as many as floats
+                                    kGraphLogitRows * (1 + 2 * std::uint64_t(kMaxCandidates));
     auto outputs = backend.allocate(out_floats * sizeof(float), MemoryKind::pinned_host);
     if (!outputs) return std::move(outputs).status();
     ws->graph_outputs = std::move(*outputs);

@@ -12,6 +12,7 @@
 
 #include "graft/backend.hpp"
 #include "graft/status.hpp"
+#include "model/forward_batch.hpp"
 #include "model/model_params.hpp"
 #include "model/pass_inputs.hpp"
 
@@ -42,7 +43,10 @@ class Workspace {
   // either way. logits holds one lm_head chunk.
   float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr, *gate = nullptr,
         *up = nullptr, *qkv = nullptr, *gate_up = nullptr, *logits = nullptr;
-  std::int32_t* argmax = nullptr;  // the chunk's greedy ids (i32 [logit rows]): ForwardBatch::argmax_rows
+  // The chunk's best entries (ForwardBatch::argmax_rows: k = 1, candidate_rows: k = candidates):
+  // ids i32 [k, logit rows] and their logits f32 [k, logit rows], packed, k <= kMaxCandidates.
+  std::int32_t* top_ids = nullptr;
+  float* top_logits = nullptr;
   float* q_gate = nullptr;  // gated attention's query projection output, [row][head][query | gate]
   // Delta-net layers: the raw conv input x and its output y [C, rows] (q | k | v per row), the
   // output gate z and the delta rule's output o [Hv * Dv, rows], the gates g and b [Hv, rows].
@@ -57,8 +61,9 @@ class Workspace {
   // On a backend with graphs: a pass is captured and launched as one graph, its logits and taps
   // copied to this pinned buffer (a graph may copy only to device or pinned memory), then to the
   // caller after the pass's synchronize. Null elsewhere (the CPU). Sized for kGraphLogitRows rows
-  // of logits, kGraphTapRows rows of taps and kGraphLogitRows greedy ids, in this order; a pass
-  // asking for more, or of more than
+  // of logits, kGraphTapRows rows of taps, kGraphLogitRows greedy ids and kGraphLogitRows rows of
+  // kMaxCandidates candidates (ids, then logits), in this order; a pass asking for more, or of
+  // more than
   // kGraphMaxRows rows (a long prompt's pieces: few passes, each long enough to hide its launches),
   // runs without a graph.
   static constexpr std::uint32_t kGraphLogitRows = 16, kGraphTapRows = 64, kGraphMaxRows = 64;

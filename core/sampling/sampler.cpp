@@ -202,11 +202,6 @@ bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> 
   // set is "every candidate at least as good as the worst one kept". c holds the kept set in any
   // order; `filtered` says some filter removed something.
   bool filtered = false;
-  auto max_logit = [&] {
-    float m = kNegInf;
-    for (const auto& x : c) m = std::max(m, x.logit);
-    return m;
-  };
 
   // 3. top_k: a partial selection, never a sort of the vocabulary.
   if (settings_.top_k > 0 && static_cast<std::size_t>(settings_.top_k) < work.size()) {
@@ -216,6 +211,17 @@ bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> 
     c.resize(work.size());
     for (TokenId i = 0; i < n; ++i) c[static_cast<std::size_t>(i)] = {i, work[static_cast<std::size_t>(i)]};
   }
+
+  return finish_chain(c, filtered, work, p);
+}
+
+bool Sampler::finish_chain(std::vector<Candidate>& c, bool filtered, std::span<const float> work,
+                           std::vector<float>& p) const {
+  auto max_logit = [&] {
+    float m = kNegInf;
+    for (const auto& x : c) m = std::max(m, x.logit);
+    return m;
+  };
 
   // 4. top_p: the shortest best-first prefix whose softmax mass (no temperature yet) reaches
   //    top_p of the total; the token that crosses the line is kept.
@@ -237,10 +243,12 @@ bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> 
     }
   }
 
-  // 6. Back to increasing id order (the draw order): a sort when few are kept, else one pass
-  //    over the vocabulary with the worst kept candidate as the cut.
+  // 6. Back to increasing id order (the draw order): a sort when few are kept (or the row is not
+  //    at hand), else one pass over the vocabulary with the worst kept candidate as the cut. Both
+  //    give the same list: the kept set is every candidate at least as good as the cut.
   if (filtered) {
-    if (c.size() * 16 < work.size()) {
+    const auto n = static_cast<TokenId>(work.size());
+    if (c.size() * 16 < work.size() || work.empty()) {
       std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
     } else {
       const Candidate cut = *std::max_element(c.begin(), c.end(), better);  // the worst kept
@@ -265,6 +273,51 @@ bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> 
   for (std::size_t i = 0; i < c.size(); ++i) total += p[i] = std::exp((c[i].logit - m) * inv_t);
   for (auto& x : p) x = static_cast<float>(x / total);
   return true;
+}
+
+std::uint32_t Sampler::candidates_needed(std::uint32_t n_vocab) const {
+  const bool penalties = (settings_.repeat_penalty != 1.0 || settings_.presence_penalty != 0.0) &&
+                         settings_.repeat_last_n != 0;
+  if (greedy() || penalties || !settings_.logit_bias.empty() || settings_.top_k <= 0 ||
+      settings_.top_k >= static_cast<std::int64_t>(n_vocab))
+    return 0;
+  return static_cast<std::uint32_t>(settings_.top_k);
+}
+
+void Sampler::read_candidates(std::span<const TokenId> ids, std::span<const float> logits, std::vector<Candidate>& c) {
+  c.resize(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    float x = logits[i];
+    if (std::isnan(x)) x = kNegInf;
+    if (x == std::numeric_limits<float>::infinity()) x = std::numeric_limits<float>::max();
+    c[i] = {ids[i], x};
+  }
+}
+
+TokenId Sampler::sample_candidates(std::span<const TokenId> ids, std::span<const float> logits) {
+  if (ids.empty() || ids.size() != logits.size()) return -1;
+  read_candidates(ids, logits, scratch_);
+  // Step 3 (top_k) was the backend's; the row itself is not at hand.
+  finish_chain(scratch_, true, {}, probs_);
+  const std::size_t i = draw_index(probs_, uniform_from_bits(rng_()));
+  last_probability_ = probs_[i];
+  return scratch_[i].id;
+}
+
+SparseDistribution Sampler::candidate_distribution(std::span<const TokenId> ids, std::span<const float> logits) const {
+  SparseDistribution d;
+  if (ids.empty() || ids.size() != logits.size()) return d;
+  std::vector<Candidate> c;
+  read_candidates(ids, logits, c);
+  finish_chain(c, true, {}, d.p);
+  d.ids.resize(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) d.ids[i] = c[i].id;
+  return d;
+}
+
+float SparseDistribution::at(TokenId id) const {
+  const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+  return it != ids.end() && *it == id ? p[static_cast<std::size_t>(it - ids.begin())] : 0.0f;
 }
 
 TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> history) {

@@ -30,6 +30,14 @@ inline double uniform_from_bits(std::uint64_t bits) { return static_cast<double>
 // llama.cpp. Ids outside the logits are ignored.
 void apply_penalties(std::span<float> logits, std::span<const TokenId> history, const SamplingSettings& settings);
 
+// A distribution over a few tokens: ids in increasing order, each with its probability (every
+// other token has none). What the chain draws from when it reads a row's best candidates only.
+struct SparseDistribution {
+  std::vector<TokenId> ids;
+  std::vector<float> p;
+  float at(TokenId id) const;  // 0 for an id not listed
+};
+
 class Sampler {
  public:
   // settings.seed == -1 takes a seed from std::random_device; seed() reports it so a run can be
@@ -48,6 +56,19 @@ class Sampler {
     return greedy() && settings_.logit_bias.empty() &&
            ((settings_.repeat_penalty == 1.0 && settings_.presence_penalty == 0.0) || settings_.repeat_last_n == 0);
   }
+
+  // How many of a row's best logits the chain reads, when that is all it reads: top_k, where the
+  // chain keeps at most top_k tokens and adds nothing to the logits before choosing them
+  // (temperature > 0, 0 < top_k < n_vocab, no logit bias, no penalties); 0 where it needs the whole
+  // row. The caller has the backend pick that many (ForwardBatch::candidate_rows) and calls
+  // sample_candidates / candidate_distribution: the same token, probability and randomness as
+  // sample / distribution over the row (tested), unless more than top_k of the row's logits are
+  // +inf or the largest float (the chain reads +inf as the largest float, top_k puts it first).
+  std::uint32_t candidates_needed(std::uint32_t n_vocab) const;
+  // ids, logits: a row's top_k best entries (ForwardOutput::candidate_ids / candidate_logits, any
+  // order, distinct ids; NaN and infinities as the row had them). One engine output per call.
+  TokenId sample_candidates(std::span<const TokenId> ids, std::span<const float> logits);
+  SparseDistribution candidate_distribution(std::span<const TokenId> ids, std::span<const float> logits) const;
 
   // Picks the next token. logits: one per vocabulary entry (non-empty); history: the tokens of
   // the context so far, newest last (ids outside the vocabulary are ignored). Greedy sampling
@@ -79,6 +100,12 @@ class Sampler {
   // order in `c` and their probabilities in `p`. Returns false for greedy (c holds the choice).
   bool run_chain(std::span<const float> logits, std::span<const TokenId> history, std::vector<Candidate>& c,
                  std::vector<float>& p, std::vector<float>& work) const;
+  // The chain from top_p on (c: the candidates so far, in any order; filtered: an earlier step
+  // dropped some; work: the whole row as the steps so far left it, or empty when c is all the
+  // caller has). Returns as run_chain.
+  bool finish_chain(std::vector<Candidate>& c, bool filtered, std::span<const float> work, std::vector<float>& p) const;
+  // c = the candidates (ids, logits) as the chain reads them: NaN as -inf, +inf as the largest float.
+  static void read_candidates(std::span<const TokenId> ids, std::span<const float> logits, std::vector<Candidate>& c);
 
   SamplingSettings settings_;
   std::uint64_t seed_ = 0;

@@ -274,7 +274,8 @@ void GenerationQueue::step() {
   const std::uint32_t budget = pipeline_.max_batch();
   std::vector<SessionStep> steps;
   std::vector<Slot*> stepped;
-  // Greedy slots with nothing added to the logits read the backend's id, not a row of logits.
+  // Greedy slots with nothing added to the logits read the backend's id, and top_k chains its best
+  // candidates, not a row of logits.
   std::vector<TokenId> greedy(slots_.size());
   std::uint32_t rows = 0;
   const std::uint32_t threshold = shift_threshold();
@@ -289,8 +290,10 @@ void GenerationQueue::step() {
       }
     }
     if (!slot.refill.empty()) continue;
+    const bool argmax = slot.sampler->plain_argmax();
     steps.push_back(SessionStep{slot.session.get(), std::span<const TokenId>(&slot.pending, 1),
-                                slot.sampler->plain_argmax() ? &greedy[index_of(slot)] : nullptr});
+                                argmax ? &greedy[index_of(slot)] : nullptr,
+                                argmax ? 0 : candidates_for(*slot.sampler, slot.session->model())});
     stepped.push_back(&slot);
     ++rows;
   }
@@ -333,8 +336,14 @@ void GenerationQueue::step() {
       finish(slot, Status::success());
       continue;
     }
-    const TokenId next = steps[i].argmax ? *steps[i].argmax
-                                         : slot.sampler->sample(slot.session->logits(), slot.session->tokens());
+    const Session& s = *slot.session;
+    TokenId next;
+    if (steps[i].argmax)
+      next = *steps[i].argmax;
+    else if (steps[i].candidates)
+      next = slot.sampler->sample_candidates(s.candidate_ids(), s.candidate_logits());
+    else
+      next = slot.sampler->sample(s.logits(), s.tokens());
     take(slot, thought(slot, next));
   }
 }

@@ -149,7 +149,11 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
   std::vector<TokenId> tokens;
   std::vector<std::int32_t> positions;
   std::vector<SequenceRows> rows;
-  std::vector<std::uint32_t> logit_rows, argmax_rows;
+  std::vector<std::uint32_t> logit_rows, argmax_rows, candidate_rows;
+  std::uint32_t k = 0;
+  for (const PlannedSequence& q : seqs)
+    if (q.decoder->has_plan() && !q.decoder->planned().candidate_rows.empty())
+      k = std::max(k, q.decoder->planned().candidates);
   std::vector<Session*> sessions;
   parts.assign(seqs.size(), PassPart{});
   for (std::size_t i = 0; i < seqs.size(); ++i) {
@@ -166,10 +170,13 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
     parts[i].row0 = row0;
     parts[i].logit0 = static_cast<std::uint32_t>(logit_rows.size());
     parts[i].argmax0 = static_cast<std::uint32_t>(argmax_rows.size());
+    parts[i].candidate0 = static_cast<std::uint32_t>(candidate_rows.size());
+    parts[i].candidate_stride = k;
     tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
     positions.insert(positions.end(), p.positions.begin(), p.positions.end());
     for (std::uint32_t r : p.logit_rows) logit_rows.push_back(row0 + r);
     for (std::uint32_t r : p.argmax_rows) argmax_rows.push_back(row0 + r);
+    for (std::uint32_t r : p.candidate_rows) candidate_rows.push_back(row0 + r);
     Session& s = *seqs[i].session;
     rows.push_back(SequenceRows{&s.kv(), static_cast<std::uint32_t>(p.tokens.size()),
                                 static_cast<std::uint32_t>(s.tokens().size()), p.ancestor});
@@ -181,6 +188,8 @@ Status run_planned(Workspace& ws, std::span<const PlannedSequence> seqs, Forward
   batch.sequences = rows;
   batch.logit_rows = logit_rows;
   batch.argmax_rows = argmax_rows;
+  batch.candidate_rows = candidate_rows;
+  batch.candidates = k;
   batch.hidden_layers = seqs[0].decoder->taps();
   batch.hidden_normed_output = seqs[0].decoder->normed();
   batch.hidden_on_host = seqs[0].decoder->hidden_on_host();
@@ -283,8 +292,10 @@ Status SpeculativeDecoder::plan_prefill(Session& s, std::uint32_t max_rows) {
   positions_.resize(n);
   std::iota(positions_.begin(), positions_.end(), static_cast<std::int32_t>(plan_n_past_));
   plan_logit_row_ = n - 1;
-  planned_ = PlannedRows{std::span<const TokenId>(prompt_).subspan(prefill_at_, n), positions_, nullptr,
-                         std::span(&plan_logit_row_, 1), {}};
+  planned_ = PlannedRows{};
+  planned_.tokens = std::span<const TokenId>(prompt_).subspan(prefill_at_, n);
+  planned_.positions = positions_;
+  planned_.logit_rows = std::span(&plan_logit_row_, 1);
   planned_kind_ = Planned::prefill;
   return Status::success();
 }
@@ -439,12 +450,23 @@ Status SpeculativeDecoder::plan_step(Session& s, Sampler& sampler, TokenId pendi
   if (!tree_.empty()) tree_.ancestor_mask(mask_);
   all_rows_.resize(n_rows);
   std::iota(all_rows_.begin(), all_rows_.end(), 0u);
-  // Greedy with nothing added to the logits needs each row's argmax alone: the backend computes it
-  // and hands back one id per row (on a GPU, not n_rows x n_vocab floats).
-  argmax_walk_ = sampler.plain_argmax();
-  planned_ = PlannedRows{verify_tokens_, positions_, tree_.empty() ? nullptr : mask_.data(),
-                         argmax_walk_ ? std::span<const std::uint32_t>() : all_rows_,
-                         argmax_walk_ ? all_rows_ : std::span<const std::uint32_t>()};
+  // Greedy with nothing added to the logits needs each row's argmax alone, and a chain that keeps
+  // at most its top_k tokens those candidates alone: the backend picks them and hands back one id,
+  // or k ids and logits, per row (on a GPU, not n_rows x n_vocab floats).
+  walk_k_ = candidates_for(sampler, s.model());
+  walk_ = sampler.plain_argmax() ? Walk::argmax : walk_k_ ? Walk::candidates : Walk::logits;
+  planned_ = PlannedRows{};
+  planned_.tokens = verify_tokens_;
+  planned_.positions = positions_;
+  planned_.ancestor = tree_.empty() ? nullptr : mask_.data();
+  if (walk_ == Walk::argmax) {
+    planned_.argmax_rows = all_rows_;
+  } else if (walk_ == Walk::candidates) {
+    planned_.candidate_rows = all_rows_;
+    planned_.candidates = walk_k_;
+  } else {
+    planned_.logit_rows = all_rows_;
+  }
   plan_n_past_ = n_past;
   plan_pending_ = pending;
   planned_kind_ = Planned::step;
@@ -459,23 +481,45 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
   const std::uint32_t n_past = plan_n_past_;
   const TokenId pending = plan_pending_;
   const auto n_rows = static_cast<std::uint32_t>(verify_tokens_.size());
-  if (part.out->logits.size() < (std::size_t(part.logit0) + (argmax_walk_ ? 0 : n_rows)) * n_vocab ||
-      part.out->argmax.size() < std::size_t(part.argmax0) + (argmax_walk_ ? n_rows : 0))
+  const ForwardOutput& o = *part.out;
+  bool short_of_rows = false;
+  switch (walk_) {
+    case Walk::logits:
+      short_of_rows = o.logits.size() < (std::size_t(part.logit0) + n_rows) * n_vocab;
+      break;
+    case Walk::argmax:
+      short_of_rows = o.argmax.size() < std::size_t(part.argmax0) + n_rows;
+      break;
+    case Walk::candidates:
+      short_of_rows = part.candidate_stride < walk_k_ ||
+                      o.candidate_ids.size() < (std::size_t(part.candidate0) + n_rows) * part.candidate_stride;
+      break;
+  }
+  if (short_of_rows)
     return Status(Errc::internal, "speculative step: the pass has fewer output rows than the round planned");
   const std::span<const float> logits =
-      argmax_walk_ ? std::span<const float>()
-                   : std::span<const float>(part.out->logits)
-                         .subspan(std::size_t(part.logit0) * n_vocab, std::size_t(n_rows) * n_vocab);
+      walk_ != Walk::logits
+          ? std::span<const float>()
+          : std::span<const float>(o.logits).subspan(std::size_t(part.logit0) * n_vocab, std::size_t(n_rows) * n_vocab);
   const double verify_seconds = part.seconds;
   stats_.verify_seconds += verify_seconds;
   policy_.verified(n_rows, verify_seconds);
 
-  // 3. Accept: the walk draws the target's tokens as plain decoding would (greedy: reads the ids).
+  // 3. Accept: the walk draws the target's tokens as plain decoding would (greedy: reads the ids;
+  // a top_k chain: reads the candidates).
   auto t0 = Clock::now();
-  const WalkResult walk =
-      argmax_walk_
-          ? walk_tree_argmax(tree_, std::span<const TokenId>(part.out->argmax).subspan(part.argmax0, n_rows), context_)
-          : walk_tree(tree_, logits, n_vocab, sampler, context_);
+  WalkResult walk;
+  if (walk_ == Walk::argmax) {
+    walk = walk_tree_argmax(tree_, std::span<const TokenId>(o.argmax).subspan(part.argmax0, n_rows), context_);
+  } else if (walk_ == Walk::candidates) {
+    const std::size_t first = std::size_t(part.candidate0) * part.candidate_stride,
+                      count = std::size_t(n_rows) * part.candidate_stride;
+    walk = walk_tree_candidates(tree_, std::span<const TokenId>(o.candidate_ids).subspan(first, count),
+                                std::span<const float>(o.candidate_logits).subspan(first, count), part.candidate_stride,
+                                walk_k_, sampler, context_);
+  } else {
+    walk = walk_tree(tree_, logits, n_vocab, sampler, context_);
+  }
   const double walk_seconds = since(t0);
   stats_.accept_seconds += walk_seconds;
 
@@ -487,9 +531,9 @@ Status SpeculativeDecoder::finish_step(Session& s, Sampler& sampler, const PassP
     kept.push_back(static_cast<std::uint32_t>(node) + 1);
     committed.push_back(tree_.token(static_cast<std::size_t>(node)));
   }
-  // The session's logits: the last kept row's (none after a greedy walk, which read ids only).
+  // The session's logits: the last kept row's (none after a walk that read ids or candidates only).
   const auto last_row =
-      argmax_walk_ ? std::span<const float>() : logits.subspan(std::size_t(kept.back()) * n_vocab, n_vocab);
+      walk_ != Walk::logits ? std::span<const float>() : logits.subspan(std::size_t(kept.back()) * n_vocab, n_vocab);
   GRAFT_TRY(s.commit_rows(committed, kept, last_row));
   // context_ now holds the committed tokens and the path: add the target's token as the pending one.
   context_.push_back(walk.next);

@@ -44,6 +44,8 @@ struct PlannedRows {
   const std::uint8_t* ancestor = nullptr;     // the token tree's mask; null: causal
   std::span<const std::uint32_t> logit_rows;  // its rows (from 0) whose logits it reads
   std::span<const std::uint32_t> argmax_rows;  // its rows whose greedy ids alone it reads
+  std::span<const std::uint32_t> candidate_rows;  // its rows whose best candidates alone it reads
+  std::uint32_t candidates = 0;                   // how many per row
 };
 
 // Where a sequence's rows landed in a pass run_planned() ran.
@@ -53,6 +55,8 @@ struct PassPart {
   std::uint32_t row0 = 0;        // its first row
   std::uint32_t logit0 = 0;      // its first logit row in out->logits
   std::uint32_t argmax0 = 0;     // its first greedy id in out->argmax
+  std::uint32_t candidate0 = 0;  // its first candidate row in out->candidate_ids / candidate_logits
+  std::uint32_t candidate_stride = 0;  // candidates per row in the pass (the most any sequence asked for)
   double seconds = 0;            // the pass's time, its share of the rows (for the cost model)
 };
 
@@ -190,7 +194,10 @@ class SpeculativeDecoder final : public TokenDecoder {
   std::vector<std::int32_t> positions_;
   std::vector<std::uint8_t> mask_;
   std::vector<std::uint32_t> all_rows_;
-  bool argmax_walk_ = false;  // the planned round reads greedy ids, not logits (Sampler::plain_argmax)
+  // What the planned round's walk reads: every row's logits, its greedy id (Sampler::plain_argmax)
+  // or its best walk_k_ candidates (Sampler::candidates_needed).
+  enum class Walk { logits, argmax, candidates } walk_ = Walk::logits;
+  std::uint32_t walk_k_ = 0;
   std::vector<float> hidden_buf_;
   ForwardOutput out_;
   std::vector<PassPart> parts_;

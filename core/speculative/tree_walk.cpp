@@ -64,6 +64,49 @@ WalkResult walk_tree(const TokenTree& tree, std::span<const float> logits, std::
   }
 }
 
+WalkResult walk_tree_candidates(const TokenTree& tree, std::span<const TokenId> ids, std::span<const float> logits,
+                                std::uint32_t stride, std::uint32_t k, Sampler& sampler,
+                                std::vector<TokenId>& history) {
+  WalkResult r;
+  std::vector<float> residual;
+  for (std::int32_t node = -1;;) {
+    const auto at = static_cast<std::size_t>(node + 1) * stride;
+    const auto row_ids = ids.subspan(at, k);
+    const auto row_logits = logits.subspan(at, k);
+    const auto kids = tree.children(node);
+    std::int32_t drawn = -1;
+    if (!sampler.greedy())
+      for (std::int32_t c : kids)
+        if (tree.distribution(static_cast<std::size_t>(c))) drawn = c;
+    TokenId y;
+    if (drawn >= 0) {
+      // As walk_tree, with p held as its non-zero entries (increasing ids, like the dense walk's
+      // order, so the sums and the draw are the same).
+      const auto d = static_cast<std::size_t>(drawn);
+      const float* q = tree.distribution(d);
+      const SparseDistribution p = sampler.candidate_distribution(row_ids, row_logits);
+      const TokenId x = tree.token(d);
+      if (sampler.next_uniform() * q[x] < p.at(x)) {
+        r.path.push_back(drawn);
+        history.push_back(x);
+        node = drawn;
+        continue;
+      }
+      // The residual max(0, p - q) is zero wherever p is.
+      residual.resize(p.ids.size());
+      double mass = 0;
+      for (std::size_t i = 0; i < p.ids.size(); ++i)
+        mass += residual[i] = std::max(0.0f, p.p[i] - q[p.ids[i]]);
+      const TokenId i = draw_token(mass > 0 ? std::span<const float>(residual) : std::span<const float>(p.p),
+                                   sampler.next_bits());
+      y = p.ids[static_cast<std::size_t>(i)];
+    } else {
+      y = sampler.sample_candidates(row_ids, row_logits);
+    }
+    if (!descend(tree, node, y, drawn, r, history)) return r;
+  }
+}
+
 WalkResult walk_tree_argmax(const TokenTree& tree, std::span<const TokenId> ids, std::vector<TokenId>& history) {
   WalkResult r;
   std::int32_t node = -1;

@@ -31,4 +31,13 @@ WalkResult walk_tree(const TokenTree& tree, std::span<const float> logits, std::
 // walk_tree with such a sampler over the logits the ids came from.
 WalkResult walk_tree_argmax(const TokenTree& tree, std::span<const TokenId> ids, std::vector<TokenId>& history);
 
+// The same walk for a sampler with candidates_needed() == k: each row's k best (ids and logits,
+// best first: ForwardOutput::candidate_ids / candidate_logits, (tree.size() + 1) x stride, a row's
+// first k used) are all it reads. Equal to walk_tree with that sampler over the logits they came
+// from, randomness included (the target gives no token outside a row's candidates any
+// probability, so rejection and the residual need no other).
+WalkResult walk_tree_candidates(const TokenTree& tree, std::span<const TokenId> ids, std::span<const float> logits,
+                                std::uint32_t stride, std::uint32_t k, Sampler& sampler,
+                                std::vector<TokenId>& history);
+
 }  // namespace graft

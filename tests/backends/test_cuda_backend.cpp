@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "cuda_fixture.hpp"
+#include "top_k_key.hpp"
 
 using namespace cuda_test;
 
@@ -31,6 +32,27 @@ TEST(CudaBackend, LoadsAndSaysWhetherItHasADevice) {
   EXPECT_EQ(buf.status().message(), "cuda backend: allocate: " + st.message());
   std::vector<float> x(8), w(8);
   EXPECT_EQ(cuda->rms_norm(view(x, 8), view(w, 8), 1e-6f, view(x, 8)).message(), "cuda backend: rms_norm: " + st.message());
+}
+
+// The radix select's key orders as top_k does: a larger key first, equal keys exactly for equal
+// entries (-0 and +0, any two NaNs), NaN below every number.
+TEST(CudaBackend, TheTopKKeyOrdersAsTopK) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float denorm = std::numeric_limits<float>::denorm_min(), big = std::numeric_limits<float>::max();
+  const std::vector<float> v{nan,  -nan,  -inf,   -big, -1.5f, -1.0f, -denorm, -0.0f,
+                             0.0f, denorm, 1e-30f, 1.0f, 2.0f,  big,   inf};
+  for (float a : v)
+    for (float b : v) {
+      const std::uint32_t ka = graft::cuda::top_k_key(a), kb = graft::cuda::top_k_key(b);
+      const bool na = std::isnan(a), nb = std::isnan(b);
+      const bool a_first = na != nb ? nb : !na && a > b;  // top_k's order between different values
+      const bool equal = na == nb && (na || a == b);
+      EXPECT_EQ(ka == kb, equal) << a << " " << b;
+      if (!equal) {
+        EXPECT_EQ(ka > kb, a_first) << a << " " << b;
+      }
+    }
+  EXPECT_EQ(graft::cuda::top_k_key(nan), 0u);
 }
 
 // ---- with a GPU: the ops against the CPU's ----
@@ -82,22 +104,37 @@ TEST_F(OnGpu, RopeMatchesTheCpu) {
   }
 }
 
-TEST_F(OnGpu, TopKGivesTheCpuIds) {
-  const std::int64_t n = 151936, rows = 3;
+// Rows that test both top_k kernels (k passes up to k = 4, the radix select above): random, ties
+// across every cut (coarse values), mostly NaN, infinities and signed zeros, all NaN.
+TEST_F(OnGpu, TopKGivesTheCpuIdsAndValues) {
+  const std::int64_t n = 151936, rows = 6;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   auto x = random_floats(n * rows, -20, 20, 5);
   x[11] = x[n - 1] = 30.0f;  // a tie: the lower index first
-  for (std::uint32_t k : {1u, 40u}) {
+  for (std::int64_t i = n; i < 2 * n; ++i) x[i] = std::round(x[i] / 8);  // five values, ~30K entries each
+  for (std::int64_t i = 2 * n; i < 3 * n; ++i) x[i] = i % 1000 == 7 ? x[i] : nan;  // 152 numbers
+  for (std::int64_t i = 3 * n; i < 4 * n; i += 101) x[i] = (i / 101) % 2 ? inf : -inf;
+  for (std::int64_t i = 3 * n + 5; i < 4 * n; i += 103) x[i] = (i / 103) % 2 ? 0.0f : -0.0f;
+  for (std::int64_t i = 4 * n; i < 5 * n; ++i) x[i] = nan;
+  for (std::int64_t i = 5 * n; i < 6 * n; ++i) x[i] = (i % 3) ? -inf : nan;
+  float* dx = upload(x);
+  for (std::uint32_t k : {1u, 2u, 5u, 40u, 256u, 1000u}) {
     std::vector<std::int32_t> want(k * rows);
+    std::vector<float> want_v(want.size());
     TensorView ids = graft::i32_view(want.data(), k);
     ids.n_dims = 2, ids.ne[1] = rows, ids.nb[1] = 4 * k, ids.nb[2] = ids.nb[3] = 4 * k * rows;
-    ASSERT_TRUE(cpu->top_k(view(x, n, rows), k, ids, TensorView{}).ok());
-    float* dx = upload(x);
+    ASSERT_TRUE(cpu->top_k(view(x, n, rows), k, ids, view(want_v, k, rows)).ok());
     std::int32_t* dids = upload(std::vector<std::int32_t>(k * rows));
+    float* dvals = upload(std::vector<float>(k * rows));
     TensorView gids = ids;
     gids.data = dids;
     gids.memory = graft::MemoryKind::device;
-    ASSERT_TRUE(cuda->top_k(dev(dx, n, rows), k, gids, TensorView{}).ok());
-    EXPECT_EQ(download(dids, k * rows), want) << "k " << k;
+    ASSERT_TRUE(cuda->top_k(dev(dx, n, rows), k, gids, dev(dvals, k, rows)).ok());
+    const auto got = download(dids, k * rows);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::uint32_t i = 0; i < k; ++i)
+        ASSERT_EQ(got[r * k + i], want[r * k + i]) << "k " << k << " row " << r << " rank " << i;
+    EXPECT_EQ(first_bit_difference(download(dvals, k * rows), want_v), -1) << "k " << k;
   }
 }
 

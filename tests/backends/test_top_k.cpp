@@ -88,6 +88,32 @@ TEST_P(TopK, TheGreedyIdFollowsTheSameOrder) {
   }
 }
 
+// k > 1 keeps a buffer of the best so far and skips what cannot beat its k-th: rows where that
+// cut is a NaN, an infinity or a value shared by many entries (sampling's k = 40 and the tie
+// spans the cut), and k = n.
+TEST_P(TopK, TheCutHoldsAcrossTiesNaNsAndInfinities) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::int64_t n = 5000;
+  std::vector<std::vector<float>> rows;
+  auto r = random_floats(n, -4.0f, 4.0f, 91);
+  for (auto& x : r) x = std::round(x);  // nine values, hundreds of entries each
+  rows.push_back(r);
+  std::vector<float> few(n, nan);  // NaN everywhere but 10 numbers
+  for (int i = 0; i < 10; ++i) few[static_cast<std::size_t>(i * 499 + 3)] = static_cast<float>(i % 3);
+  rows.push_back(few);
+  std::vector<float> infs = random_floats(n, -1.0f, 1.0f, 92);
+  for (std::size_t i = 0; i < infs.size(); i += 97) infs[i] = i % 2 ? inf : -inf;
+  for (std::size_t i = 5; i < infs.size(); i += 89) infs[i] = nan;
+  rows.push_back(infs);
+  for (const auto& row : rows)
+    for (std::uint32_t k : {2u, 40u, 63u, 64u, 65u, 300u, static_cast<std::uint32_t>(n)}) {
+      std::vector<float> x = row;
+      std::vector<std::int32_t> ids(k);
+      ASSERT_TRUE(backend->top_k(view(x, n), k, ids_view(ids, k, 1), TensorView{}).ok());
+      ASSERT_EQ(ids, reference(x.data(), n, k)) << "k " << k;
+    }
+}
+
 TEST_P(TopK, BadArgumentsAreRefused) {
   std::vector<float> x(8);
   std::vector<std::int32_t> ids(8);

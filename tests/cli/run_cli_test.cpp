@@ -181,6 +181,13 @@ TEST_F(cli_run, BenchReportsBandwidthFraction) {
   EXPECT_TRUE(loads == "avx512" || loads == "avx512+prefetch" || loads == "avx2" || loads == "scalar") << loads;
   const double frac = j["decode_fraction_of_bandwidth"];
   EXPECT_NEAR(frac, j["decode_bytes_per_second"].get<double>() / j["read_bandwidth_bytes_per_second"].get<double>(), 1e-9);
+  EXPECT_EQ(j["decoding"], "greedy") << "no sampling setting given: greedy, whatever the profile's defaults";
+  // A sampling setting given: the profile's chain, said in the output.
+  auto sampled = graft("bench --model " + model_ +
+                       " --prompt-tokens 16 --gen-tokens 4 --reps 1 --bandwidth-mib 64 --temp 0.7 --seed 5 --json");
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.output;
+  EXPECT_EQ(parse(sampled)["decoding"],
+            "sampled (temperature 0.7, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1, seed 5)");
 }
 
 // Q8_0 at the avx2 level packs every matrix it multiplies by (q8_0_rows4), the tied embedding's

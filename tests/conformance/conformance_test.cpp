@@ -98,6 +98,20 @@ fs::path synth(const TempDir& dir, const std::string& args) {
   return model;
 }
 
+// The k largest entries of each of `rows` rows, best first (the lowest id among equal ones).
+std::vector<TokenId> best_of(const std::vector<float>& logits, std::size_t rows, std::size_t k) {
+  std::vector<TokenId> ids;
+  const std::size_t n = rows ? logits.size() / rows : 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::vector<TokenId> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<TokenId>(i);
+    const float* row = logits.data() + r * n;
+    std::stable_sort(order.begin(), order.end(), [row](TokenId a, TokenId b) { return row[a] > row[b]; });
+    ids.insert(ids.end(), order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(k, n)));
+  }
+  return ids;
+}
+
 // The first largest entry of each of `rows` rows (the lowest id among equal ones).
 std::vector<TokenId> argmax_of(const std::vector<float>& logits, std::size_t rows) {
   std::vector<TokenId> ids;
@@ -173,6 +187,8 @@ std::vector<std::vector<float>> trace(Pipeline& p) {
   batch.sequences = std::span(&seq, 1);
   batch.logit_rows = rows;
   batch.argmax_rows = rows;
+  batch.candidate_rows = rows;
+  batch.candidates = 7;
   batch.hidden_layers = taps;
   batch.hidden_normed_output = true;
   ForwardOutput fo;
@@ -180,6 +196,11 @@ std::vector<std::vector<float>> trace(Pipeline& p) {
   EXPECT_TRUE(st.ok()) << st.message();
   // The backend's greedy ids of the same rows: the host's argmax of their logits, on any device.
   EXPECT_EQ(fo.argmax, argmax_of(fo.logits, std::size(rows)));
+  // Their best 7 candidates: the host's top 7 of the same logits, and those logits bit for bit.
+  const std::size_t V = p.model().params().n_vocab;
+  EXPECT_EQ(fo.candidate_ids, best_of(fo.logits, std::size(rows), 7));
+  for (std::size_t i = 0; i < fo.candidate_ids.size() && fo.candidate_ids.size() == 14; ++i)
+    EXPECT_EQ(fo.candidate_logits[i], fo.logits[i / 7 * V + static_cast<std::size_t>(fo.candidate_ids[i])]);
   out.push_back(fo.logits);
   out.push_back(fo.hidden);
   return out;
@@ -289,6 +310,31 @@ TEST_P(Graphs, PassesAsGraphsEqualPassesWithoutAndDecodeStepsShareOneGraph) {
   EXPECT_EQ((*g)->workspace().graph_launches, g_before + 20);
   ASSERT_EQ((*g)->workspace().graphs.size(), 2u) << "the prompt's shape and the greedy step's";
   for (const auto& [key, graph] : (*g)->workspace().graphs) EXPECT_EQ(graph->instantiations(), 1u) << key;
+  // Sampled decode steps that hand back a top_k chain's candidates alone: one more graph, and the
+  // tokens a sampler draws from them those it draws from a step's whole row.
+  SamplingSettings sampling;
+  sampling.seed = 3;
+  sampling.repeat_penalty = 1.0;
+  Sampler by_candidates(sampling), by_logits(sampling);
+  auto c = with->new_session();
+  auto cl = with->new_session();
+  ASSERT_TRUE(c && cl);
+  ASSERT_TRUE((*c)->append(tokens_of(9, 1)).ok() && (*cl)->append(tokens_of(9, 1)).ok());
+  const std::uint32_t k = candidates_for(by_candidates, (*c)->model());
+  ASSERT_EQ(k, 40u);
+  const std::uint64_t c_before = (*c)->workspace().graph_launches;
+  t = by_logits.sample((*cl)->logits(), (*cl)->tokens());
+  ASSERT_EQ(by_candidates.sample((*c)->logits(), (*c)->tokens()), t);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE((*c)->decode_candidates(t, k).ok());
+    ASSERT_TRUE((*cl)->append(std::span<const TokenId>(&t, 1)).ok());
+    const TokenId want = by_logits.sample((*cl)->logits(), (*cl)->tokens());
+    ASSERT_EQ(by_candidates.sample_candidates((*c)->candidate_ids(), (*c)->candidate_logits()), want) << "step " << i;
+    t = want;
+  }
+  EXPECT_EQ((*c)->workspace().graph_launches, c_before + 20);
+  ASSERT_EQ((*c)->workspace().graphs.size(), 2u) << "the prompt's shape and the sampled step's";
+  for (const auto& [key, graph] : (*c)->workspace().graphs) EXPECT_EQ(graph->instantiations(), 1u) << key;
   // The pipeline without graphs launched none.
   auto e = without->new_session();
   ASSERT_TRUE(e && (*e)->append(tokens_of(9, 1)).ok());

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "engine/pipeline.hpp"
@@ -150,6 +151,113 @@ TEST_P(SessionTest, GreedyIdStepsEqualTheArgmaxOfLogitSteps) {
   ASSERT_FALSE(id);
   EXPECT_EQ(id.status().message(), refused);
   EXPECT_EQ(full->tokens().size(), full->capacity());
+}
+
+// The k best of a row of logits, best first (the larger, the lower id among equal ones).
+std::vector<TokenId> best_of(const std::vector<float>& logits, std::size_t k) {
+  std::vector<TokenId> order(logits.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<TokenId>(i);
+  std::stable_sort(order.begin(), order.end(), [&](TokenId a, TokenId b) {
+    return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)];
+  });
+  order.resize(k);
+  return order;
+}
+
+// Sampled decode steps that hand back a top_k chain's candidates alone equal steps that hand back
+// the logits: the candidates are the row's k best (ids, and logits bit for bit), the sampler draws
+// the same tokens from them, and so does generate() (PlainDecoder reads candidates) against a loop
+// over whole rows. A step with no room fails as append() does.
+TEST_P(SessionTest, SampledCandidateStepsEqualSamplingTheirLogits) {
+  SamplingSettings settings;  // the defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05
+  settings.seed = 21;
+  settings.repeat_penalty = 1.0;
+  settings.presence_penalty = 0.0;
+  const auto prompt = tokens_of(9, 7);
+  auto a = session(), b = session();
+  ASSERT_TRUE(a && b && a->append(prompt).ok() && b->append(prompt).ok());
+  Sampler by_candidates(settings), by_logits(settings);
+  const std::uint32_t k = candidates_for(by_candidates, a->model());
+  ASSERT_EQ(k, 40u);
+  TokenId next = by_logits.sample(b->logits(), b->tokens());
+  ASSERT_EQ(by_candidates.sample(a->logits(), a->tokens()), next);
+  std::vector<TokenId> drawn;
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(a->decode_candidates(next, k).ok());
+    ASSERT_TRUE(b->append(std::span<const TokenId>(&next, 1)).ok());
+    EXPECT_TRUE(a->logits().empty());
+    const auto want = best_of(b->logits(), k);
+    ASSERT_EQ(std::vector<TokenId>(a->candidate_ids().begin(), a->candidate_ids().end()), want) << "step " << i;
+    for (std::size_t j = 0; j < k; ++j)
+      ASSERT_TRUE(same_bits(&a->candidate_logits()[j], &b->logits()[static_cast<std::size_t>(want[j])], 1));
+    next = by_logits.sample(b->logits(), b->tokens());
+    ASSERT_EQ(by_candidates.sample_candidates(a->candidate_ids(), a->candidate_logits()), next) << "step " << i;
+    drawn.push_back(next);
+  }
+  EXPECT_GT(std::set<TokenId>(drawn.begin(), drawn.end()).size(), 1u) << "sampling should not be constant here";
+  // generate() against the same loop over whole rows.
+  GenerationOptions options;
+  options.sampling = settings;
+  options.max_tokens = 12;
+  auto g = session(), l = session();
+  ASSERT_TRUE(g && l);
+  std::vector<TokenId> generated;
+  GenerationStats stats;
+  ASSERT_TRUE(g->generate(prompt, options, [&](TokenId id, std::string_view) { generated.push_back(id); return true; },
+                          stats)
+                  .ok());
+  ASSERT_TRUE(l->append(prompt).ok());
+  Sampler loop(settings);
+  std::vector<TokenId> looped;
+  for (std::size_t i = 0; i < generated.size(); ++i) {
+    looped.push_back(loop.sample(l->logits(), l->tokens()));
+    ASSERT_TRUE(l->append(std::span<const TokenId>(&looped.back(), 1)).ok());
+  }
+  EXPECT_EQ(generated, looped);
+  // A full context: append's refusal, nothing committed.
+  auto full = session();
+  ASSERT_TRUE(full);
+  ASSERT_TRUE(full->append(tokens_of(full->capacity(), 6)).ok());
+  const TokenId one = 1;
+  const std::string refused = full->append(std::span<const TokenId>(&one, 1)).message();
+  EXPECT_EQ(full->decode_candidates(one, k).message(), refused);
+  EXPECT_EQ(full->tokens().size(), full->capacity());
+}
+
+// One pass over sessions that each want something else after their token: logits, the greedy id,
+// 40 candidates, 5 candidates (the first 5 of the pass's 40 per row): each what its own step gives.
+TEST_P(SessionTest, OnePassHandsEachSessionWhatItAskedFor) {
+  std::vector<std::unique_ptr<Session>> together, alone;
+  for (int i = 0; i < 4; ++i) {
+    together.push_back(session());
+    alone.push_back(session());
+    ASSERT_TRUE(together.back() && alone.back());
+    const auto prompt = tokens_of(5 + static_cast<std::size_t>(i), 30 + static_cast<std::uint32_t>(i));
+    ASSERT_TRUE(together.back()->append(prompt).ok() && alone.back()->append(prompt).ok());
+  }
+  const TokenId token = 17;
+  TokenId greedy = -1;
+  std::vector<SessionStep> steps{{together[0].get(), std::span(&token, 1)},
+                                 {together[1].get(), std::span(&token, 1), &greedy},
+                                 {together[2].get(), std::span(&token, 1), nullptr, 40},
+                                 {together[3].get(), std::span(&token, 1), nullptr, 5}};
+  ASSERT_TRUE(Session::append_together(together[0]->workspace(), steps).ok());
+  for (auto& s : alone) ASSERT_TRUE(s->append(std::span(&token, 1)).ok());
+  ASSERT_TRUE(same_bits(together[0]->logits().data(), alone[0]->logits().data(), kVocab));
+  EXPECT_TRUE(together[0]->candidate_ids().empty());
+  EXPECT_EQ(greedy, argmax(alone[1]->logits()));
+  EXPECT_TRUE(together[1]->logits().empty());
+  for (int i : {2, 3}) {
+    const std::size_t k = i == 2 ? 40 : 5;
+    const std::vector<float>& row = alone[static_cast<std::size_t>(i)]->logits();
+    const auto want = best_of(row, k);
+    const Session& s = *together[static_cast<std::size_t>(i)];
+    EXPECT_TRUE(s.logits().empty());
+    ASSERT_EQ(std::vector<TokenId>(s.candidate_ids().begin(), s.candidate_ids().end()), want) << "session " << i;
+    ASSERT_EQ(s.candidate_logits().size(), k);
+    for (std::size_t j = 0; j < k; ++j)
+      EXPECT_EQ(s.candidate_logits()[j], row[static_cast<std::size_t>(want[j])]);
+  }
 }
 
 // Sessions driven from two host threads at once (the server's case before batching): the

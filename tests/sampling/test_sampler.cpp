@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "sampling/sampler.hpp"
@@ -286,6 +287,98 @@ TEST(Sampler, NonFiniteLogits) {
   EXPECT_EQ(sampler.sample(logits, {}), 2);
   const std::vector<float> none = {-inf, -inf};
   EXPECT_EQ(sampler.sample(none, {}), 0);
+}
+
+// A row's k best in the backend's top_k order: the larger first, the lower id among equal
+// values, NaN after every number.
+std::vector<TokenId> best_ids(const std::vector<float>& row, std::size_t k) {
+  std::vector<TokenId> order(row.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](TokenId i, TokenId j) {
+    const float a = row[static_cast<std::size_t>(i)], b = row[static_cast<std::size_t>(j)];
+    if (std::isnan(a) != std::isnan(b)) return std::isnan(b);
+    return !std::isnan(a) && a > b;
+  });
+  order.resize(k);
+  return order;
+}
+
+// Where the chain keeps at most top_k tokens and adds nothing first, a row's top_k best
+// candidates (what a GPU hands back instead of the row) give the same token, probability,
+// distribution and randomness as the row: every filter setting, ties across the cut, rows with
+// fewer finite logits than k (NaN, -inf), all NaN, candidates in any order.
+TEST(Sampler, CandidatesGiveWhatTheWholeRowGives) {
+  constexpr std::size_t V = 1000;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> level(-6, 6);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<std::vector<float>> rows;
+  for (int r = 0; r < 6; ++r) {  // ties everywhere (13 levels), then smooth rows
+    std::vector<float> row(V);
+    for (float& x : row) x = r < 3 ? static_cast<float>(level(rng)) * 0.5f : normal(rng);
+    rows.push_back(row);
+  }
+  std::vector<float> sparse(V, nan);  // a handful of numbers among NaN and -inf
+  for (std::size_t i = 0; i < V; i += 3) sparse[i] = -inf;
+  for (std::size_t i : {7u, 100u, 101u, 640u}) sparse[i] = static_cast<float>(i % 5);
+  rows.push_back(sparse);
+  rows.push_back(std::vector<float>(V, nan));
+  rows.push_back(std::vector<float>(V, -inf));
+  int compared = 0;
+  for (std::int64_t top_k : {1, 2, 5, 40, 256, 999})
+    for (double top_p : {1.0, 0.9, 0.3})
+      for (double min_p : {0.0, 0.05})
+        for (double temperature : {0.3, 1.0, 1.7}) {
+          SamplingSettings s = plain();
+          s.top_k = top_k;
+          s.top_p = top_p;
+          s.min_p = min_p;
+          s.temperature = temperature;
+          s.seed = 17 + top_k;
+          Sampler full(s), cand(s);
+          const std::uint32_t k = cand.candidates_needed(V);
+          ASSERT_EQ(k, static_cast<std::uint32_t>(top_k));
+          for (const auto& row : rows) {
+            auto ids = best_ids(row, k + 3);  // the pass may hand back more: the first k are the k best
+            ids.resize(k);
+            std::shuffle(ids.begin(), ids.end(), rng);  // any order
+            std::vector<float> logits;
+            for (TokenId id : ids) logits.push_back(row[static_cast<std::size_t>(id)]);
+            const auto dense = full.distribution(row, {});
+            const SparseDistribution d = cand.candidate_distribution(ids, logits);
+            ASSERT_TRUE(std::is_sorted(d.ids.begin(), d.ids.end()));
+            for (std::size_t v = 0; v < V; ++v)
+              ASSERT_EQ(dense[v], d.at(static_cast<TokenId>(v))) << "top_k " << top_k << " token " << v;
+            for (int draw = 0; draw < 3; ++draw) {
+              ASSERT_EQ(full.sample(row, {}), cand.sample_candidates(ids, logits)) << "top_k " << top_k;
+              ASSERT_EQ(full.last_probability(), cand.last_probability());
+              ++compared;
+            }
+          }
+          EXPECT_EQ(full.next_bits(), cand.next_bits()) << "the same randomness consumed";
+        }
+  EXPECT_EQ(compared, 6 * 3 * 2 * 3 * 9 * 3);
+}
+
+TEST(Sampler, CandidatesOnlyWhereTheChainKeepsAtMostTopK) {
+  SamplingSettings s = plain();
+  s.top_k = 40;
+  EXPECT_EQ(Sampler(s).candidates_needed(1000), 40u);
+  EXPECT_EQ(Sampler(s).candidates_needed(40), 0u) << "top_k as large as the vocabulary keeps everything";
+  s.top_k = 0;
+  EXPECT_EQ(Sampler(s).candidates_needed(1000), 0u) << "no top_k: the whole row";
+  s.top_k = 40;
+  s.temperature = 0;
+  EXPECT_EQ(Sampler(s).candidates_needed(1000), 0u) << "greedy reads the argmax";
+  s.temperature = 0.8;
+  s.repeat_penalty = 1.1;
+  EXPECT_EQ(Sampler(s).candidates_needed(1000), 0u) << "a penalty changes which are the best";
+  s.repeat_last_n = 0;
+  EXPECT_EQ(Sampler(s).candidates_needed(1000), 40u) << "a penalty over no tokens changes nothing";
+  s.repeat_penalty = 1.0;
+  s.logit_bias = {{3, 1.0f}};
+  EXPECT_EQ(Sampler(s).candidates_needed(1000), 0u) << "a bias changes which are the best";
 }
 
 TEST(Sampler, DrawTokenSkipsZeros) {

@@ -306,21 +306,39 @@ TEST(Server, ParallelSequencesDecodeInOnePassAndEachEqualsPlainGeneration) {
   constexpr int kClients = 8;
   constexpr int kTokens = 24;
   std::vector<std::string> want(kClients), got(kClients);
-  // Every third client penalises repeats: its rows' logits come back to the host, the others' greedy
-  // ids alone, in the same passes.
-  auto penalty = [](int i) { return i % 3 == 2 ? 1.3 : 1.0; };
+  // Every third client penalises repeats: its rows' logits come back to the host; every third
+  // samples (temperature 0.8, top_k 40, its own seed): its rows' 40 best candidates alone; the
+  // others' greedy ids alone; all in the same passes.
+  auto sampling = [](int i) {
+    SamplingSettings s;
+    s.temperature = i % 3 == 1 ? 0.8 : 0.0;
+    s.top_k = 40;
+    s.top_p = 0.95;
+    s.min_p = 0.05;
+    s.repeat_penalty = i % 3 == 2 ? 1.3 : 1.0;
+    s.presence_penalty = 0.0;
+    s.seed = 100 + i;
+    return s;
+  };
   for (int i = 0; i < kClients; ++i)
-    want[i] = plain_greedy(*srv.pipeline, "class Item" + std::to_string(i) + ":", kTokens, true, penalty(i));
+    want[i] = plain_generation(*srv.pipeline, "class Item" + std::to_string(i) + ":", kTokens, sampling(i));
   EXPECT_NE(plain_greedy(*srv.pipeline, "class Item2:", kTokens), want[2]) << "the penalty must change the text";
+  EXPECT_NE(plain_greedy(*srv.pipeline, "class Item1:", kTokens), want[1]) << "sampling must change the text";
   std::vector<std::thread> threads;
   for (int i = 0; i < kClients; ++i)
     threads.emplace_back([&, i] {
       auto cl = srv.client();
+      const SamplingSettings s = sampling(i);
       auto r = cl.Post("/v1/completions",
                        json{{"prompt", "class Item" + std::to_string(i) + ":"},
                             {"max_tokens", kTokens},
-                            {"temperature", 0},
-                            {"repeat_penalty", penalty(i)}}
+                            {"temperature", s.temperature},
+                            {"top_k", s.top_k},
+                            {"top_p", s.top_p},
+                            {"min_p", s.min_p},
+                            {"repeat_penalty", s.repeat_penalty},
+                            {"presence_penalty", s.presence_penalty},
+                            {"seed", s.seed}}
                            .dump(),
                        "application/json");
       if (r && r->status == 200) got[i] = json::parse(r->body)["choices"][0]["text"];

@@ -78,12 +78,11 @@ inline nlohmann::json post(httplib::Client& c, const std::string& path, const nl
   return nlohmann::json::parse(r->body, nullptr, false);
 }
 
-// The greedy continuation plain generation gives for `prompt`: with the vocabulary's BOS as
-// /v1/completions tokenizes, or (add_bos false) as the chat route tokenizes a rendered template.
-// repeat_penalty != 1: greedy over penalised logits, which the host samples from the whole row
-// (Sampler::plain_argmax is false); 1: the backend's greedy ids.
-inline std::string plain_greedy(const Pipeline& p, const std::string& prompt, std::int64_t n, bool add_bos = true,
-                                double repeat_penalty = 1.0) {
+// The continuation plain generation (Session::generate, one token per pass) gives for `prompt`
+// with these settings: with the vocabulary's BOS as /v1/completions tokenizes, or (add_bos false)
+// as the chat route tokenizes a rendered template.
+inline std::string plain_generation(const Pipeline& p, const std::string& prompt, std::int64_t n,
+                                    const SamplingSettings& sampling, bool add_bos = true) {
   TokenizeOptions opt;
   opt.add_special = add_bos;
   opt.parse_special = true;
@@ -93,11 +92,20 @@ inline std::string plain_greedy(const Pipeline& p, const std::string& prompt, st
   EXPECT_TRUE(s);
   GenerationOptions g;
   g.max_tokens = n;
-  g.sampling.temperature = 0;
-  g.sampling.repeat_penalty = repeat_penalty;
+  g.sampling = sampling;
   GenerationStats stats;
   EXPECT_TRUE((*s)->generate(*ids, g, [](TokenId, std::string_view) { return true; }, stats).ok());
   return (*s)->text();
+}
+
+// The greedy continuation. repeat_penalty != 1: greedy over penalised logits, which the host
+// samples from the whole row (Sampler::plain_argmax is false); 1: the backend's greedy ids.
+inline std::string plain_greedy(const Pipeline& p, const std::string& prompt, std::int64_t n, bool add_bos = true,
+                                double repeat_penalty = 1.0) {
+  SamplingSettings sampling;
+  sampling.temperature = 0;
+  sampling.repeat_penalty = repeat_penalty;
+  return plain_generation(p, prompt, n, sampling, add_bos);
 }
 
 // A gauge's or counter's value in /metrics' text (-1, and a failure, when it is not there).

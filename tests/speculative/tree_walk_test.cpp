@@ -5,8 +5,10 @@
 // garbage of either kind. The same test catches a drafter that lies about its distribution.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include "speculative/tree_walk.hpp"
@@ -254,6 +256,61 @@ TEST(WalkGreedy, ArgmaxIdsGiveTheWalkOfTheirLogits) {
     descended += !a.path.empty();
   }
   EXPECT_GT(descended, 50) << "too few walks went into the tree to test anything";
+}
+
+// A chain that keeps at most top_k tokens reads each row's k best candidates alone: the walk over
+// them (walk_tree_candidates, k of each row's stride used) keeps the same path, next token and
+// randomness as the walk over the rows, drafts tested by rejection and matched drafts alike.
+TEST(WalkSampled, CandidatesGiveTheWalkOfTheirLogits) {
+  std::mt19937 rng(12);
+  std::uniform_int_distribution<int> level(0, 3);
+  const DraftKind kinds[] = {DraftKind::drawn, DraftKind::picked, DraftKind::garbage_drawn};
+  int descended = 0, rejected = 0;
+  for (std::int64_t top_k : {1, 2, 3, 5})
+    for (int trial = 0; trial < 300; ++trial) {
+      SamplingSettings s = settings_with(trial % 3 == 0 ? 0.5 : 1.0, top_k, 1.0);
+      s.presence_penalty = 0.0;
+      s.top_p = trial % 2 ? 1.0 : 0.8;
+      s.seed = trial + 100 * top_k;
+      Sampler full(s), cand(s);
+      const std::uint32_t k = cand.candidates_needed(V);
+      ASSERT_EQ(k, static_cast<std::uint32_t>(top_k));
+      const DraftTree draft = propose(kinds[trial % 3], rng);
+      TokenTree tree;
+      const DraftTree* one = &draft;
+      tree.build(std::span(&one, 1), TreeBudget{64, 64}, V);
+      // Coarse logits (four levels): ties across the cut are common.
+      std::vector<float> logits((tree.size() + 1) * V);
+      for (float& x : logits) x = static_cast<float>(level(rng));
+      // Each row's k + 1 best (the pass's stride), best first, the lower id among equal ones.
+      const std::uint32_t stride = k + 1;
+      std::vector<TokenId> ids;
+      std::vector<float> values;
+      for (std::size_t r = 0; r <= tree.size(); ++r) {
+        std::vector<TokenId> order(V);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](TokenId a, TokenId b) { return logits[r * V + a] > logits[r * V + b]; });
+        for (std::uint32_t i = 0; i < stride; ++i) {
+          ids.push_back(order[i]);
+          values.push_back(logits[r * V + order[i]]);
+        }
+      }
+      std::vector<TokenId> h1 = {0}, h2 = {0};
+      const WalkResult a = walk_tree(tree, logits, V, full, h1);
+      const WalkResult b = walk_tree_candidates(tree, ids, values, stride, k, cand, h2);
+      ASSERT_EQ(a.path, b.path) << "top_k " << top_k << " trial " << trial;
+      ASSERT_EQ(a.next, b.next) << "top_k " << top_k << " trial " << trial;
+      ASSERT_EQ(h1, h2);
+      ASSERT_EQ(full.next_bits(), cand.next_bits()) << "the same randomness consumed";
+      descended += !a.path.empty();
+      // A drawn first child that is not on the path was rejected (the residual drew the token).
+      const auto kids = tree.children(-1);
+      for (std::int32_t c : kids)
+        if (tree.distribution(static_cast<std::size_t>(c)) && (a.path.empty() || a.path[0] != c)) ++rejected;
+    }
+  EXPECT_GT(descended, 200) << "too few walks went into the tree to test anything";
+  EXPECT_GT(rejected, 100) << "too few rejections to test the residual draw";
 }
 
 TEST(WalkGreedy, OnlyGreedyWithNothingAddedToTheLogitsIsPlainArgmax) {

@@ -96,28 +96,33 @@ INSTANTIATE_TEST_SUITE_P(zoo, GreedyLossless,
                            return std::string(*info.param.level ? info.param.level : "auto") + "_" + info.param.kv;
                          });
 
+// With penalties on, every step reads whole rows of logits; without them a top_k chain reads each
+// row's best candidates alone (plain steps and the verify pass's walk): both emit the plain
+// sampled tokens.
 TEST(SamplingLossless, DeterministicDraftersEmitThePlainSampledTokensForTheSameSeed) {
   auto p = pipeline("", "f32", nullptr);
   ASSERT_TRUE(p);
   auto both = drafters(*p, {drafter("ngram"), drafter("mtp")}, 16, 8, /*adaptive=*/false);
   ASSERT_TRUE(both);
   const auto prompts = corpus();
-  SamplingSettings s;  // llama.cpp's defaults, with penalties on so the path's history matters
-  s.temperature = 0.8;
-  s.repeat_penalty = 1.1;
-  s.presence_penalty = 0.1;
-  double accepted = 0;
-  for (std::size_t i = 0; i < prompts.size(); i += 4) {
-    s.seed = static_cast<std::int64_t>(1000 + i);
-    const auto prompt = tokenize(*p, prompts[i].second);
-    const Generated plain = generate(*p, prompt, s, 128, nullptr);
-    auto decoder = both->new_decoder();
-    ASSERT_TRUE(decoder);
-    const Generated spec = generate(*p, prompt, s, 128, decoder->get());
-    EXPECT_EQ(spec.ids, plain.ids) << prompts[i].first;
-    accepted += static_cast<double>((*decoder)->stats().accepted);
+  for (const bool penalties : {true, false}) {
+    SamplingSettings s;  // llama.cpp's defaults (temperature 0.8, top_k 40, top_p 0.95, min_p 0.05)
+    s.repeat_penalty = penalties ? 1.1 : 1.0;
+    s.presence_penalty = penalties ? 0.1 : 0.0;
+    ASSERT_EQ(candidates_for(Sampler(s), p->model()), penalties ? 0u : 40u);
+    double accepted = 0;
+    for (std::size_t i = 0; i < prompts.size(); i += 4) {
+      s.seed = static_cast<std::int64_t>(1000 + i);
+      const auto prompt = tokenize(*p, prompts[i].second);
+      const Generated plain = generate(*p, prompt, s, 128, nullptr);
+      auto decoder = both->new_decoder();
+      ASSERT_TRUE(decoder);
+      const Generated spec = generate(*p, prompt, s, 128, decoder->get());
+      EXPECT_EQ(spec.ids, plain.ids) << prompts[i].first << (penalties ? " with penalties" : " without");
+      accepted += static_cast<double>((*decoder)->stats().accepted);
+    }
+    EXPECT_GT(accepted, 100) << "drafts were accepted while sampling";
   }
-  EXPECT_GT(accepted, 100) << "drafts were accepted while sampling";
 }
 
 TEST(Rollback, AfterManyPartlyAcceptedRoundsKvAndLogitsEqualAPlainRun) {

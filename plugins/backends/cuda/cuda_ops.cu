@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "cuda_ops.hpp"
+#include "top_k_key.hpp"
 
 namespace graft::cuda {
 
@@ -146,6 +147,109 @@ __global__ void top_k_kernel(const float* x, std::int64_t n, std::uint32_t k, st
   }
 }
 
+// top_k for larger k (sampling's candidates: 40 of a 152K vocabulary): a radix select instead of
+// k passes over the row. Four passes of a 256-bin histogram over the keys' bytes (high to low)
+// find the k-th key T and how many entries equal to it are wanted; a fifth pass places the
+// entries above T and those lowest-index ties; the k placed are then ranked in top_k's order. One
+// block per row; cand (dynamic shared memory) holds k keys, then k indices.
+__global__ void top_k_select_kernel(const float* x, std::int64_t n, std::uint32_t k, std::int32_t* ids,
+                                    float* values) {
+  extern __shared__ std::uint32_t cand[];
+  std::uint32_t* cand_key = cand;
+  auto* cand_idx = reinterpret_cast<std::int32_t*>(cand + k);
+  __shared__ std::uint32_t hist[256];
+  __shared__ std::uint32_t warp_ties[kBlock / 32];
+  __shared__ std::uint32_t s_digit, s_remaining, s_ties, s_placed;
+  const float* row = x + blockIdx.x * n;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  // prefix/mask: the bytes of T found so far; remaining: how many entries with that prefix are
+  // still wanted; ties: how many entries have it.
+  std::uint32_t prefix = 0, mask = 0, remaining = k, ties = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (unsigned b = threadIdx.x; b < 256; b += kBlock) hist[b] = 0;
+    __syncthreads();
+    for (std::int64_t base = 0; base < n; base += kBlock) {  // uniform trip count: whole warps below
+      const std::int64_t e = base + threadIdx.x;
+      const std::uint32_t key = e < n ? top_k_key(row[e]) : 0u;
+      const bool in = e < n && (key & mask) == prefix;
+      const std::uint32_t bin = in ? (key >> shift) & 255u : 256u;
+      // One atomic per distinct bin in the warp: logits crowd into a few bins.
+      const unsigned peers = __match_any_sync(0xffffffffu, bin);
+      if (in && lane == static_cast<unsigned>(__ffs(peers) - 1))
+        atomicAdd(&hist[bin], static_cast<std::uint32_t>(__popc(peers)));
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      std::uint32_t above = 0;
+      unsigned d = 255;
+      for (; d > 0 && above + hist[d] < remaining; --d) above += hist[d];
+      s_digit = d;
+      s_remaining = remaining - above;
+      s_ties = hist[d];
+    }
+    __syncthreads();
+    prefix |= s_digit << shift;
+    mask |= 255u << shift;
+    remaining = s_remaining;
+    ties = s_ties;
+    __syncthreads();
+  }
+  const std::uint32_t T = prefix, greater = k - remaining;
+  if (threadIdx.x == 0) s_placed = 0;
+  __syncthreads();
+  if (ties == remaining) {  // every entry equal to T is wanted: place them as they come
+    for (std::int64_t e = threadIdx.x; e < n; e += kBlock) {
+      const std::uint32_t key = top_k_key(row[e]);
+      if (key >= T) {
+        const std::uint32_t at = atomicAdd(&s_placed, 1u);
+        cand_key[at] = key;
+        cand_idx[at] = static_cast<std::int32_t>(e);
+      }
+    }
+  } else {  // more ties than places: the lowest indices, counted tile by tile in row order
+    std::uint32_t taken = 0;  // ties in earlier tiles (the same in every thread)
+    for (std::int64_t base = 0; base < n; base += kBlock) {
+      const std::int64_t e = base + threadIdx.x;
+      const std::uint32_t key = e < n ? top_k_key(row[e]) : 0u;
+      if (e < n && key > T) {
+        const std::uint32_t at = atomicAdd(&s_placed, 1u);
+        cand_key[at] = key;
+        cand_idx[at] = static_cast<std::int32_t>(e);
+      }
+      const bool tie = e < n && key == T;
+      const unsigned ballot = __ballot_sync(0xffffffffu, tie);
+      if (lane == 0) warp_ties[warp] = static_cast<std::uint32_t>(__popc(ballot));
+      __syncthreads();
+      std::uint32_t before = 0, tile = 0;
+      for (unsigned w = 0; w < kBlock / 32; ++w) {
+        before += w < warp ? warp_ties[w] : 0u;
+        tile += warp_ties[w];
+      }
+      const std::uint32_t rank = taken + before + static_cast<std::uint32_t>(__popc(ballot & ((1u << lane) - 1u)));
+      if (tie && rank < remaining) {
+        cand_key[greater + rank] = T;
+        cand_idx[greater + rank] = static_cast<std::int32_t>(e);
+      }
+      taken += tile;
+      __syncthreads();  // warp_ties is rewritten by the next tile
+    }
+  }
+  __syncthreads();
+  // Each entry's place: the entries before it in top_k's order (keys and indices are distinct pairs).
+  for (std::uint32_t i = threadIdx.x; i < k; i += kBlock) {
+    const std::uint32_t ki = cand_key[i];
+    const std::int32_t ii = cand_idx[i];
+    std::uint32_t place = 0;
+    for (std::uint32_t j = 0; j < k; ++j) place += cand_key[j] > ki || (cand_key[j] == ki && cand_idx[j] < ii);
+    ids[blockIdx.x * k + place] = ii;
+    if (values) values[blockIdx.x * k + place] = row[ii];
+  }
+}
+
+// Up to this k, k passes of top_k_kernel cost no more than the select's five; above kMaxSelectK the
+// select's shared memory would grow past 8 KiB.
+constexpr std::uint32_t kRoundsMaxK = 4, kMaxSelectK = 1024;
+
 int result() { return static_cast<int>(cudaGetLastError()); }
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 unsigned blocks(std::int64_t rows) { return static_cast<unsigned>(rows); }
@@ -232,7 +336,12 @@ int launch_softmax(void* stream, const float* x, std::int64_t n, std::int64_t ro
 int launch_top_k(void* stream, const float* x, std::int64_t n, std::int64_t rows, std::uint32_t k, std::int32_t* ids,
                  float* values) {
   if (rows == 0) return 0;
-  top_k_kernel<<<blocks(rows), kBlock, 0, as_stream(stream)>>>(x, n, k, ids, values);
+  if (k <= kRoundsMaxK || k > kMaxSelectK) {
+    top_k_kernel<<<blocks(rows), kBlock, 0, as_stream(stream)>>>(x, n, k, ids, values);
+  } else {
+    const std::size_t shared = 2 * std::size_t(k) * sizeof(std::uint32_t);  // keys and indices
+    top_k_select_kernel<<<blocks(rows), kBlock, shared, as_stream(stream)>>>(x, n, k, ids, values);
+  }
   return result();
 }
 
