@@ -55,13 +55,16 @@ bench_8b() {  # type, synth timeout
 bench_8b q1_0 60
 bench_8b q8_0 60
 
-# Speculative decoding of the zoo model on the GPU: plain, then ngram + mtp (the same tokens).
-for draft in "" "--draft ngram,mtp"; do
-  f="$out/zoo${draft:+-spec}.txt"
-  timeout 60 build/bin/graft bench --model models/zoo-qwen3-4x256.gguf --profile /tmp/cuda.toml \
-    -f bench/spec/prompts/code_repeat/01_read_lines_words.txt --gen-tokens 256 --reps 2 \
-    --bandwidth-mib 256 $draft > "$f" 2>&1 || status=1
-  note "zoo ${draft:-plain}: $(grep -E '^decode:' "$f" || tail -1 "$f")"
+# Speculative decoding of the zoo model on the GPU: plain, then ngram + mtp (the same tokens);
+# greedy (ids come back), then sampled (temperature 0.8, top_k 40: candidates come back).
+for sampling in "" "--temp 0.8 --seed 1"; do
+  for draft in "" "--draft ngram,mtp"; do
+    f="$out/zoo${draft:+-spec}${sampling:+-sampled}.txt"
+    timeout 45 build/bin/graft bench --model models/zoo-qwen3-4x256.gguf --profile /tmp/cuda.toml \
+      -f bench/spec/prompts/code_repeat/01_read_lines_words.txt --gen-tokens 256 --reps 2 \
+      --bandwidth-mib 256 $draft $sampling > "$f" 2>&1 || status=1
+    note "zoo ${draft:-plain}${sampling:+ sampled}: $(grep -E '^decode:' "$f" || tail -1 "$f")"
+  done
 done
 
 bench_8b q4_k 240
