@@ -6,7 +6,7 @@
 // --layouts head,token compares the store's head-major cache with a token-major one (every level
 // with each layout, alternating too).
 //
-//   attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16] [--reps 300]
+//   attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|q8_0/q4_0] [--reps 300]
 //              [--levels scalar,avx2,avx512] [--layouts head] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]
 #include <algorithm>
 #include <chrono>
@@ -22,6 +22,8 @@
 #include "attention.hpp"
 #include "bench_options.hpp"
 #include "cpu_backend.hpp"
+#include "formats/q4_0/q4_0_rows.hpp"
+#include "formats/q8_0/q8_0_rows.hpp"
 #include "half.hpp"
 #include "graft/graft.hpp"
 
@@ -32,7 +34,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
-    "attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|f32] [--reps 300] "
+    "attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|f32|q8_0|q4_0|K/V] [--reps 300] "
     "[--levels scalar,avx2,avx512] [--layouts head,token] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]";
 
 struct Options {
@@ -40,6 +42,7 @@ struct Options {
   std::vector<long> nq{1};
   long threads = 2, reps = 300, layers = 16, kv_heads = 8, heads = 16, dim = 64;
   std::string type = "f16";
+  kv::CacheType k_type = kv::CacheType::f16, v_type = kv::CacheType::f16;
   std::vector<std::string> levels{"scalar", "avx2", "avx512"};
   std::vector<std::string> layouts{"head"};
 };
@@ -53,7 +56,7 @@ bool parse(int argc, char** argv, Options& o) {
       ("nq", list_into(o.nq), "queries per step, e.g. 1,4")
       ("threads", po::value(&o.threads), "threads")
       ("reps", po::value(&o.reps), "repetitions")
-      ("type", po::value(&o.type), "cache type: f16 or f32")
+      ("type", po::value(&o.type), "cache type: f16, f32, q8_0 or q4_0, or K/V types (q8_0/q4_0)")
       ("levels", list_into(o.levels), "SIMD levels, e.g. scalar,avx2,avx512")
       ("layouts", list_into(o.layouts), "cache layouts: head (the store's) and/or token")
       ("layers", po::value(&o.layers), "layers")
@@ -66,9 +69,40 @@ bool parse(int argc, char** argv, Options& o) {
       std::fprintf(stderr, "--layouts takes head and/or token\nusage: %s\n", kUsage);
       return false;
     }
-  if (o.type == "f16" || o.type == "f32") return true;
-  std::fprintf(stderr, "--type must be f16 or f32\nusage: %s\n", kUsage);
-  return false;
+  const auto slash = o.type.find('/');
+  const std::string kt = o.type.substr(0, slash), vt = slash == std::string::npos ? kt : o.type.substr(slash + 1);
+  const auto k = kv::cache_type_from_name(kt), v = kv::cache_type_from_name(vt);
+  if (!k || !v) {
+    std::fprintf(stderr, "--type takes f16, f32, q8_0 or q4_0, or K/V types such as q8_0/q4_0\nusage: %s\n", kUsage);
+    return false;
+  }
+  o.k_type = *k;
+  o.v_type = *v;
+  if ((kv::cache_type_elems(*k) > 1 || kv::cache_type_elems(*v) > 1) &&
+      std::any_of(o.layouts.begin(), o.layouts.end(), [](const std::string& l) { return l != "head"; })) {
+    std::fprintf(stderr, "quantized caches are head-major only: --layouts head\nusage: %s\n", kUsage);
+    return false;
+  }
+  return true;
+}
+
+// Rows of d elements (contiguous, any layout) as the cache stores them in `type`.
+std::vector<std::uint8_t> encode(const std::vector<float>& x, kv::CacheType type, std::uint32_t d) {
+  const std::size_t rows = x.size() / d, row_bytes = kv::cache_row_bytes(type, d);
+  std::vector<std::uint8_t> out(rows * row_bytes);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* src = x.data() + r * d;
+    void* dst = out.data() + r * row_bytes;
+    switch (type) {
+      case kv::CacheType::f32: std::memcpy(dst, src, row_bytes); break;
+      case kv::CacheType::f16:
+        for (std::uint32_t i = 0; i < d; ++i) static_cast<std::uint16_t*>(dst)[i] = graft::f32_to_f16(src[i]);
+        break;
+      case kv::CacheType::q8_0: graft::quant::quantize_row_q8_0(src, static_cast<graft::quant::block_q8_0*>(dst), d); break;
+      case kv::CacheType::q4_0: graft::quant::quantize_row_q4_0(src, static_cast<graft::quant::block_q4_0*>(dst), d); break;
+    }
+  }
+  return out;
 }
 
 // CPU seconds of the whole process: unlike wall time it does not count the time the machine's
@@ -101,7 +135,6 @@ int main(int argc, char** argv) {
   const auto backend = bench::load_cpu_backend(std::filesystem::path(GRAFT_PLUGIN_DIR), o.threads);
   if (!backend) return 1;
 
-  const bool f16 = o.type == "f16";
   const auto d = static_cast<std::uint32_t>(o.dim);
   std::printf("attn_bench: %ld layers, %ld heads over %ld KV heads, head_dim %u, %s cache, %ld threads, %ld reps\n",
               o.layers, o.heads, o.kv_heads, d, o.type.c_str(), o.threads, o.reps);
@@ -116,8 +149,7 @@ int main(int argc, char** argv) {
       // Each layer has its own K/V, as in a model, so a step reads every layer's cache; per layout
       // a copy in that order (token-major: [slot][head][dim]; head-major: [head][slot][dim]).
       const std::size_t heads = static_cast<std::size_t>(o.kv_heads);
-      std::vector<std::vector<std::vector<float>>> k32(o.layouts.size()), v32(o.layouts.size());
-      std::vector<std::vector<std::vector<std::uint16_t>>> k16(o.layouts.size()), v16(o.layouts.size());
+      std::vector<std::vector<std::vector<std::uint8_t>>> kc(o.layouts.size()), vc(o.layouts.size());
       std::vector<std::vector<kv::LayerCache>> caches(o.layouts.size(), std::vector<kv::LayerCache>(o.layers));
       for (long l = 0; l < o.layers; ++l) {
         std::vector<float> kt(elems), vt(elems);
@@ -125,21 +157,20 @@ int main(int argc, char** argv) {
         for (auto& x : vt) x = u(rng);
         for (std::size_t li = 0; li < o.layouts.size(); ++li) {
           const bool head = o.layouts[li] == "head";
-          auto& k = k32[li].emplace_back(elems);
-          auto& v = v32[li].emplace_back(elems);
+          std::vector<float> k(elems), v(elems);
           for (std::size_t s = 0; s < slots; ++s)
             for (std::size_t h = 0; h < heads; ++h) {
               const std::size_t from = (s * heads + h) * d, to = head ? (h * slots + s) * d : from;
               std::copy_n(kt.data() + from, d, k.data() + to);
               std::copy_n(vt.data() + from, d, v.data() + to);
             }
-          auto& kh = k16[li].emplace_back(f16 ? elems : 0);
-          auto& vh = v16[li].emplace_back(f16 ? elems : 0);
-          for (std::size_t i = 0; i < kh.size(); ++i) kh[i] = graft::f32_to_f16(k[i]), vh[i] = graft::f32_to_f16(v[i]);
+          const auto& kb = kc[li].emplace_back(encode(k, o.k_type, d));
+          const auto& vb = vc[li].emplace_back(encode(v, o.v_type, d));
           kv::LayerCache& c = caches[li][static_cast<std::size_t>(l)];
-          c.k = f16 ? static_cast<const void*>(kh.data()) : k.data();
-          c.v = f16 ? static_cast<const void*>(vh.data()) : v.data();
-          c.type = f16 ? kv::CacheType::f16 : kv::CacheType::f32;
+          c.k = kb.data();
+          c.v = vb.data();
+          c.k_type = o.k_type;
+          c.v_type = o.v_type;
           c.n_kv_heads = static_cast<std::uint32_t>(o.kv_heads);
           c.head_dim_k = c.head_dim_v = d;
           c.capacity = head ? static_cast<std::uint32_t>(slots) : 0;

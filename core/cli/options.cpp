@@ -96,13 +96,23 @@ void add_profile_options(po::options_description& desc) {
       "the model file of the dflash2 drafter (NAME=FILE: of drafter NAME); profile key model in its [[drafter]] "
       "table");
   add("no-draft", "no speculative decoding, whatever the profile says");
+  add("cache-type-k", po::value<std::string>()->value_name("TYPE"),
+      "-ctk: the K cache's type, f16, f32, q8_0 or q4_0; picks the quant KV store (profile [kv] store = \"quant\", "
+      "type_k)");
+  add("cache-type-v", po::value<std::string>()->value_name("TYPE"),
+      "-ctv: the V cache's type, as --cache-type-k (profile [kv] type_v)");
   add("spec-policy", po::value<std::string>()->value_name("FILE"),
       "keep what the speculative round policy learnt in FILE across runs (read when it fits, written at the end); "
       "profile key speculative.policy_file");
 }
 
-Expected<po::variables_map> parse_options(const Args& args, const po::options_description& desc,
+Expected<po::variables_map> parse_options(const Args& args_in, const po::options_description& desc,
                                           const po::positional_options_description& positional) {
+  // llama.cpp's -ctk / -ctv (one dash, three letters) as the long options they stand for.
+  Args args = args_in;
+  for (std::string& a : args)
+    for (const auto& [short_form, long_form] : {std::pair{"-ctk", "--cache-type-k"}, std::pair{"-ctv", "--cache-type-v"}})
+      if (a == short_form || a.rfind(std::string(short_form) + "=", 0) == 0) a = long_form + a.substr(4);
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args)
@@ -214,6 +224,29 @@ Status apply_overrides(Profile& profile, const po::variables_map& vm) {
     if (file.empty()) return flag_error("spec-policy", "must not be empty");
     profile.speculative.policy_file = file;
     profile.locations["speculative.policy_file"] = "command line: --spec-policy";
+  }
+
+  if (vm.count("cache-type-k") || vm.count("cache-type-v")) {
+    const char* flag = vm.count("cache-type-k") ? "cache-type-k" : "cache-type-v";
+    // The types are the quant store's keys: the flags pick that store, unless a file named another.
+    if (profile.kv.name != "quant") {
+      if (auto at = profile.locations.find("kv.store"); at != profile.locations.end())
+        return flag_error(flag, "the KV store is '" + profile.kv.name + "' (" + at->second +
+                                    "); K/V types of their own need store = \"quant\" there");
+      // The side not given keeps the store's type (f16 unless the profile's [kv] type says otherwise).
+      const std::string base = profile.kv.config.get_string("type").value_or("f16");
+      profile.kv = PluginChoice{"quant", {}, std::string("command line: --") + flag, {}};
+      profile.kv.config.set("type_k", base);
+      profile.kv.config.set("type_v", base);
+      profile.locations["kv.store"] = std::string("command line: --") + flag;
+    }
+    for (const auto& [name, key] : {std::pair{"cache-type-k", "type_k"}, std::pair{"cache-type-v", "type_v"}}) {
+      if (!vm.count(name)) continue;
+      const std::string type = vm[name].as<std::string>();
+      if (type.empty()) return flag_error(name, "must not be empty");
+      profile.kv.config.set(key, type);
+      profile.kv.key_locations[key] = std::string("command line: --") + name;
+    }
   }
 
   if (vm.count("plugin-dir")) {

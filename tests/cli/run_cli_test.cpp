@@ -170,6 +170,40 @@ TEST_F(cli_run, PerplexityFollowsTheLlamaCppMethod) {
   EXPECT_NEAR(cli_ppl, std::exp(nll / count), 1e-3 * cli_ppl);
 }
 
+// llama.cpp's -ctk / -ctv (and --cache-type-k / -v) pick the quant store and its types on every
+// command that runs a model: the KV bytes follow the types (q8_0 34 and q4_0 18 bytes per 32
+// elements against f16's 64), the side not given stays f16, a profile naming another store is an
+// error at its line, an unknown type names the valid ones.
+TEST_F(cli_run, CacheTypeFlagsPickTheQuantStoreAndItsTypes) {
+  const std::string base = "run --model " + model_ + " --prompt-ids \"5 6 7\" --temp 0 -n 6 --json";
+  auto kv_bytes = [&](const std::string& flags) {
+    auto r = graft(base + " " + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << "\n" << r.output;
+    return r.exit_code == 0 ? parse(r)["stats"]["memory_bytes"]["kv"].get<double>() : -1.0;
+  };
+  const double f16 = kv_bytes("");
+  ASSERT_GT(f16, 0);
+  EXPECT_EQ(kv_bytes("-ctk q8_0 -ctv q8_0"), f16 * 34 / 64);
+  EXPECT_EQ(kv_bytes("--cache-type-k q8_0 --cache-type-v q4_0"), f16 * (34 + 18) / 128);
+  EXPECT_EQ(kv_bytes("-ctv q4_0"), f16 * (64 + 18) / 128) << "K stays f16";
+  EXPECT_EQ(kv_bytes("-ctk f32"), f16 * (128 + 64) / 128);
+  const auto same = parse(graft(base + " -ctk f16 -ctv f16"));
+  EXPECT_EQ(same["generated_ids"], parse(graft(base))["generated_ids"]) << "quant f16/f16 is the device store's f16";
+  auto unknown = graft_all(base + " -ctk q5_1");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.output.find("type_k = \"q5_1\" is not supported; valid types: f16, f32, q8_0, q4_0"),
+            std::string::npos)
+      << unknown.output;
+  const auto profile = dir_->path() / "device.toml";
+  std::ofstream(profile) << "[kv]\nstore = \"device\"\n";
+  auto named = graft_all(base + " --profile " + profile.string() + " -ctv q8_0");
+  EXPECT_EQ(named.exit_code, 2);
+  EXPECT_NE(named.output.find("command line: --cache-type-v: the KV store is 'device' (" + profile.string() +
+                              ":2:1); K/V types of their own need store = \"quant\" there"),
+            std::string::npos)
+      << named.output;
+}
+
 TEST_F(cli_run, BenchReportsBandwidthFraction) {
   auto r = graft("bench --model " + model_ + " --prompt-tokens 16 --gen-tokens 4 --reps 1 --bandwidth-mib 64 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;

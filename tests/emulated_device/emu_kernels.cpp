@@ -193,7 +193,8 @@ class EmuLibrary final : public KernelLibrary {
     auto dev = device_of(backend);
     if (!dev) return dev.status();
     const std::string type = config.get_string("type").value_or("f16");
-    auto inner = kv::DeviceKvStore::create((*dev)->cpu(), geometry, type == "f32" ? kv::CacheType::f32 : kv::CacheType::f16);
+    const kv::CacheType t = type == "f32" ? kv::CacheType::f32 : kv::CacheType::f16;
+    auto inner = kv::DeviceKvStore::create((*dev)->cpu(), geometry, t, t);
     if (!inner) return inner.status();
     return std::unique_ptr<KvStore>(new EmuKvStore(**dev, std::move(*inner)));
   }

@@ -166,7 +166,7 @@ std::vector<float> run(Backend& backend, const Input& in, kv::AttnSimd level, bo
   }
   c.k = f16 ? static_cast<const void*>(head ? hk16.data() : in.k16.data()) : (head ? hk.data() : in.k.data());
   c.v = f16 ? static_cast<const void*>(head ? hv16.data() : in.v16.data()) : (head ? hv.data() : in.v.data());
-  c.type = in.type;
+  c.k_type = c.v_type = in.type;
   c.n_kv_heads = in.n_kv;
   c.head_dim_k = in.dk;
   c.head_dim_v = in.dv;

@@ -51,12 +51,28 @@ inline const HostServices& default_host() {
   return host;
 }
 
-// type "" leaves the key unset (the plugin's default).
+inline std::shared_ptr<PluginLibrary> quant_library() {
+  static auto lib = library("libgraft_kvstore_quant.so");
+  return lib;
+}
+
+// "K/V" ("q8_0/q4_0") names the quant store with those types; anything else the device store's
+// type ("" leaves the key unset: the plugin's default).
+inline bool is_quant(const std::string& type) { return type.find('/') != std::string::npos; }
+inline std::shared_ptr<PluginLibrary> library_for(const std::string& type) {
+  return is_quant(type) ? quant_library() : kv_library();
+}
+
 inline Expected<std::shared_ptr<KvStoreFactory>> kv_factory(const std::string& type,
                                                             const HostServices& host = default_host()) {
   Config cfg;
-  if (!type.empty()) cfg.set("type", type);
-  return kv_library()->create<KvStoreFactory>(host, cfg);
+  if (is_quant(type)) {
+    cfg.set("type_k", type.substr(0, type.find('/')));
+    cfg.set("type_v", type.substr(type.find('/') + 1));
+  } else if (!type.empty()) {
+    cfg.set("type", type);
+  }
+  return library_for(type)->create<KvStoreFactory>(host, cfg);
 }
 
 inline KvGeometry geometry(std::uint32_t layers, std::uint32_t kv_heads, std::uint32_t dk, std::uint32_t dv,
@@ -204,7 +220,7 @@ struct Harness {
     factory = *f;
     auto s = factory->create(*backend, g);
     EXPECT_TRUE(s) << s.status().message();
-    store = kv_library()->adopt(std::move(*s));
+    store = library_for(type)->adopt(std::move(*s));
     layers.resize(g.n_layers);
   }
 

@@ -7,6 +7,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attention_job.hpp"
@@ -31,12 +32,31 @@ const AttnKernels* table_for(AttnSimd level) noexcept {
 
 // The SIMD path needs head sizes that are multiples of 8 (its partial sums are 8 wide and it has
 // no scalar tails); anything else runs the portable kernel, which computes the same bits.
+// The SIMD tables read f16 or f32 rows, K and V alike; quantized caches run the portable kernel
+// at every level (the same bits either way).
 const AttnKernels* kernels_for(AttnSimd level, const LayerCache& c) noexcept {
   if (c.head_dim_k % 8 != 0 || c.head_dim_v % 8 != 0) return nullptr;
+  if (c.k_type != c.v_type || cache_type_elems(c.k_type) != 1) return nullptr;
   return table_for(level);
 }
 
 }  // namespace
+
+const char* cache_type_name(CacheType t) noexcept {
+  switch (t) {
+    case CacheType::f32: return "f32";
+    case CacheType::f16: return "f16";
+    case CacheType::q8_0: return "q8_0";
+    case CacheType::q4_0: return "q4_0";
+  }
+  return "?";
+}
+
+std::optional<CacheType> cache_type_from_name(std::string_view name) noexcept {
+  for (CacheType t : {CacheType::f32, CacheType::f16, CacheType::q8_0, CacheType::q4_0})
+    if (name == cache_type_name(t)) return t;
+  return std::nullopt;
+}
 
 bool cpu_supports(AttnSimd level) noexcept {
   const CpuFeatures& f = cpu_features();
@@ -105,6 +125,12 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
                                               std::to_string(c.n_kv_heads) + " KV heads");
   GRAFT_TRY(check_f32_rows(out, "attend: out", c.head_dim_v, n_heads, batch.n_query, "[head_dim_v, n_heads, n_query]"));
   if (!std::isfinite(batch.scale)) return Status(Errc::invalid_argument, "kvstore device: attend: scale is not finite");
+  for (const auto& [type, dim, name] :
+       {std::tuple{c.k_type, c.head_dim_k, "K"}, std::tuple{c.v_type, c.head_dim_v, "V"}})
+    if (cache_type_elems(type) > 1 && (c.capacity == 0 || dim % cache_type_elems(type) != 0))
+      return Status(Errc::invalid_argument, std::string("kvstore device: attend: a ") + cache_type_name(type) + " " +
+                                                name + " cache must be head-major with rows of a multiple of " +
+                                                std::to_string(cache_type_elems(type)) + " elements");
   if (!cpu_supports(level))
     return Status(Errc::invalid_argument,
                   std::string("kvstore device: attend: this CPU does not support ") + simd_level_name(level));

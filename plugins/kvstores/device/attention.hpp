@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "cpu_simd.hpp"
@@ -13,25 +14,53 @@
 
 namespace graft::kv {
 
-enum class CacheType { f32, f16 };
+// Element types of a cache: plain f32 and f16, and ggml's q8_0 and q4_0 blocks (32 elements with
+// an fp16 scale; ggml's quantizers, so a cache holds the bytes llama.cpp's would).
+enum class CacheType { f32, f16, q8_0, q4_0 };
 
-// One layer's cache: K and V in `type`, token-major ([slots][n_kv_heads][head_dim], capacity 0) or
-// head-major ([n_kv_heads][capacity][head_dim], what the store keeps: one KV head's rows are one
-// stream for attention to read, where token-major puts them n_kv_heads * head_dim elements apart).
+// Elements per unit of the type (1, or a block's 32) and the unit's bytes.
+constexpr std::uint32_t cache_type_elems(CacheType t) noexcept {
+  return t == CacheType::q8_0 || t == CacheType::q4_0 ? 32u : 1u;
+}
+constexpr std::size_t cache_type_unit_bytes(CacheType t) noexcept {
+  switch (t) {
+    case CacheType::f32: return 4;
+    case CacheType::f16: return 2;
+    case CacheType::q8_0: return 34;
+    case CacheType::q4_0: return 18;
+  }
+  return 0;
+}
+const char* cache_type_name(CacheType t) noexcept;
+// "f32", "f16", "q8_0", "q4_0"; anything else: nullopt.
+std::optional<CacheType> cache_type_from_name(std::string_view name) noexcept;
+// Bytes of one row of `dim` elements (dim a multiple of the type's block).
+constexpr std::size_t cache_row_bytes(CacheType t, std::uint32_t dim) noexcept {
+  return dim / cache_type_elems(t) * cache_type_unit_bytes(t);
+}
+
+// One layer's cache: K and V each in its own type, token-major ([slots][n_kv_heads][head_dim],
+// capacity 0; plain types only) or head-major ([n_kv_heads][capacity][head_dim], what the stores
+// keep: one KV head's rows are one stream for attention to read, where token-major puts them
+// n_kv_heads * head_dim elements apart).
 struct LayerCache {
   const void* k = nullptr;
   const void* v = nullptr;
-  CacheType type = CacheType::f16;
+  CacheType k_type = CacheType::f16;
+  CacheType v_type = CacheType::f16;
   std::uint32_t n_kv_heads = 0;
   std::uint32_t head_dim_k = 0;
   std::uint32_t head_dim_v = 0;
   std::uint32_t capacity = 0;  // slots per head when head-major; 0: token-major
 
-  // Element offsets: where KV head g's rows start, and from one slot's row to the next.
-  std::size_t k_head(std::uint32_t g) const noexcept { return std::size_t{g} * head_dim_k * (capacity ? capacity : 1); }
-  std::size_t v_head(std::uint32_t g) const noexcept { return std::size_t{g} * head_dim_v * (capacity ? capacity : 1); }
-  std::size_t k_slot() const noexcept { return std::size_t{head_dim_k} * (capacity ? 1 : n_kv_heads); }
-  std::size_t v_slot() const noexcept { return std::size_t{head_dim_v} * (capacity ? 1 : n_kv_heads); }
+  // Offsets in units of the type (elements, or blocks of q8_0/q4_0): where KV head g's rows start,
+  // and from one slot's row to the next.
+  std::size_t k_row() const noexcept { return head_dim_k / cache_type_elems(k_type); }
+  std::size_t v_row() const noexcept { return head_dim_v / cache_type_elems(v_type); }
+  std::size_t k_head(std::uint32_t g) const noexcept { return std::size_t{g} * k_row() * (capacity ? capacity : 1); }
+  std::size_t v_head(std::uint32_t g) const noexcept { return std::size_t{g} * v_row() * (capacity ? capacity : 1); }
+  std::size_t k_slot() const noexcept { return k_row() * (capacity ? 1 : n_kv_heads); }
+  std::size_t v_slot() const noexcept { return v_row() * (capacity ? 1 : n_kv_heads); }
 };
 
 // Which kernels attend() runs: scalar (portable: generic C++ vectors, any CPU), avx2 (AVX2 + F16C)

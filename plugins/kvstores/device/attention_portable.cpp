@@ -6,9 +6,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "cpu_features.hpp"
+#include "formats/q4_0/q4_0_rows.hpp"
+#include "formats/q8_0/q8_0_rows.hpp"
 #include "half.hpp"
 #include "softmax_exp.hpp"
 #include "views.hpp"
@@ -146,11 +149,28 @@ const WidenFn kWiden = cpu_features().f16c ? &widen_f16c : &widen_portable;
 const WidenFn kWiden = &widen_portable;
 #endif
 
-// A cached row as f32: f32 rows are read in place, f16 rows are converted into buf.
+// A cached row as f32: f32 rows are read in place, f16 rows are converted into buf, q8_0 and q4_0
+// rows decoded into it (ggml's dequantization: exactly the values the blocks stand for).
 GRAFT_KV_INLINE const float* as_f32(const float* src, float*, std::uint32_t) noexcept { return src; }
 GRAFT_KV_INLINE const float* as_f32(const std::uint16_t* src, float* buf, std::uint32_t n) noexcept {
   kWiden(src, buf, n);
   return buf;
+}
+GRAFT_KV_INLINE const float* as_f32(const quant::block_q8_0* src, float* buf, std::uint32_t n) noexcept {
+  quant::dequantize_row_q8_0(src, buf, n);
+  return buf;
+}
+GRAFT_KV_INLINE const float* as_f32(const quant::block_q4_0* src, float* buf, std::uint32_t n) noexcept {
+  quant::dequantize_row_q4_0(src, buf, n);
+  return buf;
+}
+// Bytes of a row of n elements stored as T (T a block of 32 for the quantized types).
+template <class T>
+constexpr std::size_t bytes_of_row(std::uint32_t n) noexcept {
+  if constexpr (std::is_same_v<T, quant::block_q8_0> || std::is_same_v<T, quant::block_q4_0>)
+    return n / 32 * sizeof(T);
+  else
+    return n * sizeof(T);
 }
 
 
@@ -179,7 +199,7 @@ struct Scratch {
 // Queries [i0, i1) against KV head g, for the n_rep query heads that share g (GQA: head h uses KV
 // head h / n_rep). Query i's visible slots, in ascending order: committed [lo_i, n_past), then the
 // batch entries the mask allows; a key at position p is visible when qpos - p < window.
-template <class T>
+template <class KT, class VT>
 GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uint32_t i1, std::uint32_t g, Scratch& s) {
   const LayerCache& c = job.cache;
   const MaskedBatch& b = job.batch;
@@ -217,17 +237,18 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
     return s.scores.data() + (static_cast<std::size_t>(q) * n_rep + r) * stride;
   };
 
-  const T* K = static_cast<const T*>(c.k) + c.k_head(g);
-  const T* V = static_cast<const T*>(c.v) + c.v_head(g);
+  const KT* K = static_cast<const KT*>(c.k) + c.k_head(g);
+  const VT* V = static_cast<const VT*>(c.v) + c.v_head(g);
   const std::size_t k_slot = c.k_slot();
   const std::size_t v_slot = c.v_slot();
 
   // Loads the chunk [t0, t1) of cached rows (K or V) some query of the block sees as f32 rows.
-  auto load_chunk = [&](const T* base, std::size_t slot_elems, std::uint32_t dim, float* buf, std::uint32_t t0,
+  auto load_chunk = [&](const auto* base, std::size_t slot_units, std::uint32_t dim, float* buf, std::uint32_t t0,
                         std::uint32_t t1) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(base)>>;
     for (std::uint32_t t = t0; t < t1; ++t) {
-      if (t + kAhead < t1) prefetch(base + slot_at(t + kAhead) * slot_elems, dim * sizeof(T));
-      s.rows[t - t0] = as_f32(base + slot_at(t) * slot_elems, buf + static_cast<std::size_t>(t - t0) * dim, dim);
+      if (t + kAhead < t1) prefetch(base + slot_at(t + kAhead) * slot_units, bytes_of_row<T>(dim));
+      s.rows[t - t0] = as_f32(base + slot_at(t) * slot_units, buf + static_cast<std::size_t>(t - t0) * dim, dim);
     }
   };
   // The chunk rows query q sees, in order.
@@ -290,29 +311,48 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
 }
 
 // Work unit u: query block u / n_kv_heads, KV head u % n_kv_heads.
-template <class T>
+template <class KT, class VT>
 GRAFT_KV_INLINE void run_units(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
   for (std::size_t u = begin; u < end; ++u) {
     const auto blk = static_cast<std::uint32_t>(u / job.cache.n_kv_heads);
     const std::uint32_t i0 = blk * kQueryBlock, i1 = std::min(job.batch.n_query, i0 + kQueryBlock);
-    attend_block<T>(job, i0, i1, static_cast<std::uint32_t>(u % job.cache.n_kv_heads), s);
+    attend_block<KT, VT>(job, i0, i1, static_cast<std::uint32_t>(u % job.cache.n_kv_heads), s);
+  }
+}
+
+// One clone pair per K type, over every V type.
+template <class KT>
+GRAFT_KV_INLINE void run_units_v(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
+  switch (job.cache.v_type) {
+    case CacheType::f32: return run_units<KT, float>(job, begin, end, s);
+    case CacheType::f16: return run_units<KT, std::uint16_t>(job, begin, end, s);
+    case CacheType::q8_0: return run_units<KT, quant::block_q8_0>(job, begin, end, s);
+    case CacheType::q4_0: return run_units<KT, quant::block_q4_0>(job, begin, end, s);
   }
 }
 GRAFT_KV_CLONES void run_units_f16(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
-  run_units<std::uint16_t>(job, begin, end, s);
+  run_units_v<std::uint16_t>(job, begin, end, s);
 }
 GRAFT_KV_CLONES void run_units_f32(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
-  run_units<float>(job, begin, end, s);
+  run_units_v<float>(job, begin, end, s);
+}
+GRAFT_KV_CLONES void run_units_q8_0(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
+  run_units_v<quant::block_q8_0>(job, begin, end, s);
+}
+GRAFT_KV_CLONES void run_units_q4_0(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
+  run_units_v<quant::block_q4_0>(job, begin, end, s);
 }
 
 }  // namespace
 
 void run_units_portable(const AttnJob& job, std::size_t begin, std::size_t end) {
   Scratch s(job);
-  if (job.cache.type == CacheType::f16)
-    run_units_f16(job, begin, end, s);
-  else
-    run_units_f32(job, begin, end, s);
+  switch (job.cache.k_type) {
+    case CacheType::f32: return run_units_f32(job, begin, end, s);
+    case CacheType::f16: return run_units_f16(job, begin, end, s);
+    case CacheType::q8_0: return run_units_q8_0(job, begin, end, s);
+    case CacheType::q4_0: return run_units_q4_0(job, begin, end, s);
+  }
 }
 
 }  // namespace graft::kv

@@ -331,7 +331,7 @@ void run_units_simd(const AttnJob& job, const AttnKernels& kernels, std::uint32_
     const auto grp = static_cast<std::uint32_t>(u % groups);
     const std::uint32_t i0 = blk * kQueryBlock, i1 = std::min(job.batch.n_query, i0 + kQueryBlock);
     const std::uint32_t r0 = grp * heads_per_unit, r1 = std::min(job.n_rep, r0 + heads_per_unit);
-    if (job.cache.type == CacheType::f16)
+    if (job.cache.k_type == CacheType::f16)  // kernels_for: K and V of one plain type
       Unit<std::uint16_t>(job, kernels, i0, i1, g, r0, r1, s).run();
     else
       Unit<float>(job, kernels, i0, i1, g, r0, r1, s).run();

@@ -6,7 +6,11 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <string_view>
+#include <tuple>
 
+#include "formats/q4_0/q4_0_rows.hpp"
+#include "formats/q8_0/q8_0_rows.hpp"
 #include "half.hpp"
 #include "views.hpp"
 
@@ -16,7 +20,6 @@ namespace {
 
 constexpr const char* kPrefix = "kvstore device: ";
 
-Status fail(Errc code, const std::string& message) { return Status(code, kPrefix + message); }
 
 std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
@@ -24,21 +27,38 @@ std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1u << 20)
 // decode step's handful of rows.
 constexpr std::size_t kParallelWriteElements = 1u << 16;
 
+// One f32 row of n elements into the cache as `type` (f16: nearest even; q8_0 and q4_0: ggml's
+// quantizers, so the cache holds llama.cpp's bytes for the same values).
+void store_row(const float* src, std::uint32_t n, CacheType type, void* dst) {
+  switch (type) {
+    case CacheType::f32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case CacheType::f16: narrow_to_f16(src, static_cast<std::uint16_t*>(dst), n); return;
+    case CacheType::q8_0: quant::quantize_row_q8_0(src, static_cast<quant::block_q8_0*>(dst), n); return;
+    case CacheType::q4_0: quant::quantize_row_q4_0(src, static_cast<quant::block_q4_0*>(dst), n); return;
+  }
+}
+
 }  // namespace
 
-const char* cache_type_name(CacheType t) noexcept { return t == CacheType::f32 ? "f32" : "f16"; }
-std::size_t cache_type_size(CacheType t) noexcept { return t == CacheType::f32 ? 4 : 2; }
-
-std::uint64_t bytes_per_token(const KvGeometry& g, CacheType t) noexcept {
+std::uint64_t bytes_per_token(const KvGeometry& g, CacheType k_type, CacheType v_type) noexcept {
   std::uint64_t r = 0;
-  const std::uint64_t dims = static_cast<std::uint64_t>(g.head_dim_k) + g.head_dim_v;
+  const std::uint64_t row = static_cast<std::uint64_t>(cache_row_bytes(k_type, g.head_dim_k)) +
+                            cache_row_bytes(v_type, g.head_dim_v);
   if (__builtin_mul_overflow(static_cast<std::uint64_t>(g.n_layers), static_cast<std::uint64_t>(g.n_kv_heads), &r) ||
-      __builtin_mul_overflow(r, dims, &r) || __builtin_mul_overflow(r, cache_type_size(t), &r))
+      __builtin_mul_overflow(r, row, &r))
     return std::numeric_limits<std::uint64_t>::max();
   return r;
 }
 
-Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const KvGeometry& g, CacheType type) {
+Status DeviceKvStore::named(Status st) const {
+  constexpr std::string_view shared = kPrefix;
+  if (st.ok() || prefix_ == shared || st.message().rfind(shared, 0) != 0) return st;
+  return Status(st.code(), prefix_ + st.message().substr(shared.size()));
+}
+
+Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const KvGeometry& g, CacheType k_type,
+                                                         CacheType v_type, std::string prefix) {
+  auto fail = [&](Errc code, const std::string& message) { return Status(code, prefix + message); };
   const std::pair<const char*, std::uint32_t> fields[] = {{"n_layers", g.n_layers},
                                                           {"n_kv_heads", g.n_kv_heads},
                                                           {"head_dim_k", g.head_dim_k},
@@ -46,6 +66,14 @@ Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const
                                                           {"capacity", g.capacity}};
   for (const auto& [name, value] : fields)
     if (value == 0) return fail(Errc::invalid_argument, std::string("geometry ") + name + " is 0");
+  // A quantized row is whole blocks.
+  for (const auto& [type, dim, name] :
+       {std::tuple{k_type, g.head_dim_k, "head_dim_k"}, std::tuple{v_type, g.head_dim_v, "head_dim_v"}})
+    if (dim % cache_type_elems(type) != 0)
+      return fail(Errc::invalid_argument, std::string(name) + " = " + std::to_string(dim) + " is not a multiple of " +
+                                              std::to_string(cache_type_elems(type)) + ", which a " +
+                                              cache_type_name(type) + " cache needs (one block is " +
+                                              std::to_string(cache_type_elems(type)) + " elements)");
   // Attention runs on the calling CPU threads and reads buffers directly, which is only valid
   // when the backend's "device" memory is host memory (the CPU backend).
   if (!backend.host_accessible(MemoryKind::device)) {
@@ -55,29 +83,34 @@ Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const
                                        "' (a GPU backend); use the cpu backend");
   }
 
-  const std::size_t elt = cache_type_size(type);
   std::size_t k_bytes = 0, v_bytes = 0;
-  if (__builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads,
-                             static_cast<std::size_t>(g.head_dim_k) * elt, &k_bytes) ||
-      __builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads,
-                             static_cast<std::size_t>(g.head_dim_v) * elt, &v_bytes))
+  if (__builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads, cache_row_bytes(k_type, g.head_dim_k),
+                             &k_bytes) ||
+      __builtin_mul_overflow(static_cast<std::size_t>(g.capacity) * g.n_kv_heads, cache_row_bytes(v_type, g.head_dim_v),
+                             &v_bytes))
     return fail(Errc::out_of_memory, "a layer of " + std::to_string(g.capacity) + " tokens does not fit in memory");
   std::uint64_t total = 0;  // for the message only
-  if (__builtin_mul_overflow(bytes_per_token(g, type), static_cast<std::uint64_t>(g.capacity), &total))
+  if (__builtin_mul_overflow(bytes_per_token(g, k_type, v_type), static_cast<std::uint64_t>(g.capacity), &total))
     total = std::numeric_limits<std::uint64_t>::max();
+  // What else would fit: a smaller element type, in the words of the plugin's keys.
+  const bool any_f32 = k_type == CacheType::f32 || v_type == CacheType::f32;
+  const std::string smaller = !any_f32                    ? ""
+                              : prefix == kPrefix ? " or use type = \"f16\""
+                                                  : " or use smaller types (type_k, type_v)";
+  const std::string types = k_type == v_type ? std::string(cache_type_name(k_type))
+                                             : std::string(cache_type_name(k_type)) + "/" + cache_type_name(v_type);
 
   try {
-    std::unique_ptr<DeviceKvStore> s(new DeviceKvStore(backend, g, type));
+    std::unique_ptr<DeviceKvStore> s(new DeviceKvStore(backend, g, k_type, v_type, prefix));
     s->k_.reserve(g.n_layers);
     s->v_.reserve(g.n_layers);
     for (std::uint32_t l = 0; l < g.n_layers; ++l) {
       for (auto* list : {&s->k_, &s->v_}) {
         auto buf = backend.allocate(list == &s->k_ ? k_bytes : v_bytes, MemoryKind::device);
         if (!buf)
-          return fail(buf.status().code(), "cannot allocate the " + std::string(cache_type_name(type)) + " KV cache (" +
-                                               mib(total) + " for " + std::to_string(g.capacity) +
-                                               " tokens): " + buf.status().message() + "; lower [context] size" +
-                                               (type == CacheType::f32 ? " or use type = \"f16\"" : ""));
+          return fail(buf.status().code(), "cannot allocate the " + types + " KV cache (" + mib(total) + " for " +
+                                               std::to_string(g.capacity) + " tokens): " + buf.status().message() +
+                                               "; lower [context] size" + smaller);
         s->device_bytes_ += (*buf)->size();
         list->push_back(std::move(*buf));
       }
@@ -90,9 +123,9 @@ Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const
 
 Status DeviceKvStore::write(std::uint32_t layer, std::uint32_t slot, std::uint32_t n, const TensorView& k,
                             const TensorView& v) {
-  GRAFT_TRY(book_.check_write(layer, slot, n));
-  GRAFT_TRY(check_f32_rows(k, "write: k", g_.head_dim_k, g_.n_kv_heads, n, "[head_dim_k, n_kv_heads, n]"));
-  GRAFT_TRY(check_f32_rows(v, "write: v", g_.head_dim_v, g_.n_kv_heads, n, "[head_dim_v, n_kv_heads, n]"));
+  GRAFT_TRY(named(book_.check_write(layer, slot, n)));
+  GRAFT_TRY(named(check_f32_rows(k, "write: k", g_.head_dim_k, g_.n_kv_heads, n, "[head_dim_k, n_kv_heads, n]")));
+  GRAFT_TRY(named(check_f32_rows(v, "write: v", g_.head_dim_v, g_.n_kv_heads, n, "[head_dim_v, n_kv_heads, n]")));
   if (n == 0) return Status::success();
 
   GRAFT_TRY(write_rows(layer, slot, n, k, v));
@@ -105,24 +138,16 @@ Status DeviceKvStore::write_rows(std::uint32_t layer, std::uint32_t slot, std::u
   const std::uint32_t heads = g_.n_kv_heads, hk = g_.head_dim_k, hv = g_.head_dim_v;
   void* kd = k_[layer]->data();
   void* vd = v_[layer]->data();
-  const CacheType type = type_;
+  const CacheType kt = k_type_, vt = v_type_;
+  const std::size_t k_row = cache_row_bytes(kt, hk), v_row = cache_row_bytes(vt, hv);
   // Row r = t * heads + h goes to slot + t of head h: row h * capacity + slot + t of the layer.
   const std::size_t capacity = g_.capacity;
   auto rows = [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const auto t = static_cast<std::int64_t>(r / heads), h = static_cast<std::int64_t>(r % heads);
       const std::size_t dst = static_cast<std::size_t>(h) * capacity + slot + static_cast<std::size_t>(t);
-      const float* ks = row(k, h, t);
-      const float* vs = row(v, h, t);
-      if (type == CacheType::f32) {
-        std::memcpy(static_cast<float*>(kd) + dst * hk, ks, hk * sizeof(float));
-        std::memcpy(static_cast<float*>(vd) + dst * hv, vs, hv * sizeof(float));
-      } else {
-        std::uint16_t* ko = static_cast<std::uint16_t*>(kd) + dst * hk;
-        std::uint16_t* vo = static_cast<std::uint16_t*>(vd) + dst * hv;
-        narrow_to_f16(ks, ko, hk);
-        narrow_to_f16(vs, vo, hv);
-      }
+      store_row(row(k, h, t), hk, kt, static_cast<char*>(kd) + dst * k_row);
+      store_row(row(v, h, t), hv, vt, static_cast<char*>(vd) + dst * v_row);
     }
   };
   const std::size_t n_rows = static_cast<std::size_t>(n) * heads;
@@ -135,29 +160,30 @@ Status DeviceKvStore::write_rows(std::uint32_t layer, std::uint32_t slot, std::u
 
 Status DeviceKvStore::attend(std::uint32_t layer, const TensorView& q, const AttentionBatch& batch,
                              const TensorView& out) {
-  GRAFT_TRY(book_.check_attend(layer, batch.n_past, batch.n_query));
-  const LayerCache cache{k_[layer]->data(), v_[layer]->data(), type_, g_.n_kv_heads, g_.head_dim_k, g_.head_dim_v,
-                         g_.capacity};
+  GRAFT_TRY(named(book_.check_attend(layer, batch.n_past, batch.n_query)));
+  const LayerCache cache{k_[layer]->data(), v_[layer]->data(), k_type_,      v_type_,
+                         g_.n_kv_heads,     g_.head_dim_k,      g_.head_dim_v, g_.capacity};
   try {
-    return kv::attend(backend_, cache, q, batch, out);
+    return named(kv::attend(backend_, cache, q, batch, out));
   } catch (const std::bad_alloc&) {
-    return fail(Errc::out_of_memory, "attend: out of host memory for " + std::to_string(batch.n_query) + " queries");
+    return Status(Errc::out_of_memory,
+                  prefix_ + "attend: out of host memory for " + std::to_string(batch.n_query) + " queries");
   } catch (const std::exception& e) {
-    return fail(Errc::internal, std::string("attend: ") + e.what());
+    return Status(Errc::internal, prefix_ + "attend: " + e.what());
   }
 }
 
 Status DeviceKvStore::truncate(std::uint32_t n) {
-  GRAFT_TRY(book_.check_truncate(n));
+  GRAFT_TRY(named(book_.check_truncate(n)));
   book_.set_all(n);
   return Status::success();
 }
 
 Status DeviceKvStore::compact(std::uint32_t dst, std::span<const std::uint32_t> src) {
-  GRAFT_TRY(book_.check_compact(dst, src));
+  GRAFT_TRY(named(book_.check_compact(dst, src)));
   // Ascending order is safe: dst + i <= src[i], and every later source lies above src[i].
-  const std::size_t elt = cache_type_size(type_);
-  const std::size_t k_slot = g_.head_dim_k * elt, v_slot = g_.head_dim_v * elt;  // bytes of one head's row
+  const std::size_t k_slot = cache_row_bytes(k_type_, g_.head_dim_k);  // bytes of one head's row
+  const std::size_t v_slot = cache_row_bytes(v_type_, g_.head_dim_v);
   const std::size_t k_head = k_slot * g_.capacity, v_head = v_slot * g_.capacity;
   for (std::uint32_t l = 0; l < g_.n_layers; ++l)
     for (std::uint32_t h = 0; h < g_.n_kv_heads; ++h) {

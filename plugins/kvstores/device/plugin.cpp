@@ -13,11 +13,13 @@ class DeviceKvStoreFactory final : public KvStoreFactory {
   DeviceKvStoreFactory(const HostServices& host, const Config& config, CacheType type)
       : host_(host), config_(config), type_(type) {}
 
-  std::uint64_t bytes_per_token(const KvGeometry& g) const noexcept override { return kv::bytes_per_token(g, type_); }
+  std::uint64_t bytes_per_token(const KvGeometry& g) const noexcept override {
+    return kv::bytes_per_token(g, type_, type_);
+  }
   // On the CPU the store is this plugin's; a backend whose memory the CPU cannot read (a GPU) gets
   // the "device" store of its kernel library, with this table's keys.
   Expected<std::unique_ptr<KvStore>> create(Backend& backend, const KvGeometry& g) override {
-    if (backend.host_accessible(MemoryKind::device)) return DeviceKvStore::create(backend, g, type_);
+    if (backend.host_accessible(MemoryKind::device)) return DeviceKvStore::create(backend, g, type_, type_);
     if (KernelLibrary* lib = host_.kv_store_library("device", backend.name()))
       return lib->create_kv_store("device", config_, backend, g);
     return Status(Errc::unsupported, "kvstore device: no kernels for backend '" + std::string(backend.name()) +

@@ -1,38 +1,21 @@
 // Q8_0: blocks of 32 int8 quants with an fp16 scale (34 bytes). The quantizer is ggml's
-// quantize_row_q8_0_ref, reproduced operation for operation so files match byte for byte.
-#include <cmath>
-
+// quantize_row_q8_0_ref, reproduced operation for operation so files match byte for byte
+// (q8_0_rows.hpp).
 #include "driver/block_format.hpp"
 #include "families/legacy/q8_0_gemm.hpp"
 #include "families/legacy/q8_0_packed.hpp"
-#include "formats/q8_0/block_q8_0.hpp"
-#include "half.hpp"
+#include "formats/q8_0/q8_0_rows.hpp"
 
 namespace graft::quant {
 
 namespace {
 
 void quantize_row(const float* x, void* dst, std::int64_t k) noexcept {
-  auto* y = static_cast<block_q8_0*>(dst);
-  for (std::int64_t i = 0; i < k / kQK8_0; ++i, x += kQK8_0) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) {
-      const float a = std::fabs(x[j]);
-      amax = amax > a ? amax : a;  // ggml's MAX(a, b)
-    }
-    const float d = amax / ((1 << 7) - 1);
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = f32_to_f16_ggml(d);
-    for (int j = 0; j < kQK8_0; ++j) y[i].qs[j] = static_cast<std::int8_t>(std::round(x[j] * id));  // roundf
-  }
+  quantize_row_q8_0(x, static_cast<block_q8_0*>(dst), k);
 }
 
 void dequantize_row(const void* src, float* y, std::int64_t k) noexcept {
-  const auto* x = static_cast<const block_q8_0*>(src);
-  for (std::int64_t i = 0; i < k / kQK8_0; ++i) {
-    const float d = f16_to_f32(x[i].d);
-    for (int j = 0; j < kQK8_0; ++j) y[i * kQK8_0 + j] = x[i].qs[j] * d;
-  }
+  dequantize_row_q8_0(static_cast<const block_q8_0*>(src), y, k);
 }
 
 const FormatSpec kSpec{
