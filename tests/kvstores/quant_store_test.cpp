@@ -72,8 +72,9 @@ std::vector<std::uint8_t> encode(const std::vector<float>& rows, kv::CacheType t
   return out;
 }
 
-// Quantized caches run one kernel at every level: the same bits at each level this CPU has and
-// for 1-3 threads, with a tree mask and a window too.
+// Every level gives the same bits on quantized caches (the vector levels decode a chunk of blocks
+// with their own instructions, the portable kernel with plain code) for 1-3 threads: a tree of
+// queries with and without a window, and a decode step.
 TEST(kvQuantStore, EveryLevelAndThreadCountGivesTheSameBits) {
   constexpr std::uint32_t dim = 128, heads = 8, kv_heads = 2, past = 300, n_query = 9;
   std::mt19937 rng(4);
@@ -92,11 +93,13 @@ TEST(kvQuantStore, EveryLevelAndThreadCountGivesTheSameBits) {
     c.n_kv_heads = kv_heads;
     c.head_dim_k = c.head_dim_v = dim;
     c.capacity = past + n_query;
-    for (std::uint32_t window : {0u, 40u}) {
+    for (std::uint32_t window : {0u, 40u, 1000u}) {
+      // A tree of 9 queries (verification), or one query (decode: window 1000 runs it).
+      const bool decode = window == 1000;
       AttentionBatch b;
       b.n_past = past;
-      b.n_query = n_query;
-      b.ancestor = mask_view(tree.ancestor.data(), n_query);
+      b.n_query = decode ? 1 : n_query;
+      b.ancestor = decode ? TensorView{} : mask_view(tree.ancestor.data(), n_query);
       b.scale = 0.09f;
       b.sliding_window = window;
       std::vector<float> first;
@@ -104,9 +107,9 @@ TEST(kvQuantStore, EveryLevelAndThreadCountGivesTheSameBits) {
         if (!kv::cpu_supports(level)) continue;
         for (std::int64_t threads : {1, 2, 3}) {
           auto backend = cpu_backend(threads);
-          std::vector<float> out(std::size_t{n_query} * heads * dim, NAN);
-          ASSERT_TRUE(kv::attend(*backend, c, f32_view(q.data(), dim, heads, n_query), b,
-                                 f32_view(out.data(), dim, heads, n_query), level)
+          std::vector<float> out(std::size_t{b.n_query} * heads * dim, NAN);
+          ASSERT_TRUE(kv::attend(*backend, c, f32_view(q.data(), dim, heads, b.n_query), b,
+                                 f32_view(out.data(), dim, heads, b.n_query), level)
                           .ok());
           if (first.empty()) first = out;
           EXPECT_EQ(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)), 0)

@@ -32,11 +32,8 @@ const AttnKernels* table_for(AttnSimd level) noexcept {
 
 // The SIMD path needs head sizes that are multiples of 8 (its partial sums are 8 wide and it has
 // no scalar tails); anything else runs the portable kernel, which computes the same bits.
-// The SIMD tables read f16 or f32 rows, K and V alike; quantized caches run the portable kernel
-// at every level (the same bits either way).
 const AttnKernels* kernels_for(AttnSimd level, const LayerCache& c) noexcept {
   if (c.head_dim_k % 8 != 0 || c.head_dim_v % 8 != 0) return nullptr;
-  if (c.k_type != c.v_type || cache_type_elems(c.k_type) != 1) return nullptr;
   return table_for(level);
 }
 

@@ -3,6 +3,8 @@
 // by the target pragma; products accumulate with explicit FMA intrinsics, nothing else is contracted
 // (the plugin builds with -ffp-contract=off).
 #include "attention_kernels.hpp"
+#include "formats/q4_0/block_q4_0.hpp"
+#include "formats/q8_0/block_q8_0.hpp"
 #include "half.hpp"
 #include "softmax_exp.hpp"
 
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,f16c,fma"))), apply_to = function)
@@ -34,7 +37,7 @@ namespace {
 template <class T>
 GRAFT_KV_INLINE void prefetch_row(const T* row, std::uint32_t d) {
   const char* p = reinterpret_cast<const char*>(row);
-  const std::uint32_t bytes = d * sizeof(T);
+  const std::uint32_t bytes = d / elems_per_unit<T>() * sizeof(T);
   for (std::uint32_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
   _mm_prefetch(p + bytes - 1, _MM_HINT_T0);  // a row that straddles one more line
 }
@@ -43,6 +46,29 @@ GRAFT_KV_INLINE __m256 load8(const std::uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 GRAFT_KV_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+// Elements e..e+7 of a row (e % 8 == 0); ggml blocks are decoded in registers, each element its
+// integer times the block's scale rounded once: the values dequantize_row gives.
+// (The scale by F16C, which converts every f16 as f16_to_f32 does: exactly.)
+GRAFT_KV_INLINE __m256i ints8(const quant::block_q8_0* row, std::uint32_t e) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[e / 32].qs + e % 32)));
+}
+GRAFT_KV_INLINE __m256i ints8(const quant::block_q4_0* row, std::uint32_t e) {
+  const std::uint32_t o = e % 32;
+  const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[e / 32].qs + o % 16)));
+  const __m256i nib = o < 16 ? _mm256_and_si256(q, _mm256_set1_epi32(15)) : _mm256_srli_epi32(q, 4);
+  return _mm256_sub_epi32(nib, _mm256_set1_epi32(8));
+}
+template <class B>
+GRAFT_KV_INLINE __m256 scale_at(const B* row, std::uint32_t e) {
+  return _mm256_set1_ps(_cvtsh_ss(row[e / 32].d));
+}
+template <class T>
+GRAFT_KV_INLINE __m256 load8(const T* row, std::uint32_t e) {
+  if constexpr (elems_per_unit<T>() > 1)
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(ints8(row, e)), scale_at(row, e));
+  else
+    return load8(row + e);
+}
 
 // [a0..a3 + a4..a7 of x | the same of y]: the first round of the fold for two slots.
 GRAFT_KV_INLINE __m256 halves(__m256 x, __m256 y) {
@@ -79,12 +105,28 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
     __m256 acc[NH][S];
     for (int h = 0; h < NH; ++h)
       for (std::uint32_t i = 0; i < S; ++i) acc[h][i] = _mm256_setzero_ps();
-    for (std::uint32_t e = 0; e < d; e += 8) {
-      __m256 qv[NH];
-      for (int h = 0; h < NH; ++h) qv[h] = _mm256_loadu_ps(q[h] + e);
-      for (std::uint32_t i = 0; i < S; ++i) {
-        const __m256 k = load8(r[i] + e);
-        for (int h = 0; h < NH; ++h) acc[h][i] = _mm256_fmadd_ps(qv[h], k, acc[h][i]);
+    if constexpr (elems_per_unit<T>() > 1) {
+      // Blocks: each row's scale once per block, its four 8-element steps after.
+      for (std::uint32_t e0 = 0; e0 < d; e0 += 32) {
+        __m256 sc[S];
+        for (std::uint32_t i = 0; i < S; ++i) sc[i] = scale_at(r[i], e0);
+        for (std::uint32_t e = e0; e < e0 + 32; e += 8) {
+          __m256 qv[NH];
+          for (int h = 0; h < NH; ++h) qv[h] = _mm256_loadu_ps(q[h] + e);
+          for (std::uint32_t i = 0; i < S; ++i) {
+            const __m256 k = _mm256_mul_ps(_mm256_cvtepi32_ps(ints8(r[i], e)), sc[i]);
+            for (int h = 0; h < NH; ++h) acc[h][i] = _mm256_fmadd_ps(qv[h], k, acc[h][i]);
+          }
+        }
+      }
+    } else {
+      for (std::uint32_t e = 0; e < d; e += 8) {
+        __m256 qv[NH];
+        for (int h = 0; h < NH; ++h) qv[h] = _mm256_loadu_ps(q[h] + e);
+        for (std::uint32_t i = 0; i < S; ++i) {
+          const __m256 k = load8(r[i], e);
+          for (int h = 0; h < NH; ++h) acc[h][i] = _mm256_fmadd_ps(qv[h], k, acc[h][i]);
+        }
       }
     }
     for (int h = 0; h < NH; ++h) {
@@ -127,14 +169,14 @@ void values_tile(float* const* acc, float* sum, const float* const* p, const T* 
   }
   for (std::uint32_t j = 0; j < n; ++j) {
     if (j + kAhead < listed) prefetch_row(rows[j + kAhead], d);
-    const T* row = rows[j] + c0;
+    const T* row = rows[j];
     __m256 w[NH];
     for (int h = 0; h < NH; ++h) {
       s[h] = s[h] + p[h][j];
       w[h] = _mm256_set1_ps(p[h][j]);
     }
     for (int z = 0; z < NZ; ++z) {
-      const __m256 v = load8(row + 8 * z);
+      const __m256 v = load8(row, c0 + 8 * z);
       for (int h = 0; h < NH; ++h) a[h][z] = _mm256_fmadd_ps(w[h], v, a[h][z]);
     }
   }
@@ -174,6 +216,38 @@ void values(float* const* acc, float* sum, const float* const* p, std::uint32_t 
 
 void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
   for (std::uint32_t i = 0; i < n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));  // n % 8 == 0
+}
+
+// ggml's blocks: 32 int8 (q8_0) or 32 nibbles less 8 (q4_0, element j in qs[j] & 15, j + 16 in
+// qs[j] >> 4) times the fp16 scale; int to float is exact and the product rounds once, as in
+// dequantize_row, so the values are the same bits.
+void decode_q8_0(const void* src, float* dst, std::uint32_t n) {
+  const auto* b = static_cast<const std::uint8_t*>(src);
+  for (std::uint32_t i = 0; i < n; i += 32, b += 34, dst += 32) {
+    std::uint16_t h;
+    std::memcpy(&h, b, 2);
+    const __m256 d = _mm256_set1_ps(f16_to_f32(h));
+    for (int j = 0; j < 32; j += 8) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + j));
+      _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+    }
+  }
+}
+void decode_q4_0(const void* src, float* dst, std::uint32_t n) {
+  const auto* b = static_cast<const std::uint8_t*>(src);
+  const __m256i eight = _mm256_set1_epi32(8), low = _mm256_set1_epi32(15);
+  for (std::uint32_t i = 0; i < n; i += 32, b += 18, dst += 32) {
+    std::uint16_t h;
+    std::memcpy(&h, b, 2);
+    const __m256 d = _mm256_set1_ps(f16_to_f32(h));
+    for (int j = 0; j < 16; j += 8) {
+      const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + j)));
+      const __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, low), eight);
+      const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), eight);
+      _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), d));
+      _mm256_storeu_ps(dst + 16 + j, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), d));
+    }
+  }
 }
 
 // vcvtps2ph: f32_to_f16 bit for bit (see the AVX-512 form); the tail in plain code.
@@ -234,8 +308,11 @@ void exp_shifted(float* x, std::uint32_t n, float m) {
 namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX2.
 const AttnKernels* attn_kernels_avx2() noexcept {
-  static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
-                             &widen, &narrow, &max_of, &exp_shifted, 8};
+  static const AttnKernels k{&scores<std::uint16_t>,     &scores<float>,           &values<std::uint16_t>,
+                             &values<float>,             &scores<quant::block_q8_0>, &values<quant::block_q8_0>,
+                             &scores<quant::block_q4_0>, &values<quant::block_q4_0>, &widen,
+                             &decode_q8_0,               &decode_q4_0,             &narrow,
+                             &max_of,                    &exp_shifted,             8};
   return &k;
 }
 }  // namespace graft::kv

@@ -3,6 +3,9 @@
 // the target pragma; products accumulate with explicit FMA intrinsics, nothing else is contracted
 // (the plugin builds with -ffp-contract=off).
 #include "attention_kernels.hpp"
+#include "formats/q4_0/block_q4_0.hpp"
+#include "formats/q8_0/block_q8_0.hpp"
+#include "half.hpp"
 #include "softmax_exp.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -12,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #if !defined(__clang__) && __GNUC__ < 13
 // GCC 12's avx512fintrin.h trips -W(maybe-)uninitialized on its own _mm512_undefined_* (GCC bug 105593).
@@ -40,7 +44,7 @@ namespace {
 template <class T>
 GRAFT_KV_INLINE void prefetch_row(const T* row, std::uint32_t d) {
   const char* p = reinterpret_cast<const char*>(row);
-  const std::uint32_t bytes = d * sizeof(T);
+  const std::uint32_t bytes = d / elems_per_unit<T>() * sizeof(T);
   for (std::uint32_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
   _mm_prefetch(p + bytes - 1, _MM_HINT_T0);  // a row that straddles one more line
 }
@@ -56,11 +60,49 @@ GRAFT_KV_INLINE __m512 load_pair(const float* a, const float* b) {
                                              _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
 }
 
+// ggml blocks decoded in registers: each element its integer times the block's scale, rounded once
+// (the values dequantize_row gives). Eight elements e..e+7 (e % 8 == 0) as int32, and the scale.
+GRAFT_KV_INLINE __m256i ints8(const quant::block_q8_0* row, std::uint32_t e) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[e / 32].qs + e % 32)));
+}
+GRAFT_KV_INLINE __m256i ints8(const quant::block_q4_0* row, std::uint32_t e) {
+  const std::uint32_t o = e % 32;
+  const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[e / 32].qs + o % 16)));
+  const __m256i nib = o < 16 ? _mm256_and_si256(q, _mm256_set1_epi32(15)) : _mm256_srli_epi32(q, 4);
+  return _mm256_sub_epi32(nib, _mm256_set1_epi32(8));
+}
+// The scale by F16C, which converts every f16 as f16_to_f32 does: exactly.
+template <class B>
+GRAFT_KV_INLINE float scale_at(const B* row, std::uint32_t e) {
+  return _cvtsh_ss(row[e / 32].d);
+}
+// Elements e..e+7 of rows a and b as [a | b], from blocks.
+template <class B>
+GRAFT_KV_INLINE __m512 load_pair(const B* a, const B* b, std::uint32_t e) {
+  const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(ints8(a, e)), ints8(b, e), 1);
+  const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(scale_at(a, e)), _mm256_set1_ps(scale_at(b, e)), 1);
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(q), d);
+}
+GRAFT_KV_INLINE __m512 load_pair(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t e) {
+  return load_pair(a + e, b + e);
+}
+GRAFT_KV_INLINE __m512 load_pair(const float* a, const float* b, std::uint32_t e) { return load_pair(a + e, b + e); }
+
 // 16 columns of a row (masked: lanes outside m read nothing and come back 0).
 GRAFT_KV_INLINE __m512 load16(const std::uint16_t* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 GRAFT_KV_INLINE __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+// Columns c..c+15 (c % 16 == 0) of a row: plain rows from c, blocks decoded (half a block).
+template <class T>
+GRAFT_KV_INLINE __m512 load16(const T* row, std::uint32_t c, __mmask16 m) {
+  if constexpr (std::is_same_v<T, quant::block_q8_0> || std::is_same_v<T, quant::block_q4_0>) {
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(ints8(row, c)), ints8(row, c + 8), 1);
+    return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(scale_at(row, c)));
+  } else {
+    return load16(row + c, m);
+  }
+}
 
 // acc[i] holds the 8 partial sums of slot 2i (low half) and slot 2i+1 (high half). Returns the 16
 // folds ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)) in slot order: the same three rounds of
@@ -94,12 +136,30 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
     __m512 acc[NH][8];
     for (int h = 0; h < NH; ++h)
       for (int i = 0; i < 8; ++i) acc[h][i] = _mm512_setzero_ps();
-    for (std::uint32_t e = 0; e < d; e += 8) {
-      __m512 qq[NH];
-      for (int h = 0; h < NH; ++h) qq[h] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[h] + e));
-      for (int i = 0; i < 8; ++i) {
-        const __m512 k = load_pair(r[2 * i] + e, r[2 * i + 1] + e);
-        for (int h = 0; h < NH; ++h) acc[h][i] = _mm512_fmadd_ps(qq[h], k, acc[h][i]);
+    if constexpr (elems_per_unit<T>() > 1) {
+      // Blocks: each row pair's scales once per block, its four 8-element steps after.
+      for (std::uint32_t e0 = 0; e0 < d; e0 += 32) {
+        __m512 sc[8];
+        for (int i = 0; i < 8; ++i)
+          sc[i] = _mm512_insertf32x8(_mm512_set1_ps(scale_at(r[2 * i], e0)), _mm256_set1_ps(scale_at(r[2 * i + 1], e0)), 1);
+        for (std::uint32_t e = e0; e < e0 + 32; e += 8) {
+          __m512 qq[NH];
+          for (int h = 0; h < NH; ++h) qq[h] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[h] + e));
+          for (int i = 0; i < 8; ++i) {
+            const __m512i iq = _mm512_inserti64x4(_mm512_castsi256_si512(ints8(r[2 * i], e)), ints8(r[2 * i + 1], e), 1);
+            const __m512 k = _mm512_mul_ps(_mm512_cvtepi32_ps(iq), sc[i]);
+            for (int h = 0; h < NH; ++h) acc[h][i] = _mm512_fmadd_ps(qq[h], k, acc[h][i]);
+          }
+        }
+      }
+    } else {
+      for (std::uint32_t e = 0; e < d; e += 8) {
+        __m512 qq[NH];
+        for (int h = 0; h < NH; ++h) qq[h] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[h] + e));
+        for (int i = 0; i < 8; ++i) {
+          const __m512 k = load_pair(r[2 * i], r[2 * i + 1], e);
+          for (int h = 0; h < NH; ++h) acc[h][i] = _mm512_fmadd_ps(qq[h], k, acc[h][i]);
+        }
       }
     }
     const __mmask16 m = static_cast<__mmask16>((1u << cnt) - 1u);
@@ -134,14 +194,14 @@ void values_tile(float* const* acc, float* sum, const float* const* p, const T* 
   }
   for (std::uint32_t j = 0; j < n; ++j) {
     if (j + kAhead < listed) prefetch_row(rows[j + kAhead], d);
-    const T* row = rows[j] + c0;
+    const T* row = rows[j];
     __m512 w[NH];
     for (int h = 0; h < NH; ++h) {
       s[h] = s[h] + p[h][j];
       w[h] = _mm512_set1_ps(p[h][j]);
     }
     for (int z = 0; z < NZ; ++z) {
-      const __m512 v = load16(row + 16 * z, z == NZ - 1 ? last : 0xFFFF);
+      const __m512 v = load16(row, c0 + 16 * z, z == NZ - 1 ? last : 0xFFFF);
       for (int h = 0; h < NH; ++h) a[h][z] = _mm512_fmadd_ps(w[h], v, a[h][z]);
     }
   }
@@ -179,6 +239,38 @@ void values(float* const* acc, float* sum, const float* const* p, std::uint32_t 
     values_nh<2>(acc, sum, p, rows, n, d, listed);
   else
     values_nh<1>(acc, sum, p, rows, n, d, listed);
+}
+
+// ggml's blocks (256-bit vectors: a block's 32 elements are four of them): 32 int8 (q8_0) or 32 nibbles less 8 (q4_0, element j in qs[j] & 15, j + 16 in
+// qs[j] >> 4) times the fp16 scale; int to float is exact and the product rounds once, as in
+// dequantize_row, so the values are the same bits.
+void decode_q8_0(const void* src, float* dst, std::uint32_t n) {
+  const auto* b = static_cast<const std::uint8_t*>(src);
+  for (std::uint32_t i = 0; i < n; i += 32, b += 34, dst += 32) {
+    std::uint16_t h;
+    std::memcpy(&h, b, 2);
+    const __m256 d = _mm256_set1_ps(f16_to_f32(h));
+    for (int j = 0; j < 32; j += 8) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + j));
+      _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+    }
+  }
+}
+void decode_q4_0(const void* src, float* dst, std::uint32_t n) {
+  const auto* b = static_cast<const std::uint8_t*>(src);
+  const __m256i eight = _mm256_set1_epi32(8), low = _mm256_set1_epi32(15);
+  for (std::uint32_t i = 0; i < n; i += 32, b += 18, dst += 32) {
+    std::uint16_t h;
+    std::memcpy(&h, b, 2);
+    const __m256 d = _mm256_set1_ps(f16_to_f32(h));
+    for (int j = 0; j < 16; j += 8) {
+      const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + j)));
+      const __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, low), eight);
+      const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), eight);
+      _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), d));
+      _mm256_storeu_ps(dst + 16 + j, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), d));
+    }
+  }
 }
 
 void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
@@ -254,8 +346,11 @@ void exp_shifted(float* x, std::uint32_t n, float m) {
 namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX-512.
 const AttnKernels* attn_kernels_avx512() noexcept {
-  static const AttnKernels k{&scores<std::uint16_t>, &scores<float>, &values<std::uint16_t>, &values<float>,
-                             &widen, &narrow, &max_of, &exp_shifted, 8};
+  static const AttnKernels k{&scores<std::uint16_t>,     &scores<float>,           &values<std::uint16_t>,
+                             &values<float>,             &scores<quant::block_q8_0>, &values<quant::block_q8_0>,
+                             &scores<quant::block_q4_0>, &values<quant::block_q4_0>, &widen,
+                             &decode_q8_0,               &decode_q4_0,             &narrow,
+                             &max_of,                    &exp_shifted,             8};
   return &k;
 }
 }  // namespace graft::kv

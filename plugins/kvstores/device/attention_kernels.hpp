@@ -4,8 +4,18 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+
+#include "formats/q4_0/block_q4_0.hpp"
+#include "formats/q8_0/block_q8_0.hpp"
 
 namespace graft::kv {
+
+// Elements one T holds: 1 for f32 and f16 rows, 32 for ggml's blocks.
+template <class T>
+constexpr std::uint32_t elems_per_unit() noexcept {
+  return std::is_same_v<T, quant::block_q8_0> || std::is_same_v<T, quant::block_q4_0> ? 32u : 1u;
+}
 
 struct AttnKernels {
   // Scores of nh (1 or 2) query heads against n cached rows of d elements (d % 8 == 0):
@@ -25,8 +35,22 @@ struct AttnKernels {
                      const std::uint16_t* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
   void (*values_f32)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
                      const float* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
+  // The same over rows of ggml blocks (d % 32 == 0), each element decoded in registers to the
+  // value dequantize_row gives, then the f32 operations above.
+  void (*scores_q8_0)(const float* const* q, std::uint32_t nh, const quant::block_q8_0* const* rows, std::uint32_t n,
+                      std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
+  void (*values_q8_0)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
+                      const quant::block_q8_0* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
+  void (*scores_q4_0)(const float* const* q, std::uint32_t nh, const quant::block_q4_0* const* rows, std::uint32_t n,
+                      std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
+  void (*values_q4_0)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
+                      const quant::block_q4_0* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
   // dst[i] = the f16 src[i] as f32 (exact).
   void (*widen)(const std::uint16_t* src, float* dst, std::uint32_t n);
+  // dst = the n elements (n % 32 == 0) of ggml q8_0 / q4_0 blocks as f32: exactly ggml's
+  // dequantize_row (each element's integer times the block's scale, one rounding).
+  void (*decode_q8_0)(const void* src, float* dst, std::uint32_t n);
+  void (*decode_q4_0)(const void* src, float* dst, std::uint32_t n);
   // dst[i] = f32_to_f16(src[i]) (plugins/common/half.hpp: nearest, ties to even; NaN keeps its top payload bits),
   // any n: the cache writes.
   void (*narrow)(const float* src, std::uint16_t* dst, std::uint32_t n);
@@ -37,7 +61,7 @@ struct AttnKernels {
   void (*exp_shifted)(float* x, std::uint32_t n, float m);
   // Units with at most this many (query, head) rows run query by query over all their rows, f16
   // read in place; larger ones go chunk by chunk, f16 rows widened once per chunk into an f32
-  // buffer that every query of the block then reads from L1.
+  // buffer that every query of the block then reads from L1 (blocks decoded likewise).
   std::uint32_t direct_rows;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 
 #include "attention_job.hpp"
@@ -13,6 +14,9 @@
 namespace graft::kv {
 
 namespace {
+
+using quant::block_q4_0;
+using quant::block_q8_0;
 
 template <class E>
 E* grow(std::unique_ptr<E[]>& b, std::size_t n) {
@@ -31,13 +35,14 @@ struct Scratch {
         sums(std::make_unique_for_overwrite<float[]>(rows)),
         union_batch(std::make_unique_for_overwrite<std::uint32_t[]>(j.batch.n_query)) {}
 
-  // A query's visible K and V rows (query by query path), allocated on first use.
+  // A query's visible K rows (V: v_list) of one type (query by query path), allocated on first use.
   template <class T>
-  std::pair<const T**, const T**> lists() {
-    if constexpr (std::is_same_v<T, float>)
-      return {grow(k_f, stride), grow(v_f, stride)};
-    else
-      return {grow(k_h, stride), grow(v_h, stride)};
+  const T** k_list() {
+    return grow(std::get<Lists<T>>(lists_).k, stride);
+  }
+  template <class T>
+  const T** v_list() {
+    return grow(std::get<Lists<T>>(lists_).v, stride);
   }
 
   std::size_t stride;                            // scores of one (query, head) row
@@ -57,8 +62,11 @@ struct Scratch {
   const float* pick_f[kSlotChunk] = {};
 
  private:
-  std::unique_ptr<const float*[]> k_f, v_f;
-  std::unique_ptr<const std::uint16_t*[]> k_h, v_h;
+  template <class T>
+  struct Lists {
+    std::unique_ptr<const T*[]> k, v;
+  };
+  std::tuple<Lists<float>, Lists<std::uint16_t>, Lists<block_q8_0>, Lists<block_q4_0>> lists_;
 };
 
 inline void prefetch(const void* p, std::size_t bytes) noexcept {
@@ -72,30 +80,42 @@ void kernel_scores(const AttnKernels& k, const float* const* q, std::uint32_t nh
                    std::uint32_t n, std::uint32_t d, float scale, float* const* out, std::uint32_t listed) {
   if constexpr (std::is_same_v<T, float>)
     k.scores_f32(q, nh, rows, n, d, scale, out, listed);
-  else
+  else if constexpr (std::is_same_v<T, std::uint16_t>)
     k.scores_f16(q, nh, rows, n, d, scale, out, listed);
+  else if constexpr (std::is_same_v<T, block_q8_0>)
+    k.scores_q8_0(q, nh, rows, n, d, scale, out, listed);
+  else
+    k.scores_q4_0(q, nh, rows, n, d, scale, out, listed);
 }
 template <class T>
 void kernel_values(const AttnKernels& k, float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
                    const T* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed) {
   if constexpr (std::is_same_v<T, float>)
     k.values_f32(acc, sum, p, nh, rows, n, d, listed);
-  else
+  else if constexpr (std::is_same_v<T, std::uint16_t>)
     k.values_f16(acc, sum, p, nh, rows, n, d, listed);
+  else if constexpr (std::is_same_v<T, block_q8_0>)
+    k.values_q8_0(acc, sum, p, nh, rows, n, d, listed);
+  else
+    k.values_q4_0(acc, sum, p, nh, rows, n, d, listed);
+}
+template <class T>
+constexpr std::size_t row_bytes(std::uint32_t d) {
+  return d / elems_per_unit<T>() * sizeof(T);
 }
 
 // Queries [i0, i1) against KV head g, for its query heads [r0, r1) (head g * n_rep + r). Query i
 // sees, in ascending order, committed slots [lo_i, n_past) and then the batch entries the mask
 // allows; a key at position p is visible when qpos - p < window.
-template <class T>
+template <class KT, class VT>
 class Unit {
  public:
   Unit(const AttnJob& job, const AttnKernels& kern, std::uint32_t i0, std::uint32_t i1, std::uint32_t g,
        std::uint32_t r0, std::uint32_t r1, Scratch& s)
       : job_(job), kern_(kern), b_(job.batch), s_(s), i0_(i0), nq_(i1 - i0), g_(g), r0_(r0), nh_(r1 - r0),
         hk_(job.cache.head_dim_k), hv_(job.cache.head_dim_v),
-        K_(static_cast<const T*>(job.cache.k) + job.cache.k_head(g)),
-        V_(static_cast<const T*>(job.cache.v) + job.cache.v_head(g)),
+        K_(static_cast<const KT*>(job.cache.k) + job.cache.k_head(g)),
+        V_(static_cast<const VT*>(job.cache.v) + job.cache.v_head(g)),
         k_slot_(job.cache.k_slot()),
         v_slot_(job.cache.v_slot()) {
     lo_min_ = b_.n_past;
@@ -189,7 +209,8 @@ class Unit {
   // Few (query, head) rows (decode): each query walks its own list of visible rows, which the
   // kernels read in place (f16 converted in registers) and prefetch ahead.
   void by_query() {
-    auto [kp, vp] = s_.template lists<T>();
+    const KT** kp = s_.template k_list<KT>();
+    const VT** vp = s_.template v_list<VT>();
     for (std::uint32_t q = 0; q < nq_; ++q) {
       std::uint32_t n = 0;
       for (std::uint32_t t = s_.lo[q] - lo_min_; t < n_prefix_; ++t, ++n) {
@@ -207,7 +228,7 @@ class Unit {
       if (n > 0) {
         // The kernels prefetch rows some way ahead of the one they read; the first ones of K
         // (and V, below) are asked for here, all at once, rather than met one by one.
-        for (std::uint32_t j = 0; j < std::min(n, 32u); ++j) prefetch(kp[j], hk_ * sizeof(T));
+        for (std::uint32_t j = 0; j < std::min(n, 32u); ++j) prefetch(kp[j], row_bytes<KT>(hk_));
         // Runs of kRun rows, every head pair per run, so a pair after the first finds the rows in
         // cache (a whole context per pair would not fit).
         constexpr std::uint32_t kRun = 256;
@@ -218,7 +239,7 @@ class Unit {
             float* outs[2] = {score_row(q, r) + c0, score_row(q, r + pair - 1) + c0};
             kernel_scores(kern_, qs, pair, kp + c0, std::min(kRun, n - c0), hk_, b_.scale, outs, n - c0);
           }
-        for (std::uint32_t j = 0; j < std::min(n, 16u); ++j) prefetch(vp[j], hv_ * sizeof(T));
+        for (std::uint32_t j = 0; j < std::min(n, 16u); ++j) prefetch(vp[j], row_bytes<VT>(hv_));
         exponentiate(q);
         std::fill_n(acc_row(q, 0), static_cast<std::size_t>(nh_) * hv_, 0.0f);
         std::fill_n(&s_.sums[q * nh_], nh_, 0.0f);
@@ -234,26 +255,31 @@ class Unit {
     }
   }
 
-  // Many rows (verification, prefill): kSlotChunk cached rows at a time, f16 widened once into a
-  // buffer that every query of the block then reads from L1.
+  // Many rows (verification, prefill), or quantized rows: kSlotChunk cached rows at a time, f16
+  // widened or blocks decoded once into a buffer that every query of the block then reads from L1.
   void by_chunk() {
-    constexpr bool kF16 = std::is_same_v<T, std::uint16_t>;
-    float* const kbuf = kF16 ? grow(s_.kbuf, static_cast<std::size_t>(kSlotChunk) * hk_) : nullptr;
-    float* const vbuf = kF16 ? grow(s_.vbuf, static_cast<std::size_t>(kSlotChunk) * hv_) : nullptr;
+    float* const kbuf = std::is_same_v<KT, float> ? nullptr : grow(s_.kbuf, static_cast<std::size_t>(kSlotChunk) * hk_);
+    float* const vbuf = std::is_same_v<VT, float> ? nullptr : grow(s_.vbuf, static_cast<std::size_t>(kSlotChunk) * hv_);
     constexpr std::uint32_t kAhead = 8;
-    // The chunk [t0, t1) of rows as f32: in place, or widened into buf.
-    auto load_chunk = [&](const T* base, std::size_t slot_elems, std::uint32_t dim, float* buf, std::uint32_t t0,
+    // The chunk [t0, t1) of rows as f32: in place, or converted into buf.
+    auto load_chunk = [&](const auto* base, std::size_t slot_units, std::uint32_t dim, float* buf, std::uint32_t t0,
                           std::uint32_t t1) {
+      using T = std::remove_cv_t<std::remove_pointer_t<decltype(base)>>;
       for (std::uint32_t t = t0; t < t1; ++t) {
-        if (t + kAhead < t1) prefetch(base + slot_at(t + kAhead) * slot_elems, dim * sizeof(T));
-        const T* src = base + slot_at(t) * slot_elems;
-        if constexpr (kF16) {
-          float* w = buf + static_cast<std::size_t>(t - t0) * dim;
-          kern_.widen(src, w, dim);
-          s_.rows_f[t - t0] = w;
-        } else {
+        if (t + kAhead < t1) prefetch(base + slot_at(t + kAhead) * slot_units, row_bytes<T>(dim));
+        const T* src = base + slot_at(t) * slot_units;
+        float* w = buf + static_cast<std::size_t>(t - t0) * dim;
+        if constexpr (std::is_same_v<T, float>) {
           s_.rows_f[t - t0] = src;
+          continue;
+        } else if constexpr (std::is_same_v<T, std::uint16_t>) {
+          kern_.widen(src, w, dim);
+        } else if constexpr (std::is_same_v<T, block_q8_0>) {
+          kern_.decode_q8_0(src, w, dim);
+        } else {
+          kern_.decode_q4_0(src, w, dim);
         }
+        s_.rows_f[t - t0] = w;
       }
     };
     // Query q's rows of the chunk [t0, t1): their count, and where their pointers start.
@@ -311,11 +337,31 @@ class Unit {
   const MaskedBatch& b_;
   Scratch& s_;
   std::uint32_t i0_, nq_, g_, r0_, nh_, hk_, hv_;
-  const T* K_;
-  const T* V_;
+  const KT* K_;
+  const VT* V_;
   std::size_t k_slot_, v_slot_;
   std::uint32_t lo_min_ = 0, n_union_ = 0, n_prefix_ = 0, n_slots_ = 0;
 };
+
+template <class KT>
+void run_unit_v(const AttnJob& job, const AttnKernels& kernels, std::uint32_t i0, std::uint32_t i1, std::uint32_t g,
+                std::uint32_t r0, std::uint32_t r1, Scratch& s) {
+  switch (job.cache.v_type) {
+    case CacheType::f32: return Unit<KT, float>(job, kernels, i0, i1, g, r0, r1, s).run();
+    case CacheType::f16: return Unit<KT, std::uint16_t>(job, kernels, i0, i1, g, r0, r1, s).run();
+    case CacheType::q8_0: return Unit<KT, block_q8_0>(job, kernels, i0, i1, g, r0, r1, s).run();
+    case CacheType::q4_0: return Unit<KT, block_q4_0>(job, kernels, i0, i1, g, r0, r1, s).run();
+  }
+}
+void run_unit(const AttnJob& job, const AttnKernels& kernels, std::uint32_t i0, std::uint32_t i1, std::uint32_t g,
+              std::uint32_t r0, std::uint32_t r1, Scratch& s) {
+  switch (job.cache.k_type) {
+    case CacheType::f32: return run_unit_v<float>(job, kernels, i0, i1, g, r0, r1, s);
+    case CacheType::f16: return run_unit_v<std::uint16_t>(job, kernels, i0, i1, g, r0, r1, s);
+    case CacheType::q8_0: return run_unit_v<block_q8_0>(job, kernels, i0, i1, g, r0, r1, s);
+    case CacheType::q4_0: return run_unit_v<block_q4_0>(job, kernels, i0, i1, g, r0, r1, s);
+  }
+}
 
 }  // namespace
 
@@ -331,10 +377,7 @@ void run_units_simd(const AttnJob& job, const AttnKernels& kernels, std::uint32_
     const auto grp = static_cast<std::uint32_t>(u % groups);
     const std::uint32_t i0 = blk * kQueryBlock, i1 = std::min(job.batch.n_query, i0 + kQueryBlock);
     const std::uint32_t r0 = grp * heads_per_unit, r1 = std::min(job.n_rep, r0 + heads_per_unit);
-    if (job.cache.k_type == CacheType::f16)  // kernels_for: K and V of one plain type
-      Unit<std::uint16_t>(job, kernels, i0, i1, g, r0, r1, s).run();
-    else
-      Unit<float>(job, kernels, i0, i1, g, r0, r1, s).run();
+    run_unit(job, kernels, i0, i1, g, r0, r1, s);
   }
 }
 
