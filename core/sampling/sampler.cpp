@@ -13,6 +13,12 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// A logit as the chain reads it: NaN can never win (-inf), +inf would make every softmax term NaN
+// (the largest float).
+inline float chain_logit(float x) {
+  return std::isnan(x) ? kNegInf : x == std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::max() : x;
+}
+
 // Index of the drawn entry (see draw_token); p.size() must be > 0.
 std::size_t draw_index(std::span<const float> p, double u) {
   double total = 0;
@@ -161,31 +167,24 @@ bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> 
   const bool penalties = (settings_.repeat_penalty != 1.0 || settings_.presence_penalty != 0.0) &&
                          settings_.repeat_last_n != 0 && !history.empty();
   if (settings_.temperature <= 0 && settings_.logit_bias.empty() && !penalties) {
-    // The same choice as below: NaN never wins, +inf counts as the largest float, lowest id on ties.
-    const auto value = [](float x) {
-      return std::isnan(x) ? kNegInf : x == std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::max() : x;
-    };
+    // The same choice as below: chain_logit's values, lowest id on ties.
     std::size_t best = 0;
-    float best_v = value(logits[0]);
+    float best_v = chain_logit(logits[0]);
     for (std::size_t i = 1; i < logits.size(); ++i)
-      if (logits[i] > best_v) {  // false for NaN, as value(NaN) would be
-        const float v = value(logits[i]);
+      if (logits[i] > best_v) {  // false for NaN, as chain_logit(NaN) would be
+        const float v = chain_logit(logits[i]);
         if (v > best_v) best_v = v, best = i;
       }
     c.assign(1, {static_cast<TokenId>(best), best_v});
     p.assign(1, 1.0f);
     return false;
   }
-  // 1. Logit biases and penalties, on a copy of the logits. NaN can never win; +inf would make every softmax
-  //    term NaN.
+  // 1. Logit biases and penalties, on a copy of the logits, read as chain_logit reads them.
   work.assign(logits.begin(), logits.end());
   for (const auto& [id, bias] : settings_.logit_bias)
     if (id >= 0 && static_cast<std::size_t>(id) < work.size()) work[static_cast<std::size_t>(id)] += bias;
   apply_penalties(work, history, settings_);
-  for (float& x : work) {
-    if (std::isnan(x)) x = kNegInf;
-    if (x == std::numeric_limits<float>::infinity()) x = std::numeric_limits<float>::max();
-  }
+  for (float& x : work) x = chain_logit(x);
   const auto n = static_cast<TokenId>(work.size());
 
   // 2. Greedy: argmax, lowest id on ties.
@@ -286,12 +285,7 @@ std::uint32_t Sampler::candidates_needed(std::uint32_t n_vocab) const {
 
 void Sampler::read_candidates(std::span<const TokenId> ids, std::span<const float> logits, std::vector<Candidate>& c) {
   c.resize(ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    float x = logits[i];
-    if (std::isnan(x)) x = kNegInf;
-    if (x == std::numeric_limits<float>::infinity()) x = std::numeric_limits<float>::max();
-    c[i] = {ids[i], x};
-  }
+  for (std::size_t i = 0; i < ids.size(); ++i) c[i] = {ids[i], chain_logit(logits[i])};
 }
 
 TokenId Sampler::sample_candidates(std::span<const TokenId> ids, std::span<const float> logits) {

@@ -241,36 +241,14 @@ void values(float* const* acc, float* sum, const float* const* p, std::uint32_t 
     values_nh<1>(acc, sum, p, rows, n, d, listed);
 }
 
-// ggml's blocks (256-bit vectors: a block's 32 elements are four of them): 32 int8 (q8_0) or 32 nibbles less 8 (q4_0, element j in qs[j] & 15, j + 16 in
-// qs[j] >> 4) times the fp16 scale; int to float is exact and the product rounds once, as in
-// dequantize_row, so the values are the same bits.
+// A chunk's rows of blocks decoded for the kernels above (verification and prefill): load16's values.
 void decode_q8_0(const void* src, float* dst, std::uint32_t n) {
-  const auto* b = static_cast<const std::uint8_t*>(src);
-  for (std::uint32_t i = 0; i < n; i += 32, b += 34, dst += 32) {
-    std::uint16_t h;
-    std::memcpy(&h, b, 2);
-    const __m256 d = _mm256_set1_ps(f16_to_f32(h));
-    for (int j = 0; j < 32; j += 8) {
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + j));
-      _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
-    }
-  }
+  const auto* row = static_cast<const quant::block_q8_0*>(src);
+  for (std::uint32_t c = 0; c < n; c += 16) _mm512_storeu_ps(dst + c, load16(row, c, 0xFFFF));
 }
 void decode_q4_0(const void* src, float* dst, std::uint32_t n) {
-  const auto* b = static_cast<const std::uint8_t*>(src);
-  const __m256i eight = _mm256_set1_epi32(8), low = _mm256_set1_epi32(15);
-  for (std::uint32_t i = 0; i < n; i += 32, b += 18, dst += 32) {
-    std::uint16_t h;
-    std::memcpy(&h, b, 2);
-    const __m256 d = _mm256_set1_ps(f16_to_f32(h));
-    for (int j = 0; j < 16; j += 8) {
-      const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + j)));
-      const __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, low), eight);
-      const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), eight);
-      _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), d));
-      _mm256_storeu_ps(dst + 16 + j, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), d));
-    }
-  }
+  const auto* row = static_cast<const quant::block_q4_0*>(src);
+  for (std::uint32_t c = 0; c < n; c += 16) _mm512_storeu_ps(dst + c, load16(row, c, 0xFFFF));
 }
 
 void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
