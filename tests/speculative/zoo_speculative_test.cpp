@@ -91,9 +91,12 @@ TEST_P(GreedyLossless, EveryDrafterConfigurationEqualsPlainGreedyOnEveryPrompt) 
 INSTANTIATE_TEST_SUITE_P(zoo, GreedyLossless,
                          ::testing::Values(Case{"", "f32", 1, true}, Case{"", "f16", 1, true}, Case{"scalar", "f32", 24},
                                            Case{"scalar", "f16", 24}, Case{"avx2", "f32", 1}, Case{"avx2", "f16", 1},
-                                           Case{"avx512", "f32", 1}, Case{"avx512", "f16", 1}),
+                                           Case{"avx512", "f32", 1}, Case{"avx512", "f16", 1},
+                                           Case{"", "q8_0/q4_0", 6, true}),  // the quant store
                          [](const auto& info) {
-                           return std::string(*info.param.level ? info.param.level : "auto") + "_" + info.param.kv;
+                           std::string kv = info.param.kv;
+                           std::replace(kv.begin(), kv.end(), '/', '_');
+                           return std::string(*info.param.level ? info.param.level : "auto") + "_" + kv;
                          });
 
 // With penalties on, every step reads whole rows of logits; without them a top_k chain reads each

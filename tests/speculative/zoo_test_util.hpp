@@ -42,6 +42,7 @@ inline std::vector<std::pair<std::string, std::string>> corpus() {
 
 // A pipeline over the zoo target with GRAFT_CPU_SIMD = level (the variable is read as the
 // plugins create their objects, then restored). Null with *skip set when this CPU lacks the level.
+// kv_type: the device store's type, or "K/V" (q8_0/q4_0): the quant store with those types.
 inline std::unique_ptr<Pipeline> pipeline(const std::string& level, const std::string& kv_type, std::string* skip,
                                           std::uint32_t context = 512, std::uint32_t batch = 256) {
   Profile profile = Profile::builtin();
@@ -50,7 +51,13 @@ inline std::unique_ptr<Pipeline> pipeline(const std::string& level, const std::s
   // One thread: ctest runs two tests at once on two cores, and a thread pool sharing its cores
   // with another process slows down tenfold. Results do not depend on the thread count.
   profile.threads = 1;
-  profile.kv.config.set("type", kv_type);
+  if (const auto slash = kv_type.find('/'); slash != std::string::npos) {
+    profile.kv = PluginChoice{"quant", {}, "test", {}};
+    profile.kv.config.set("type_k", kv_type.substr(0, slash));
+    profile.kv.config.set("type_v", kv_type.substr(slash + 1));
+  } else {
+    profile.kv.config.set("type", kv_type);
+  }
   const char* old = getenv("GRAFT_CPU_SIMD");
   const std::string saved = old ? old : "";
   if (level.empty()) unsetenv("GRAFT_CPU_SIMD");
