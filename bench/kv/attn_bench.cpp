@@ -98,8 +98,12 @@ std::vector<std::uint8_t> encode(const std::vector<float>& x, kv::CacheType type
       case kv::CacheType::f16:
         for (std::uint32_t i = 0; i < d; ++i) static_cast<std::uint16_t*>(dst)[i] = graft::f32_to_f16(src[i]);
         break;
-      case kv::CacheType::q8_0: graft::quant::quantize_row_q8_0(src, static_cast<graft::quant::block_q8_0*>(dst), d); break;
-      case kv::CacheType::q4_0: graft::quant::quantize_row_q4_0(src, static_cast<graft::quant::block_q4_0*>(dst), d); break;
+      case kv::CacheType::q8_0:
+        graft::quant::quantize_row_q8_0(src, static_cast<graft::quant::block_q8_0*>(dst), d);
+        break;
+      case kv::CacheType::q4_0:
+        graft::quant::quantize_row_q4_0(src, static_cast<graft::quant::block_q4_0*>(dst), d);
+        break;
     }
   }
   return out;

@@ -151,6 +151,7 @@ int cmd_run(const Args& args) {
           {"decode_seconds", stats.decode_seconds},
           {"prefill_tokens_per_second", stats.prefill_tps()},
           {"decode_tokens_per_second", stats.decode_tps()},
+          {"kv_cache", kv_label(p.profile().kv)},
           {"memory_bytes",
            {{"weights", mem.weights}, {"kv", mem.kv}, {"recurrent_state", mem.state}, {"scratch", mem.scratch}, {"prepared_weights", mem.prepared},
             {"released_file_weights", mem.released}}}}}};
@@ -159,11 +160,11 @@ int cmd_run(const Args& args) {
   }
   std::fprintf(stderr,
                "\nload %.2f s | prompt %u tokens, %.1f tok/s | generated %u tokens, %.1f tok/s | stop: %s | seed %llu\n"
-               "memory: weights %s (copies made at load %s, file pages released %s), kv %s%s, scratch %s\n",
+               "memory: weights %s (copies made at load %s, file pages released %s), kv %s (%s)%s, scratch %s\n",
                p.load_seconds(), stats.prompt_tokens, stats.prefill_tps(), stats.generated_tokens, stats.decode_tps(),
                finish_reason_name(stats.stop), static_cast<unsigned long long>(sampler.seed()),
                human_bytes(mem.weights).c_str(), human_bytes(mem.prepared).c_str(), human_bytes(mem.released).c_str(),
-               human_bytes(mem.kv).c_str(),
+               human_bytes(mem.kv).c_str(), kv_label(p.profile().kv).c_str(),
                mem.state ? (", recurrent state " + human_bytes(mem.state)).c_str() : "", human_bytes(mem.scratch).c_str());
   if (decoder) std::fputs(format_stats(decoder->stats()).c_str(), stderr);
   return 0;

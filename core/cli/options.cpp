@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include "profile/profile_schema.hpp"
 #include "profile/suggest.hpp"
@@ -110,8 +111,10 @@ Expected<po::variables_map> parse_options(const Args& args_in, const po::options
                                           const po::positional_options_description& positional) {
   // llama.cpp's -ctk / -ctv (one dash, three letters) as the long options they stand for.
   Args args = args_in;
+  constexpr std::pair<const char*, const char*> kLlamaFlags[] = {{"-ctk", "--cache-type-k"},
+                                                                 {"-ctv", "--cache-type-v"}};
   for (std::string& a : args)
-    for (const auto& [short_form, long_form] : {std::pair{"-ctk", "--cache-type-k"}, std::pair{"-ctv", "--cache-type-v"}})
+    for (const auto& [short_form, long_form] : kLlamaFlags)
       if (a == short_form || a.rfind(std::string(short_form) + "=", 0) == 0) a = long_form + a.substr(4);
   try {
     po::variables_map vm;

@@ -77,4 +77,11 @@ Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::si
 }
 
 
+std::string kv_label(const PluginChoice& kv) {
+  const auto type = [&](const char* key) { return kv.config.get_string(key).value_or("f16"); };
+  if (kv.name == "device") return "device " + type("type");
+  if (kv.name == "quant") return "quant " + type("type_k") + "/" + type("type_v");
+  return kv.name;
+}
+
 }  // namespace graft::cli

@@ -35,4 +35,8 @@ Expected<std::unique_ptr<SpeculativeDecoder>> speculative_decoder(const Pipeline
 // "1 2 3" or "1,2,3" -> ids; each must be inside the vocabulary.
 Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::size_t n_vocab);
 
+// The KV cache a profile asks for, in a few words: "device f16", "quant q8_0/q4_0" (K/V types,
+// defaults filled in), another store's name alone.
+std::string kv_label(const PluginChoice& kv);
+
 }  // namespace graft::cli

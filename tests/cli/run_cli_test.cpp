@@ -183,6 +183,11 @@ TEST_F(cli_run, CacheTypeFlagsPickTheQuantStoreAndItsTypes) {
   };
   const double f16 = kv_bytes("");
   ASSERT_GT(f16, 0);
+  // The run says which cache it used.
+  EXPECT_EQ(parse(graft(base))["stats"]["kv_cache"], "device f16");
+  EXPECT_EQ(parse(graft(base + " -ctv q4_0"))["stats"]["kv_cache"], "quant f16/q4_0");
+  const auto said = graft_all(base + " -ctk q8_0 -ctv q4_0");
+  EXPECT_NE(said.output.find(" KiB (quant q8_0/q4_0), scratch"), std::string::npos) << said.output;
   EXPECT_EQ(kv_bytes("-ctk q8_0 -ctv q8_0"), f16 * 34 / 64);
   EXPECT_EQ(kv_bytes("--cache-type-k q8_0 --cache-type-v q4_0"), f16 * (34 + 18) / 128);
   EXPECT_EQ(kv_bytes("-ctv q4_0"), f16 * (64 + 18) / 128) << "K stays f16";

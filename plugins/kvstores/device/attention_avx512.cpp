@@ -141,12 +141,14 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
       for (std::uint32_t e0 = 0; e0 < d; e0 += 32) {
         __m512 sc[8];
         for (int i = 0; i < 8; ++i)
-          sc[i] = _mm512_insertf32x8(_mm512_set1_ps(scale_at(r[2 * i], e0)), _mm256_set1_ps(scale_at(r[2 * i + 1], e0)), 1);
+          sc[i] = _mm512_insertf32x8(_mm512_set1_ps(scale_at(r[2 * i], e0)),
+                                     _mm256_set1_ps(scale_at(r[2 * i + 1], e0)), 1);
         for (std::uint32_t e = e0; e < e0 + 32; e += 8) {
           __m512 qq[NH];
           for (int h = 0; h < NH; ++h) qq[h] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[h] + e));
           for (int i = 0; i < 8; ++i) {
-            const __m512i iq = _mm512_inserti64x4(_mm512_castsi256_si512(ints8(r[2 * i], e)), ints8(r[2 * i + 1], e), 1);
+            const __m512i iq =
+                _mm512_inserti64x4(_mm512_castsi256_si512(ints8(r[2 * i], e)), ints8(r[2 * i + 1], e), 1);
             const __m512 k = _mm512_mul_ps(_mm512_cvtepi32_ps(iq), sc[i]);
             for (int h = 0; h < NH; ++h) acc[h][i] = _mm512_fmadd_ps(qq[h], k, acc[h][i]);
           }
