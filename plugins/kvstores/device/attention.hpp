@@ -15,7 +15,7 @@
 namespace graft::kv {
 
 // Element types of a cache: plain f32 and f16, and ggml's q8_0 and q4_0 blocks (32 elements with
-// an fp16 scale; ggml's quantizers, so a cache holds the bytes llama.cpp's would).
+// an fp16 scale, written by ggml's reference quantizers).
 enum class CacheType { f32, f16, q8_0, q4_0 };
 
 // Elements per unit of the type (1, or a block's 32) and the unit's bytes.
