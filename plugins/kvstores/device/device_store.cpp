@@ -28,7 +28,7 @@ std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1u << 20)
 constexpr std::size_t kParallelWriteElements = 1u << 16;
 
 // One f32 row of n elements into the cache as `type` (f16: nearest even; q8_0 and q4_0: ggml's
-// quantizers, so the cache holds llama.cpp's bytes for the same values).
+// reference quantizers).
 void store_row(const float* src, std::uint32_t n, CacheType type, void* dst) {
   switch (type) {
     case CacheType::f32: std::memcpy(dst, src, n * sizeof(float)); return;
