@@ -193,34 +193,32 @@ Status Session::append(std::span<const TokenId> tokens, bool all_logits) {
   return Status::success();
 }
 
-Expected<TokenId> Session::decode_argmax(TokenId token) {
+Status Session::decode_one(TokenId token, ForwardBatch& batch) {
   GRAFT_TRY(check_room(1));
   GRAFT_TRY(sync_state());
   clear_outputs();
-  const std::uint32_t row = 0;
   const SequenceRows seq{kv_.get(), 1, static_cast<std::uint32_t>(tokens_.size()), nullptr, state_.get()};
-  ForwardBatch batch;
   batch.tokens = std::span<const TokenId>(&token, 1);
   batch.sequences = std::span<const SequenceRows>(&seq, 1);
-  batch.argmax_rows = std::span<const std::uint32_t>(&row, 1);
   if (Status st = model_->forward(*ws_, batch, step_out_); !st.ok()) return recover(std::move(st));
   tokens_.push_back(token);
+  return Status::success();
+}
+
+Expected<TokenId> Session::decode_argmax(TokenId token) {
+  const std::uint32_t row = 0;
+  ForwardBatch batch;
+  batch.argmax_rows = std::span<const std::uint32_t>(&row, 1);
+  GRAFT_TRY(decode_one(token, batch));
   return step_out_.argmax.at(0);
 }
 
 Status Session::decode_candidates(TokenId token, std::uint32_t k) {
-  GRAFT_TRY(check_room(1));
-  GRAFT_TRY(sync_state());
-  clear_outputs();
   const std::uint32_t row = 0;
-  const SequenceRows seq{kv_.get(), 1, static_cast<std::uint32_t>(tokens_.size()), nullptr, state_.get()};
   ForwardBatch batch;
-  batch.tokens = std::span<const TokenId>(&token, 1);
-  batch.sequences = std::span<const SequenceRows>(&seq, 1);
   batch.candidate_rows = std::span<const std::uint32_t>(&row, 1);
   batch.candidates = k;
-  if (Status st = model_->forward(*ws_, batch, step_out_); !st.ok()) return recover(std::move(st));
-  tokens_.push_back(token);
+  GRAFT_TRY(decode_one(token, batch));
   candidate_ids_ = step_out_.candidate_ids;
   candidate_logits_ = step_out_.candidate_logits;
   return Status::success();

@@ -195,6 +195,9 @@ class Session {
   Status check_room(std::size_t n) const;
   // Empties logits() and the candidates: a step fills in what it read.
   void clear_outputs();
+  // Commits one token with a one-row pass asking for `batch`'s outputs (the caller sets which;
+  // this sets its tokens and sequence) into step_out_; a failure leaves the sequence as it was.
+  Status decode_one(TokenId token, ForwardBatch& batch);
   // The recurrent state at the committed tokens again when a pass left it elsewhere.
   Status sync_state();
   // The recurrent state (and KV store) at n <= tokens().size() tokens: the latest checkpoint at or

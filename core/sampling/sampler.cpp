@@ -164,8 +164,7 @@ bool Sampler::run_chain(std::span<const float> logits, std::span<const TokenId> 
                         std::vector<float>& p, std::vector<float>& work) const {
   // Greedy with nothing to add to the logits: the argmax of the row as it is, without the copy (a
   // speculative round draws at every row of its path, so this runs several times per round).
-  const bool penalties = (settings_.repeat_penalty != 1.0 || settings_.presence_penalty != 0.0) &&
-                         settings_.repeat_last_n != 0 && !history.empty();
+  const bool penalties = penalizes() && !history.empty();
   if (settings_.temperature <= 0 && settings_.logit_bias.empty() && !penalties) {
     // The same choice as below: chain_logit's values, lowest id on ties.
     std::size_t best = 0;
@@ -275,9 +274,7 @@ bool Sampler::finish_chain(std::vector<Candidate>& c, bool filtered, std::span<c
 }
 
 std::uint32_t Sampler::candidates_needed(std::uint32_t n_vocab) const {
-  const bool penalties = (settings_.repeat_penalty != 1.0 || settings_.presence_penalty != 0.0) &&
-                         settings_.repeat_last_n != 0;
-  if (greedy() || penalties || !settings_.logit_bias.empty() || settings_.top_k <= 0 ||
+  if (greedy() || penalizes() || !settings_.logit_bias.empty() || settings_.top_k <= 0 ||
       settings_.top_k >= static_cast<std::int64_t>(n_vocab))
     return 0;
   return static_cast<std::uint32_t>(settings_.top_k);

@@ -52,10 +52,7 @@ class Sampler {
   // argmax_rows, top_k with k = 1) so a GPU hands back ids, not rows of n_vocab floats. The same
   // choice for every row whose largest logit is finite (NaN or infinite logits order differently:
   // the sampler reads NaN as -inf and +inf as the largest float, top_k puts NaN last).
-  bool plain_argmax() const {
-    return greedy() && settings_.logit_bias.empty() &&
-           ((settings_.repeat_penalty == 1.0 && settings_.presence_penalty == 0.0) || settings_.repeat_last_n == 0);
-  }
+  bool plain_argmax() const { return greedy() && settings_.logit_bias.empty() && !penalizes(); }
 
   // How many of a row's best logits the chain reads, when that is all it reads: top_k, where the
   // chain keeps at most top_k tokens and adds nothing to the logits before choosing them
@@ -96,6 +93,11 @@ class Sampler {
   };
 
  private:
+  // The settings ask for repeat or presence penalties (they change the logits once the history
+  // has a token).
+  bool penalizes() const {
+    return (settings_.repeat_penalty != 1.0 || settings_.presence_penalty != 0.0) && settings_.repeat_last_n != 0;
+  }
   // Runs the chain up to and including softmax; leaves the kept candidates in increasing id
   // order in `c` and their probabilities in `p`. Returns false for greedy (c holds the choice).
   bool run_chain(std::span<const float> logits, std::span<const TokenId> history, std::vector<Candidate>& c,

@@ -24,43 +24,22 @@
 #pragma GCC target("avx2,f16c,fma")
 #endif
 
+#include "attention_x86.hpp"  // after the target pragma: compiled for this file's instructions
+
 namespace graft::kv {
 
 namespace {
 
 #define GRAFT_KV_INLINE inline __attribute__((always_inline))
 
-// A KV head's rows follow each other in the store's head-major cache but are n_kv_heads * head_dim
-// elements apart (often a page) in a token-major one, which the hardware prefetcher does not
-// follow; and the rows a query visits need not be consecutive slots. So the kernels request rows
-// ahead themselves.
-template <class T>
-GRAFT_KV_INLINE void prefetch_row(const T* row, std::uint32_t d) {
-  const char* p = reinterpret_cast<const char*>(row);
-  const std::uint32_t bytes = d / elems_per_unit<T>() * sizeof(T);
-  for (std::uint32_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
-  _mm_prefetch(p + bytes - 1, _MM_HINT_T0);  // a row that straddles one more line
-}
-
 GRAFT_KV_INLINE __m256 load8(const std::uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 GRAFT_KV_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-// Elements e..e+7 of a row (e % 8 == 0); ggml blocks are decoded in registers, each element its
-// integer times the block's scale rounded once: the values dequantize_row gives.
-// (The scale by F16C, which converts every f16 as f16_to_f32 does: exactly.)
-GRAFT_KV_INLINE __m256i ints8(const quant::block_q8_0* row, std::uint32_t e) {
-  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[e / 32].qs + e % 32)));
-}
-GRAFT_KV_INLINE __m256i ints8(const quant::block_q4_0* row, std::uint32_t e) {
-  const std::uint32_t o = e % 32;
-  const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[e / 32].qs + o % 16)));
-  const __m256i nib = o < 16 ? _mm256_and_si256(q, _mm256_set1_epi32(15)) : _mm256_srli_epi32(q, 4);
-  return _mm256_sub_epi32(nib, _mm256_set1_epi32(8));
-}
+// Elements e..e+7 of a row (e % 8 == 0), blocks decoded in registers (attention_x86.hpp).
 template <class B>
 GRAFT_KV_INLINE __m256 scale_at(const B* row, std::uint32_t e) {
-  return _mm256_set1_ps(_cvtsh_ss(row[e / 32].d));
+  return _mm256_set1_ps(block_scale(row, e));
 }
 template <class T>
 GRAFT_KV_INLINE __m256 load8(const T* row, std::uint32_t e) {

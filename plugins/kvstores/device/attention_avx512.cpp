@@ -31,23 +31,13 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,fma")
 #endif
 
+#include "attention_x86.hpp"  // after the target pragma: compiled for this file's instructions
+
 namespace graft::kv {
 
 namespace {
 
 #define GRAFT_KV_INLINE inline __attribute__((always_inline))
-
-// A KV head's rows follow each other in the store's head-major cache but are n_kv_heads * head_dim
-// elements apart (often a page) in a token-major one, which the hardware prefetcher does not
-// follow; and the rows a query visits need not be consecutive slots. So the kernels request rows
-// ahead themselves.
-template <class T>
-GRAFT_KV_INLINE void prefetch_row(const T* row, std::uint32_t d) {
-  const char* p = reinterpret_cast<const char*>(row);
-  const std::uint32_t bytes = d / elems_per_unit<T>() * sizeof(T);
-  for (std::uint32_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
-  _mm_prefetch(p + bytes - 1, _MM_HINT_T0);  // a row that straddles one more line
-}
 
 // Elements 8e..8e+7 of rows a and b as [a | b].
 GRAFT_KV_INLINE __m512 load_pair(const std::uint16_t* a, const std::uint16_t* b) {
@@ -60,27 +50,11 @@ GRAFT_KV_INLINE __m512 load_pair(const float* a, const float* b) {
                                              _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
 }
 
-// ggml blocks decoded in registers: each element its integer times the block's scale, rounded once
-// (the values dequantize_row gives). Eight elements e..e+7 (e % 8 == 0) as int32, and the scale.
-GRAFT_KV_INLINE __m256i ints8(const quant::block_q8_0* row, std::uint32_t e) {
-  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[e / 32].qs + e % 32)));
-}
-GRAFT_KV_INLINE __m256i ints8(const quant::block_q4_0* row, std::uint32_t e) {
-  const std::uint32_t o = e % 32;
-  const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[e / 32].qs + o % 16)));
-  const __m256i nib = o < 16 ? _mm256_and_si256(q, _mm256_set1_epi32(15)) : _mm256_srli_epi32(q, 4);
-  return _mm256_sub_epi32(nib, _mm256_set1_epi32(8));
-}
-// The scale by F16C, which converts every f16 as f16_to_f32 does: exactly.
-template <class B>
-GRAFT_KV_INLINE float scale_at(const B* row, std::uint32_t e) {
-  return _cvtsh_ss(row[e / 32].d);
-}
 // Elements e..e+7 of rows a and b as [a | b], from blocks.
 template <class B>
 GRAFT_KV_INLINE __m512 load_pair(const B* a, const B* b, std::uint32_t e) {
   const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(ints8(a, e)), ints8(b, e), 1);
-  const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(scale_at(a, e)), _mm256_set1_ps(scale_at(b, e)), 1);
+  const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(block_scale(a, e)), _mm256_set1_ps(block_scale(b, e)), 1);
   return _mm512_mul_ps(_mm512_cvtepi32_ps(q), d);
 }
 GRAFT_KV_INLINE __m512 load_pair(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t e) {
@@ -98,7 +72,7 @@ template <class T>
 GRAFT_KV_INLINE __m512 load16(const T* row, std::uint32_t c, __mmask16 m) {
   if constexpr (std::is_same_v<T, quant::block_q8_0> || std::is_same_v<T, quant::block_q4_0>) {
     const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(ints8(row, c)), ints8(row, c + 8), 1);
-    return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(scale_at(row, c)));
+    return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(block_scale(row, c)));
   } else {
     return load16(row + c, m);
   }
@@ -141,8 +115,8 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
       for (std::uint32_t e0 = 0; e0 < d; e0 += 32) {
         __m512 sc[8];
         for (int i = 0; i < 8; ++i)
-          sc[i] = _mm512_insertf32x8(_mm512_set1_ps(scale_at(r[2 * i], e0)),
-                                     _mm256_set1_ps(scale_at(r[2 * i + 1], e0)), 1);
+          sc[i] = _mm512_insertf32x8(_mm512_set1_ps(block_scale(r[2 * i], e0)),
+                                     _mm256_set1_ps(block_scale(r[2 * i + 1], e0)), 1);
         for (std::uint32_t e = e0; e < e0 + 32; e += 8) {
           __m512 qq[NH];
           for (int h = 0; h < NH; ++h) qq[h] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[h] + e));

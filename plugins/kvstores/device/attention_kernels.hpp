@@ -3,6 +3,7 @@
 // columns at a time, so every table gives the same bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -15,6 +16,11 @@ namespace graft::kv {
 template <class T>
 constexpr std::uint32_t elems_per_unit() noexcept {
   return std::is_same_v<T, quant::block_q8_0> || std::is_same_v<T, quant::block_q4_0> ? 32u : 1u;
+}
+// Bytes of a row of d elements stored as T.
+template <class T>
+constexpr std::size_t row_bytes(std::uint32_t d) noexcept {
+  return d / elems_per_unit<T>() * sizeof(T);
 }
 
 struct AttnKernels {

@@ -164,14 +164,7 @@ GRAFT_KV_INLINE const float* as_f32(const quant::block_q4_0* src, float* buf, st
   quant::dequantize_row_q4_0(src, buf, n);
   return buf;
 }
-// Bytes of a row of n elements stored as T (T a block of 32 for the quantized types).
-template <class T>
-constexpr std::size_t bytes_of_row(std::uint32_t n) noexcept {
-  if constexpr (std::is_same_v<T, quant::block_q8_0> || std::is_same_v<T, quant::block_q4_0>)
-    return n / 32 * sizeof(T);
-  else
-    return n * sizeof(T);
-}
+
 
 
 
@@ -247,7 +240,7 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
                         std::uint32_t t1) {
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(base)>>;
     for (std::uint32_t t = t0; t < t1; ++t) {
-      if (t + kAhead < t1) prefetch(base + slot_at(t + kAhead) * slot_units, bytes_of_row<T>(dim));
+      if (t + kAhead < t1) prefetch(base + slot_at(t + kAhead) * slot_units, row_bytes<T>(dim));
       s.rows[t - t0] = as_f32(base + slot_at(t) * slot_units, buf + static_cast<std::size_t>(t - t0) * dim, dim);
     }
   };

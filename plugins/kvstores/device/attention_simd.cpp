@@ -99,10 +99,6 @@ void kernel_values(const AttnKernels& k, float* const* acc, float* sum, const fl
   else
     k.values_q4_0(acc, sum, p, nh, rows, n, d, listed);
 }
-template <class T>
-constexpr std::size_t row_bytes(std::uint32_t d) {
-  return d / elems_per_unit<T>() * sizeof(T);
-}
 
 // Queries [i0, i1) against KV head g, for its query heads [r0, r1) (head g * n_rep + r). Query i
 // sees, in ascending order, committed slots [lo_i, n_past) and then the batch entries the mask
