@@ -21,10 +21,8 @@
 
 #include "attention.hpp"
 #include "bench_options.hpp"
+#include "cache_rows.hpp"
 #include "cpu_backend.hpp"
-#include "formats/q4_0/q4_0_rows.hpp"
-#include "formats/q8_0/q8_0_rows.hpp"
-#include "half.hpp"
 #include "graft/graft.hpp"
 
 using namespace graft;
@@ -34,7 +32,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
-    "attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|f32|q8_0|q4_0|K/V] [--reps 300] "
+    "attn_bench [--ctx 256,1024] [--nq 1] [--threads 2] [--type f16|f32|q8_0|q4_0|tq3|K/V] [--reps 300] "
     "[--levels scalar,avx2,avx512] [--layouts head,token] [--layers 16] [--kv-heads 8] [--heads 16] [--dim 64]";
 
 struct Options {
@@ -56,7 +54,7 @@ bool parse(int argc, char** argv, Options& o) {
       ("nq", list_into(o.nq), "queries per step, e.g. 1,4")
       ("threads", po::value(&o.threads), "threads")
       ("reps", po::value(&o.reps), "repetitions")
-      ("type", po::value(&o.type), "cache type: f16, f32, q8_0 or q4_0, or K/V types (q8_0/q4_0)")
+      ("type", po::value(&o.type), "cache type: f16, f32, q8_0, q4_0 or tq3, or K/V types (q8_0/tq3)")
       ("levels", list_into(o.levels), "SIMD levels, e.g. scalar,avx2,avx512")
       ("layouts", list_into(o.layouts), "cache layouts: head (the store's) and/or token")
       ("layers", po::value(&o.layers), "layers")
@@ -73,7 +71,7 @@ bool parse(int argc, char** argv, Options& o) {
   const std::string kt = o.type.substr(0, slash), vt = slash == std::string::npos ? kt : o.type.substr(slash + 1);
   const auto k = kv::cache_type_from_name(kt), v = kv::cache_type_from_name(vt);
   if (!k || !v) {
-    std::fprintf(stderr, "--type takes f16, f32, q8_0 or q4_0, or K/V types such as q8_0/q4_0\nusage: %s\n", kUsage);
+    std::fprintf(stderr, "--type takes f16, f32, q8_0, q4_0 or tq3, or K/V types such as q8_0/tq3\nusage: %s\n", kUsage);
     return false;
   }
   o.k_type = *k;
@@ -93,18 +91,7 @@ std::vector<std::uint8_t> encode(const std::vector<float>& x, kv::CacheType type
   for (std::size_t r = 0; r < rows; ++r) {
     const float* src = x.data() + r * d;
     void* dst = out.data() + r * row_bytes;
-    switch (type) {
-      case kv::CacheType::f32: std::memcpy(dst, src, row_bytes); break;
-      case kv::CacheType::f16:
-        for (std::uint32_t i = 0; i < d; ++i) static_cast<std::uint16_t*>(dst)[i] = graft::f32_to_f16(src[i]);
-        break;
-      case kv::CacheType::q8_0:
-        graft::quant::quantize_row_q8_0(src, static_cast<graft::quant::block_q8_0*>(dst), d);
-        break;
-      case kv::CacheType::q4_0:
-        graft::quant::quantize_row_q4_0(src, static_cast<graft::quant::block_q4_0*>(dst), d);
-        break;
-    }
+    kv::encode_row(type, src, d, dst);
   }
   return out;
 }

@@ -98,7 +98,7 @@ void add_profile_options(po::options_description& desc) {
       "table");
   add("no-draft", "no speculative decoding, whatever the profile says");
   add("cache-type-k", po::value<std::string>()->value_name("TYPE"),
-      "-ctk: the K cache's type, f16, f32, q8_0 or q4_0; picks the quant KV store (profile [kv] store = \"quant\", "
+      "-ctk: the K cache's type, f16, f32, q8_0, q4_0 or tq3; picks the quant KV store (profile [kv] store = \"quant\", "
       "type_k)");
   add("cache-type-v", po::value<std::string>()->value_name("TYPE"),
       "-ctv: the V cache's type, as --cache-type-k (profile [kv] type_v)");

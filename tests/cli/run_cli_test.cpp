@@ -171,8 +171,8 @@ TEST_F(cli_run, PerplexityFollowsTheLlamaCppMethod) {
 }
 
 // llama.cpp's -ctk / -ctv (and --cache-type-k / -v) pick the quant store and its types on every
-// command that runs a model: the KV bytes follow the types (q8_0 34 and q4_0 18 bytes per 32
-// elements against f16's 64), the side not given stays f16, a profile naming another store is an
+// command that runs a model: the KV bytes follow the types (q8_0 34, q4_0 18 and tq3 14 bytes per
+// 32 elements against f16's 64), the side not given stays f16, a profile naming another store is an
 // error at its line, an unknown type names the valid ones.
 TEST_F(cli_run, CacheTypeFlagsPickTheQuantStoreAndItsTypes) {
   const std::string base = "run --model " + model_ + " --prompt-ids \"5 6 7\" --temp 0 -n 6 --json";
@@ -192,11 +192,12 @@ TEST_F(cli_run, CacheTypeFlagsPickTheQuantStoreAndItsTypes) {
   EXPECT_EQ(kv_bytes("--cache-type-k q8_0 --cache-type-v q4_0"), f16 * (34 + 18) / 128);
   EXPECT_EQ(kv_bytes("-ctv q4_0"), f16 * (64 + 18) / 128) << "K stays f16";
   EXPECT_EQ(kv_bytes("-ctk f32"), f16 * (128 + 64) / 128);
+  EXPECT_EQ(kv_bytes("-ctk q8_0 -ctv tq3"), f16 * (34 + 14) / 128) << "tq3: 14 bytes per 32";
   const auto same = parse(graft(base + " -ctk f16 -ctv f16"));
   EXPECT_EQ(same["generated_ids"], parse(graft(base))["generated_ids"]) << "quant f16/f16 is the device store's f16";
   auto unknown = graft_all(base + " -ctk q5_1");
   EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_NE(unknown.output.find("type_k = \"q5_1\" is not supported; valid types: f16, f32, q8_0, q4_0"),
+  EXPECT_NE(unknown.output.find("type_k = \"q5_1\" is not supported; valid types: f16, f32, q8_0, q4_0, tq3"),
             std::string::npos)
       << unknown.output;
   const auto profile = dir_->path() / "device.toml";

@@ -4,8 +4,7 @@
 // compaction run in rollback_test.cpp with the device store's tests.
 #include <cstring>
 
-#include "formats/q4_0/q4_0_rows.hpp"
-#include "formats/q8_0/q8_0_rows.hpp"
+#include "cache_rows.hpp"
 #include "kv_test_util.hpp"
 
 using namespace kvtest;
@@ -15,14 +14,16 @@ namespace {
 // The worst |out - reference| over the outputs, as a fraction of the largest |v| (K's rounding moves
 // the softmax weights, V's the values they average), on uniform K/V in [-1, 1]. Measured worst
 // cases over the 1K-4K shapes below (head_dim 64-256, 1-16 queries): f16/f16 1.4e-5, q8_0/q8_0
-// 2.8e-4, f16/q8_0 2.7e-4, q8_0/q4_0 4.3e-3, q4_0/q4_0 4.6e-3; each bound about 2.5x that (the
-// 32K shape stays inside them too).
+// 2.8e-4, f16/q8_0 2.7e-4, q8_0/q4_0 4.3e-3, q4_0/q4_0 4.6e-3, q8_0/tq3 1.2e-2, tq3/tq3 1.3e-2,
+// tq3/f16 2.2e-3; each bound about 2.5x that (the 32K shape stays inside them too). tq3 runs
+// through the rotation: queries rotated, outputs un-rotated, as the store does.
 struct TypeBound {
   const char* types;
   double bound;
 };
 constexpr TypeBound kBounds[] = {
-    {"f16/f16", 4e-5}, {"q8_0/q8_0", 7e-4}, {"q8_0/q4_0", 1.1e-2}, {"q4_0/q4_0", 1.2e-2}, {"f16/q8_0", 7e-4},
+    {"f16/f16", 4e-5},    {"q8_0/q8_0", 7e-4}, {"q8_0/q4_0", 1.1e-2}, {"q4_0/q4_0", 1.2e-2},
+    {"f16/q8_0", 7e-4},   {"q8_0/tq3", 3e-2},  {"tq3/tq3", 3.2e-2},   {"tq3/f16", 5.5e-3},
 };
 
 struct Shape {
@@ -64,10 +65,7 @@ std::vector<std::uint8_t> encode(const std::vector<float>& rows, kv::CacheType t
     for (std::uint32_t h = 0; h < heads; ++h) {
       const float* src = rows.data() + (static_cast<std::size_t>(s) * heads + h) * dim;
       void* dst = out.data() + (static_cast<std::size_t>(h) * slots + s) * row_bytes;
-      if (type == kv::CacheType::q8_0)
-        quant::quantize_row_q8_0(src, static_cast<quant::block_q8_0*>(dst), dim);
-      else
-        quant::quantize_row_q4_0(src, static_cast<quant::block_q4_0*>(dst), dim);
+      kv::encode_row(type, src, dim, dst);
     }
   return out;
 }
@@ -83,7 +81,9 @@ TEST(kvQuantStore, EveryLevelAndThreadCountGivesTheSameBits) {
   auto q = uniform(rng, std::size_t{n_query} * heads * dim, 1.0f);
   const Tree tree = random_tree(rng, n_query);
   for (auto [kt, vt] : {std::pair{kv::CacheType::q8_0, kv::CacheType::q4_0},
-                        std::pair{kv::CacheType::q4_0, kv::CacheType::q8_0}}) {
+                        std::pair{kv::CacheType::q4_0, kv::CacheType::q8_0},
+                        std::pair{kv::CacheType::tq3, kv::CacheType::tq3},
+                        std::pair{kv::CacheType::q8_0, kv::CacheType::tq3}}) {
     const auto ck = encode(k, kt, kv_heads, dim, past + n_query), cv = encode(v, vt, kv_heads, dim, past + n_query);
     kv::LayerCache c;
     c.k = ck.data();
@@ -120,7 +120,7 @@ TEST(kvQuantStore, EveryLevelAndThreadCountGivesTheSameBits) {
   }
 }
 
-// Per token: layers * kv_heads * (K row + V row), q8_0 34 bytes and q4_0 18 bytes per 32 elements;
+// Per token: layers * kv_heads * (K row + V row), q8_0 34, q4_0 18 and tq3 14 bytes per 32 elements;
 // the store allocates capacity times that; only f32/f32 is lossless.
 TEST(kvQuantStore, MemoryAccountingByType) {
   const KvGeometry g = geometry(4, 8, 128, 64, 100);
@@ -132,6 +132,7 @@ TEST(kvQuantStore, MemoryAccountingByType) {
   for (const Want& w : {Want{"q8_0/q8_0", 4 * 8 * (4 * 34 + 2 * 34), false},
                         Want{"q8_0/q4_0", 4 * 8 * (4 * 34 + 2 * 18), false},
                         Want{"q4_0/f16", 4 * 8 * (4 * 18 + 64 * 2), false}, Want{"f32/f32", 4 * 8 * 192 * 4, true},
+                        Want{"q8_0/tq3", 4 * 8 * (4 * 34 + 2 * 14), false}, Want{"tq3/tq3", 4 * 8 * (4 * 14 + 2 * 14), false},
                         Want{"f16/f16", 4 * 8 * 192 * 2, false}}) {
     SCOPED_TRACE(w.types);
     auto f = kv_factory(w.types);
@@ -153,7 +154,7 @@ TEST(kvQuantStore, RefusalsNameTheKeyTheTypeAndTheStore) {
   auto unknown = kv_factory("q8_0/q5_1");
   ASSERT_FALSE(unknown);
   const std::string said = unknown.status().message(),
-                    want = ": type_v = \"q5_1\" is not supported; valid types: f16, f32, q8_0, q4_0";
+                    want = ": type_v = \"q5_1\" is not supported; valid types: f16, f32, q8_0, q4_0, tq3";
   EXPECT_EQ(said.rfind("kvstore plugin 'quant' (", 0), 0u) << said;
   EXPECT_EQ(said.substr(said.size() - std::min(said.size(), want.size())), want) << said;
   // A row that is not whole blocks.
@@ -165,6 +166,14 @@ TEST(kvQuantStore, RefusalsNameTheKeyTheTypeAndTheStore) {
   EXPECT_EQ(odd.status().message(),
             "kvstore quant: head_dim_k = 80 is not a multiple of 32, which a q8_0 cache needs (one block is 32 "
             "elements)");
+  // A rotated row must be a power of two (a Walsh-Hadamard transform), whole blocks or not.
+  auto rot = kv_factory("q8_0/tq3");
+  ASSERT_TRUE(rot);
+  auto odd_rot = (*rot)->create(*backend, geometry(1, 2, 96, 96, 16));
+  ASSERT_FALSE(odd_rot);
+  EXPECT_EQ(odd_rot.status().message(),
+            "kvstore quant: head_dim_v = 96 is not a power of two up to 1024, which a tq3 cache needs (its rows are "
+            "rotated by a Walsh-Hadamard transform)");
   // The store's shared checks speak with its own name.
   Harness h("q8_0/q4_0", geometry(1, 2, 64, 64, 8));
   std::vector<float> k(64 * 2 * 9), v(64 * 2 * 9);

@@ -75,7 +75,7 @@ const KvGeometry kGeom = geometry(kLayers, kKvHeads, kHeadDim, kHeadDim, 512);
 }  // namespace
 
 TEST(kvRollback, TruncateThenRewriteEqualsAFreshStore) {
-  for (const char* type : {"f32", "f16", "q8_0/q8_0", "q4_0/f16", "f16/q4_0"}) {
+  for (const char* type : {"f32", "f16", "q8_0/q8_0", "q4_0/f16", "f16/q4_0", "q8_0/tq3", "tq3/tq3"}) {
     SCOPED_TRACE(type);
     std::mt19937 rng(5);
     const Tokens prefix = random_tokens(rng, kGeom, kPast), rejected = random_tokens(rng, kGeom, 9),
@@ -104,7 +104,7 @@ TEST(kvRollback, TruncateThenRewriteEqualsAFreshStore) {
 // bit for bit. With a sliding window (2) holds only if the window counts tree depth, not slots.
 TEST(kvRollback, CompactedTreePathEqualsStoreThatSawOnlyThePath) {
   constexpr std::uint32_t n_tree = 12;
-  for (const char* type : {"f32", "f16", "q8_0/q8_0", "q8_0/q4_0", "q4_0/f32"})
+  for (const char* type : {"f32", "f16", "q8_0/q8_0", "q8_0/q4_0", "q4_0/f32", "tq3/q8_0"})
     for (std::uint32_t window : {0u, 4u}) {
       std::mt19937 rng(9);
       const Tree tree = random_tree(rng, n_tree);

@@ -92,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(zoo, GreedyLossless,
                          ::testing::Values(Case{"", "f32", 1, true}, Case{"", "f16", 1, true}, Case{"scalar", "f32", 24},
                                            Case{"scalar", "f16", 24}, Case{"avx2", "f32", 1}, Case{"avx2", "f16", 1},
                                            Case{"avx512", "f32", 1}, Case{"avx512", "f16", 1},
-                                           Case{"", "q8_0/q4_0", 6, true}),  // the quant store
+                                           Case{"", "q8_0/q4_0", 6, true},  // the quant store
+                                           Case{"", "q8_0/tq3", 6, true}),  // a rotated V
                          [](const auto& info) {
                            std::string kv = info.param.kv;
                            std::replace(kv.begin(), kv.end(), '/', '_');

@@ -13,6 +13,7 @@
 #include "attention_job.hpp"
 #include "cpu_features.hpp"
 #include "half.hpp"
+#include "rotation.hpp"
 #include "views.hpp"
 
 namespace graft::kv {
@@ -37,6 +38,21 @@ const AttnKernels* kernels_for(AttnSimd level, const LayerCache& c) noexcept {
   return table_for(level);
 }
 
+// f(head, query) for every row of a [dim, n_heads, n_query] tensor; on the pool when there are
+// enough elements to repay waking it (prefill), on the calling thread otherwise (decode).
+template <class F>
+void for_rows(Backend& backend, std::int64_t n_heads, std::uint32_t n_query, std::uint32_t dim, const F& f) {
+  const std::size_t rows = static_cast<std::size_t>(n_heads) * n_query;
+  auto run = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r)
+      f(static_cast<std::int64_t>(r % static_cast<std::size_t>(n_heads)), static_cast<std::uint32_t>(r / n_heads));
+  };
+  if (rows * dim >= (1u << 16))
+    backend.parallel_for(rows, run);
+  else
+    run(0, rows);
+}
+
 }  // namespace
 
 const char* cache_type_name(CacheType t) noexcept {
@@ -45,12 +61,13 @@ const char* cache_type_name(CacheType t) noexcept {
     case CacheType::f16: return "f16";
     case CacheType::q8_0: return "q8_0";
     case CacheType::q4_0: return "q4_0";
+    case CacheType::tq3: return "tq3";
   }
   return "?";
 }
 
 std::optional<CacheType> cache_type_from_name(std::string_view name) noexcept {
-  for (CacheType t : {CacheType::f32, CacheType::f16, CacheType::q8_0, CacheType::q4_0})
+  for (CacheType t : {CacheType::f32, CacheType::f16, CacheType::q8_0, CacheType::q4_0, CacheType::tq3})
     if (name == cache_type_name(t)) return t;
   return std::nullopt;
 }
@@ -128,6 +145,13 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
       return Status(Errc::invalid_argument, std::string("kvstore device: attend: a ") + cache_type_name(type) + " " +
                                                 name + " cache must be head-major with rows of a multiple of " +
                                                 std::to_string(cache_type_elems(type)) + " elements");
+  for (const auto& [type, dim, name] :
+       {std::tuple{c.k_type, c.head_dim_k, "K"}, std::tuple{c.v_type, c.head_dim_v, "V"}})
+    if (cache_type_rotated(type) && !rotatable(dim))
+      return Status(Errc::invalid_argument, std::string("kvstore device: attend: a ") + cache_type_name(type) + " " +
+                                                name + " cache needs a head size that is a power of two up to " +
+                                                std::to_string(kMaxRotatedDim) + ", not " +
+                                                std::to_string(dim));
   if (!cpu_supports(level))
     return Status(Errc::invalid_argument,
                   std::string("kvstore device: attend: this CPU does not support ") + simd_level_name(level));
@@ -156,8 +180,21 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
     depth[i] = d;
   }
 
+  // A rotated K holds R k: the queries are rotated alike (R q . R k = q . k), once per call.
+  std::vector<float> q_rotated;
+  TensorView q_view = q;
+  if (cache_type_rotated(c.k_type)) {
+    q_rotated.resize(static_cast<std::size_t>(c.head_dim_k) * n_heads * b.n_query);
+    q_view = f32_view(q_rotated.data(), c.head_dim_k, n_heads, b.n_query);
+    for_rows(backend, n_heads, b.n_query, c.head_dim_k, [&](std::int64_t h, std::uint32_t i) {
+      float* r = mutable_row(q_view, h, i);
+      std::copy_n(row(q, h, i), c.head_dim_k, r);
+      rotate_row(r, c.head_dim_k);
+    });
+  }
+
   const auto n_rep = static_cast<std::uint32_t>(n_heads / c.n_kv_heads);
-  const AttnJob job{c, q, out, b, depth, n_rep};
+  const AttnJob job{c, q_view, out, b, depth, n_rep};
   const std::size_t blocks = (b.n_query + kQueryBlock - 1) / kQueryBlock;
   const AttnKernels* kernels = kernels_for(level, c);
   // With fewer (block, KV head) units than threads (decode on many cores), the query heads of a
@@ -186,6 +223,10 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
     return Status(Errc::out_of_memory,
                   "kvstore device: attend: cannot allocate scratch memory for " + std::to_string(kQueryBlock * n_rep) +
                       " x " + std::to_string(static_cast<std::uint64_t>(b.n_past) + b.n_query) + " scores");
+  // A rotated V gives R times each output row (the weighted sum of R v): un-rotated once here.
+  if (cache_type_rotated(c.v_type))
+    for_rows(backend, n_heads, b.n_query, c.head_dim_v,
+             [&](std::int64_t h, std::uint32_t i) { unrotate_row(mutable_row(out, h, i), c.head_dim_v); });
   return Status::success();
 }
 

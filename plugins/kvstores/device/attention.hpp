@@ -14,13 +14,14 @@
 
 namespace graft::kv {
 
-// Element types of a cache: plain f32 and f16, and ggml's q8_0 and q4_0 blocks (32 elements with
-// an fp16 scale, written by ggml's reference quantizers).
-enum class CacheType { f32, f16, q8_0, q4_0 };
+// Element types of a cache: plain f32 and f16, ggml's q8_0 and q4_0 blocks (32 elements with an
+// fp16 scale, written by ggml's reference quantizers), and tq3, 3-bit blocks of rotated rows
+// (tq3_rows.hpp, rotation.hpp).
+enum class CacheType { f32, f16, q8_0, q4_0, tq3 };
 
 // Elements per unit of the type (1, or a block's 32) and the unit's bytes.
 constexpr std::uint32_t cache_type_elems(CacheType t) noexcept {
-  return t == CacheType::q8_0 || t == CacheType::q4_0 ? 32u : 1u;
+  return t == CacheType::f32 || t == CacheType::f16 ? 1u : 32u;
 }
 constexpr std::size_t cache_type_unit_bytes(CacheType t) noexcept {
   switch (t) {
@@ -28,11 +29,15 @@ constexpr std::size_t cache_type_unit_bytes(CacheType t) noexcept {
     case CacheType::f16: return 2;
     case CacheType::q8_0: return 34;
     case CacheType::q4_0: return 18;
+    case CacheType::tq3: return 14;
   }
   return 0;
 }
+// Whether rows are rotated before they are stored (rotation.hpp): the head size must then be a
+// power of two, queries are rotated alike and a V cache's output is un-rotated.
+constexpr bool cache_type_rotated(CacheType t) noexcept { return t == CacheType::tq3; }
 const char* cache_type_name(CacheType t) noexcept;
-// "f32", "f16", "q8_0", "q4_0"; anything else: nullopt.
+// "f32", "f16", "q8_0", "q4_0", "tq3"; anything else: nullopt.
 std::optional<CacheType> cache_type_from_name(std::string_view name) noexcept;
 // Bytes of one row of `dim` elements (dim a multiple of the type's block).
 constexpr std::size_t cache_row_bytes(CacheType t, std::uint32_t dim) noexcept {
@@ -53,7 +58,7 @@ struct LayerCache {
   std::uint32_t head_dim_v = 0;
   std::uint32_t capacity = 0;  // slots per head when head-major; 0: token-major
 
-  // Offsets in units of the type (elements, or blocks of q8_0/q4_0): where KV head g's rows start,
+  // Offsets in units of the type (elements, or blocks): where KV head g's rows start,
   // and from one slot's row to the next.
   std::size_t k_row() const noexcept { return head_dim_k / cache_type_elems(k_type); }
   std::size_t v_row() const noexcept { return head_dim_v / cache_type_elems(v_type); }

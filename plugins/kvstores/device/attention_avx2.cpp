@@ -44,7 +44,7 @@ GRAFT_KV_INLINE __m256 scale_at(const B* row, std::uint32_t e) {
 template <class T>
 GRAFT_KV_INLINE __m256 load8(const T* row, std::uint32_t e) {
   if constexpr (elems_per_unit<T>() > 1)
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(ints8(row, e)), scale_at(row, e));
+    return _mm256_mul_ps(levels8(row, e), scale_at(row, e));
   else
     return load8(row + e);
 }
@@ -93,7 +93,7 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
           __m256 qv[NH];
           for (int h = 0; h < NH; ++h) qv[h] = _mm256_loadu_ps(q[h] + e);
           for (std::uint32_t i = 0; i < S; ++i) {
-            const __m256 k = _mm256_mul_ps(_mm256_cvtepi32_ps(ints8(r[i], e)), sc[i]);
+            const __m256 k = _mm256_mul_ps(levels8(r[i], e), sc[i]);
             for (int h = 0; h < NH; ++h) acc[h][i] = _mm256_fmadd_ps(qv[h], k, acc[h][i]);
           }
         }
@@ -198,12 +198,9 @@ void widen(const std::uint16_t* src, float* dst, std::uint32_t n) {
 }
 
 // A chunk's rows of blocks decoded for the kernels above (verification and prefill): load8's values.
-void decode_q8_0(const void* src, float* dst, std::uint32_t n) {
-  const auto* row = static_cast<const quant::block_q8_0*>(src);
-  for (std::uint32_t c = 0; c < n; c += 8) _mm256_storeu_ps(dst + c, load8(row, c));
-}
-void decode_q4_0(const void* src, float* dst, std::uint32_t n) {
-  const auto* row = static_cast<const quant::block_q4_0*>(src);
+template <class B>
+void decode(const void* src, float* dst, std::uint32_t n) {
+  const auto* row = static_cast<const B*>(src);
   for (std::uint32_t c = 0; c < n; c += 8) _mm256_storeu_ps(dst + c, load8(row, c));
 }
 
@@ -265,11 +262,24 @@ void exp_shifted(float* x, std::uint32_t n, float m) {
 namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX2.
 const AttnKernels* attn_kernels_avx2() noexcept {
-  static const AttnKernels k{&scores<std::uint16_t>,     &scores<float>,           &values<std::uint16_t>,
-                             &values<float>,             &scores<quant::block_q8_0>, &values<quant::block_q8_0>,
-                             &scores<quant::block_q4_0>, &values<quant::block_q4_0>, &widen,
-                             &decode_q8_0,               &decode_q4_0,             &narrow,
-                             &max_of,                    &exp_shifted,             8};
+  static const AttnKernels k{&scores<std::uint16_t>,
+                             &scores<float>,
+                             &values<std::uint16_t>,
+                             &values<float>,
+                             &scores<quant::block_q8_0>,
+                             &values<quant::block_q8_0>,
+                             &scores<quant::block_q4_0>,
+                             &values<quant::block_q4_0>,
+                             &scores<block_tq3>,
+                             &values<block_tq3>,
+                             &widen,
+                             &decode<quant::block_q8_0>,
+                             &decode<quant::block_q4_0>,
+                             &decode<block_tq3>,
+                             &narrow,
+                             &max_of,
+                             &exp_shifted,
+                             8};
   return &k;
 }
 }  // namespace graft::kv

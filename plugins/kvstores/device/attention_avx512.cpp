@@ -50,12 +50,29 @@ GRAFT_KV_INLINE __m512 load_pair(const float* a, const float* b) {
                                              _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
 }
 
+// Levels (before the scale) of elements ea..ea+7 of block row a and eb..eb+7 of row b as [a | b]:
+// ggml's integers converted, tq3's looked up in the level table by a permute (attention_x86.hpp).
+template <class B>
+GRAFT_KV_INLINE __m512 levels16(const B* a, std::uint32_t ea, const B* b, std::uint32_t eb) {
+  if constexpr (std::is_same_v<B, block_tq3>) {
+    const __m512i w = _mm512_inserti64x4(_mm512_set1_epi32(tq3_bits(a, ea)), _mm256_set1_epi32(tq3_bits(b, eb)), 1);
+    const __m512i code = _mm512_and_si512(
+        _mm512_srlv_epi32(w, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14)),
+        _mm512_set1_epi32(3));
+    const __m512i sign = _mm512_and_si512(
+        _mm512_srlv_epi32(w, _mm512_setr_epi32(14, 15, 16, 17, 18, 19, 20, 21, 14, 15, 16, 17, 18, 19, 20, 21)),
+        _mm512_set1_epi32(4));
+    return _mm512_permutexvar_ps(_mm512_or_si512(code, sign), _mm512_broadcast_f32x8(_mm256_loadu_ps(kTq3Levels)));
+  } else {
+    return _mm512_cvtepi32_ps(_mm512_inserti64x4(_mm512_castsi256_si512(ints8(a, ea)), ints8(b, eb), 1));
+  }
+}
+
 // Elements e..e+7 of rows a and b as [a | b], from blocks.
 template <class B>
 GRAFT_KV_INLINE __m512 load_pair(const B* a, const B* b, std::uint32_t e) {
-  const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(ints8(a, e)), ints8(b, e), 1);
   const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(block_scale(a, e)), _mm256_set1_ps(block_scale(b, e)), 1);
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(q), d);
+  return _mm512_mul_ps(levels16(a, e, b, e), d);
 }
 GRAFT_KV_INLINE __m512 load_pair(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t e) {
   return load_pair(a + e, b + e);
@@ -70,9 +87,8 @@ GRAFT_KV_INLINE __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz
 // Columns c..c+15 (c % 16 == 0) of a row: plain rows from c, blocks decoded (half a block).
 template <class T>
 GRAFT_KV_INLINE __m512 load16(const T* row, std::uint32_t c, __mmask16 m) {
-  if constexpr (std::is_same_v<T, quant::block_q8_0> || std::is_same_v<T, quant::block_q4_0>) {
-    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(ints8(row, c)), ints8(row, c + 8), 1);
-    return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(block_scale(row, c)));
+  if constexpr (elems_per_unit<T>() > 1) {
+    return _mm512_maskz_mul_ps(m, levels16(row, c, row, c + 8), _mm512_set1_ps(block_scale(row, c)));
   } else {
     return load16(row + c, m);
   }
@@ -121,9 +137,7 @@ void scores_nh(const float* const* q, const T* const* rows, std::uint32_t n, std
           __m512 qq[NH];
           for (int h = 0; h < NH; ++h) qq[h] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[h] + e));
           for (int i = 0; i < 8; ++i) {
-            const __m512i iq =
-                _mm512_inserti64x4(_mm512_castsi256_si512(ints8(r[2 * i], e)), ints8(r[2 * i + 1], e), 1);
-            const __m512 k = _mm512_mul_ps(_mm512_cvtepi32_ps(iq), sc[i]);
+            const __m512 k = _mm512_mul_ps(levels16(r[2 * i], e, r[2 * i + 1], e), sc[i]);
             for (int h = 0; h < NH; ++h) acc[h][i] = _mm512_fmadd_ps(qq[h], k, acc[h][i]);
           }
         }
@@ -218,12 +232,9 @@ void values(float* const* acc, float* sum, const float* const* p, std::uint32_t 
 }
 
 // A chunk's rows of blocks decoded for the kernels above (verification and prefill): load16's values.
-void decode_q8_0(const void* src, float* dst, std::uint32_t n) {
-  const auto* row = static_cast<const quant::block_q8_0*>(src);
-  for (std::uint32_t c = 0; c < n; c += 16) _mm512_storeu_ps(dst + c, load16(row, c, 0xFFFF));
-}
-void decode_q4_0(const void* src, float* dst, std::uint32_t n) {
-  const auto* row = static_cast<const quant::block_q4_0*>(src);
+template <class B>
+void decode(const void* src, float* dst, std::uint32_t n) {
+  const auto* row = static_cast<const B*>(src);
   for (std::uint32_t c = 0; c < n; c += 16) _mm512_storeu_ps(dst + c, load16(row, c, 0xFFFF));
 }
 
@@ -300,11 +311,24 @@ void exp_shifted(float* x, std::uint32_t n, float m) {
 namespace graft::kv {
 // Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX-512.
 const AttnKernels* attn_kernels_avx512() noexcept {
-  static const AttnKernels k{&scores<std::uint16_t>,     &scores<float>,           &values<std::uint16_t>,
-                             &values<float>,             &scores<quant::block_q8_0>, &values<quant::block_q8_0>,
-                             &scores<quant::block_q4_0>, &values<quant::block_q4_0>, &widen,
-                             &decode_q8_0,               &decode_q4_0,             &narrow,
-                             &max_of,                    &exp_shifted,             8};
+  static const AttnKernels k{&scores<std::uint16_t>,
+                             &scores<float>,
+                             &values<std::uint16_t>,
+                             &values<float>,
+                             &scores<quant::block_q8_0>,
+                             &values<quant::block_q8_0>,
+                             &scores<quant::block_q4_0>,
+                             &values<quant::block_q4_0>,
+                             &scores<block_tq3>,
+                             &values<block_tq3>,
+                             &widen,
+                             &decode<quant::block_q8_0>,
+                             &decode<quant::block_q4_0>,
+                             &decode<block_tq3>,
+                             &narrow,
+                             &max_of,
+                             &exp_shifted,
+                             8};
   return &k;
 }
 }  // namespace graft::kv

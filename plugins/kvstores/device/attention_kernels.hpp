@@ -9,13 +9,14 @@
 
 #include "formats/q4_0/block_q4_0.hpp"
 #include "formats/q8_0/block_q8_0.hpp"
+#include "tq3_rows.hpp"
 
 namespace graft::kv {
 
-// Elements one T holds: 1 for f32 and f16 rows, 32 for ggml's blocks.
+// Elements one T holds: 1 for f32 and f16 rows, 32 for blocks (ggml's q8_0 and q4_0, tq3).
 template <class T>
 constexpr std::uint32_t elems_per_unit() noexcept {
-  return std::is_same_v<T, quant::block_q8_0> || std::is_same_v<T, quant::block_q4_0> ? 32u : 1u;
+  return std::is_same_v<T, float> || std::is_same_v<T, std::uint16_t> ? 1u : 32u;
 }
 // Bytes of a row of d elements stored as T.
 template <class T>
@@ -41,8 +42,8 @@ struct AttnKernels {
                      const std::uint16_t* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
   void (*values_f32)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
                      const float* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
-  // The same over rows of ggml blocks (d % 32 == 0), each element decoded in registers to the
-  // value dequantize_row gives, then the f32 operations above.
+  // The same over rows of blocks (d % 32 == 0), each element decoded in registers to the value
+  // dequantize_row gives, then the f32 operations above.
   void (*scores_q8_0)(const float* const* q, std::uint32_t nh, const quant::block_q8_0* const* rows, std::uint32_t n,
                       std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
   void (*values_q8_0)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
@@ -51,12 +52,18 @@ struct AttnKernels {
                       std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
   void (*values_q4_0)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
                       const quant::block_q4_0* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
+  void (*scores_tq3)(const float* const* q, std::uint32_t nh, const block_tq3* const* rows, std::uint32_t n,
+                     std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
+  void (*values_tq3)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
+                     const block_tq3* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
   // dst[i] = the f16 src[i] as f32 (exact).
   void (*widen)(const std::uint16_t* src, float* dst, std::uint32_t n);
   // dst = the n elements (n % 32 == 0) of ggml q8_0 / q4_0 blocks as f32: exactly ggml's
   // dequantize_row (each element's integer times the block's scale, one rounding).
   void (*decode_q8_0)(const void* src, float* dst, std::uint32_t n);
   void (*decode_q4_0)(const void* src, float* dst, std::uint32_t n);
+  // The same for tq3 blocks: dequantize_row_tq3's values (level times scale, one rounding).
+  void (*decode_tq3)(const void* src, float* dst, std::uint32_t n);
   // dst[i] = f32_to_f16(src[i]) (plugins/common/half.hpp: nearest, ties to even; NaN keeps its top payload bits),
   // any n: the cache writes.
   void (*narrow)(const float* src, std::uint16_t* dst, std::uint32_t n);

@@ -13,6 +13,7 @@
 #include "formats/q4_0/q4_0_rows.hpp"
 #include "formats/q8_0/q8_0_rows.hpp"
 #include "half.hpp"
+#include "tq3_rows.hpp"
 #include "softmax_exp.hpp"
 #include "views.hpp"
 
@@ -149,8 +150,8 @@ const WidenFn kWiden = cpu_features().f16c ? &widen_f16c : &widen_portable;
 const WidenFn kWiden = &widen_portable;
 #endif
 
-// A cached row as f32: f32 rows are read in place, f16 rows are converted into buf, q8_0 and q4_0
-// rows decoded into it (ggml's dequantization: exactly the values the blocks stand for).
+// A cached row as f32: f32 rows are read in place, f16 rows are converted into buf, q8_0, q4_0 and
+// tq3 rows decoded into it (their dequantization: exactly the values the blocks stand for).
 GRAFT_KV_INLINE const float* as_f32(const float* src, float*, std::uint32_t) noexcept { return src; }
 GRAFT_KV_INLINE const float* as_f32(const std::uint16_t* src, float* buf, std::uint32_t n) noexcept {
   kWiden(src, buf, n);
@@ -164,9 +165,10 @@ GRAFT_KV_INLINE const float* as_f32(const quant::block_q4_0* src, float* buf, st
   quant::dequantize_row_q4_0(src, buf, n);
   return buf;
 }
-
-
-
+GRAFT_KV_INLINE const float* as_f32(const block_tq3* src, float* buf, std::uint32_t n) noexcept {
+  dequantize_row_tq3(src, buf, n);
+  return buf;
+}
 
 // Working memory of one parallel_for chunk, reused for all its (query block, kv head) units.
 struct Scratch {
@@ -321,6 +323,7 @@ GRAFT_KV_INLINE void run_units_v(const AttnJob& job, std::size_t begin, std::siz
     case CacheType::f16: return run_units<KT, std::uint16_t>(job, begin, end, s);
     case CacheType::q8_0: return run_units<KT, quant::block_q8_0>(job, begin, end, s);
     case CacheType::q4_0: return run_units<KT, quant::block_q4_0>(job, begin, end, s);
+    case CacheType::tq3: return run_units<KT, block_tq3>(job, begin, end, s);
   }
 }
 GRAFT_KV_CLONES void run_units_f16(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
@@ -335,6 +338,9 @@ GRAFT_KV_CLONES void run_units_q8_0(const AttnJob& job, std::size_t begin, std::
 GRAFT_KV_CLONES void run_units_q4_0(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
   run_units_v<quant::block_q4_0>(job, begin, end, s);
 }
+GRAFT_KV_CLONES void run_units_tq3(const AttnJob& job, std::size_t begin, std::size_t end, Scratch& s) {
+  run_units_v<block_tq3>(job, begin, end, s);
+}
 
 }  // namespace
 
@@ -345,6 +351,7 @@ void run_units_portable(const AttnJob& job, std::size_t begin, std::size_t end) 
     case CacheType::f16: return run_units_f16(job, begin, end, s);
     case CacheType::q8_0: return run_units_q8_0(job, begin, end, s);
     case CacheType::q4_0: return run_units_q4_0(job, begin, end, s);
+    case CacheType::tq3: return run_units_tq3(job, begin, end, s);
   }
 }
 

@@ -66,7 +66,7 @@ struct Scratch {
   struct Lists {
     std::unique_ptr<const T*[]> k, v;
   };
-  std::tuple<Lists<float>, Lists<std::uint16_t>, Lists<block_q8_0>, Lists<block_q4_0>> lists_;
+  std::tuple<Lists<float>, Lists<std::uint16_t>, Lists<block_q8_0>, Lists<block_q4_0>, Lists<block_tq3>> lists_;
 };
 
 inline void prefetch(const void* p, std::size_t bytes) noexcept {
@@ -84,8 +84,10 @@ void kernel_scores(const AttnKernels& k, const float* const* q, std::uint32_t nh
     k.scores_f16(q, nh, rows, n, d, scale, out, listed);
   else if constexpr (std::is_same_v<T, block_q8_0>)
     k.scores_q8_0(q, nh, rows, n, d, scale, out, listed);
-  else
+  else if constexpr (std::is_same_v<T, block_q4_0>)
     k.scores_q4_0(q, nh, rows, n, d, scale, out, listed);
+  else
+    k.scores_tq3(q, nh, rows, n, d, scale, out, listed);
 }
 template <class T>
 void kernel_values(const AttnKernels& k, float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
@@ -96,8 +98,10 @@ void kernel_values(const AttnKernels& k, float* const* acc, float* sum, const fl
     k.values_f16(acc, sum, p, nh, rows, n, d, listed);
   else if constexpr (std::is_same_v<T, block_q8_0>)
     k.values_q8_0(acc, sum, p, nh, rows, n, d, listed);
-  else
+  else if constexpr (std::is_same_v<T, block_q4_0>)
     k.values_q4_0(acc, sum, p, nh, rows, n, d, listed);
+  else
+    k.values_tq3(acc, sum, p, nh, rows, n, d, listed);
 }
 
 // Queries [i0, i1) against KV head g, for its query heads [r0, r1) (head g * n_rep + r). Query i
@@ -272,8 +276,10 @@ class Unit {
           kern_.widen(src, w, dim);
         } else if constexpr (std::is_same_v<T, block_q8_0>) {
           kern_.decode_q8_0(src, w, dim);
-        } else {
+        } else if constexpr (std::is_same_v<T, block_q4_0>) {
           kern_.decode_q4_0(src, w, dim);
+        } else {
+          kern_.decode_tq3(src, w, dim);
         }
         s_.rows_f[t - t0] = w;
       }
@@ -347,6 +353,7 @@ void run_unit_v(const AttnJob& job, const AttnKernels& kernels, std::uint32_t i0
     case CacheType::f16: return Unit<KT, std::uint16_t>(job, kernels, i0, i1, g, r0, r1, s).run();
     case CacheType::q8_0: return Unit<KT, block_q8_0>(job, kernels, i0, i1, g, r0, r1, s).run();
     case CacheType::q4_0: return Unit<KT, block_q4_0>(job, kernels, i0, i1, g, r0, r1, s).run();
+    case CacheType::tq3: return Unit<KT, block_tq3>(job, kernels, i0, i1, g, r0, r1, s).run();
   }
 }
 void run_unit(const AttnJob& job, const AttnKernels& kernels, std::uint32_t i0, std::uint32_t i1, std::uint32_t g,
@@ -356,6 +363,7 @@ void run_unit(const AttnJob& job, const AttnKernels& kernels, std::uint32_t i0, 
     case CacheType::f16: return run_unit_v<std::uint16_t>(job, kernels, i0, i1, g, r0, r1, s);
     case CacheType::q8_0: return run_unit_v<block_q8_0>(job, kernels, i0, i1, g, r0, r1, s);
     case CacheType::q4_0: return run_unit_v<block_q4_0>(job, kernels, i0, i1, g, r0, r1, s);
+    case CacheType::tq3: return run_unit_v<block_tq3>(job, kernels, i0, i1, g, r0, r1, s);
   }
 }
 

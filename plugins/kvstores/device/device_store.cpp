@@ -9,9 +9,9 @@
 #include <string_view>
 #include <tuple>
 
-#include "formats/q4_0/q4_0_rows.hpp"
-#include "formats/q8_0/q8_0_rows.hpp"
+#include "cache_rows.hpp"
 #include "half.hpp"
+#include "rotation.hpp"
 #include "views.hpp"
 
 namespace graft::kv {
@@ -26,17 +26,6 @@ std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1u << 20)
 // Below this many elements a write runs on the calling thread: waking the pool costs more than a
 // decode step's handful of rows.
 constexpr std::size_t kParallelWriteElements = 1u << 16;
-
-// One f32 row of n elements into the cache as `type` (f16: nearest even; q8_0 and q4_0: ggml's
-// reference quantizers).
-void store_row(const float* src, std::uint32_t n, CacheType type, void* dst) {
-  switch (type) {
-    case CacheType::f32: std::memcpy(dst, src, n * sizeof(float)); return;
-    case CacheType::f16: narrow_to_f16(src, static_cast<std::uint16_t*>(dst), n); return;
-    case CacheType::q8_0: quant::quantize_row_q8_0(src, static_cast<quant::block_q8_0*>(dst), n); return;
-    case CacheType::q4_0: quant::quantize_row_q4_0(src, static_cast<quant::block_q4_0*>(dst), n); return;
-  }
-}
 
 }  // namespace
 
@@ -74,6 +63,13 @@ Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const
                                               std::to_string(cache_type_elems(type)) + ", which a " +
                                               cache_type_name(type) + " cache needs (one block is " +
                                               std::to_string(cache_type_elems(type)) + " elements)");
+  // A rotated type's rows go through a Walsh-Hadamard transform.
+  for (const auto& [type, dim, name] :
+       {std::tuple{k_type, g.head_dim_k, "head_dim_k"}, std::tuple{v_type, g.head_dim_v, "head_dim_v"}})
+    if (cache_type_rotated(type) && !rotatable(dim))
+      return fail(Errc::invalid_argument, std::string(name) + " = " + std::to_string(dim) +
+                                              " is not a power of two up to " + std::to_string(kMaxRotatedDim) + ", which a " + cache_type_name(type) +
+                                              " cache needs (its rows are rotated by a Walsh-Hadamard transform)");
   // Attention runs on the calling CPU threads and reads buffers directly, which is only valid
   // when the backend's "device" memory is host memory (the CPU backend).
   if (!backend.host_accessible(MemoryKind::device)) {
@@ -146,8 +142,8 @@ Status DeviceKvStore::write_rows(std::uint32_t layer, std::uint32_t slot, std::u
     for (std::size_t r = begin; r < end; ++r) {
       const auto t = static_cast<std::int64_t>(r / heads), h = static_cast<std::int64_t>(r % heads);
       const std::size_t dst = static_cast<std::size_t>(h) * capacity + slot + static_cast<std::size_t>(t);
-      store_row(row(k, h, t), hk, kt, static_cast<char*>(kd) + dst * k_row);
-      store_row(row(v, h, t), hv, vt, static_cast<char*>(vd) + dst * v_row);
+      encode_row(kt, row(k, h, t), hk, static_cast<char*>(kd) + dst * k_row);
+      encode_row(vt, row(v, h, t), hv, static_cast<char*>(vd) + dst * v_row);
     }
   };
   const std::size_t n_rows = static_cast<std::size_t>(n) * heads;

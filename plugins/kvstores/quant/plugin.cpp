@@ -1,4 +1,4 @@
-// The `quant` KV-store plugin: K and V each in its own type (f16, f32, q8_0, q4_0), the CPU's store
+// The `quant` KV-store plugin: K and V each in its own type (f16, f32, q8_0, q4_0, tq3), the CPU's store
 // (plugins/kvstores/device/device_store.hpp) with attention reading the quantized rows directly:
 // a chunk of rows decoded at a time into L1, never a dequantized copy of the cache.
 #include <optional>
@@ -31,8 +31,8 @@ class QuantKvStoreFactory final : public KvStoreFactory {
 
 const ConfigKeySpec kKeys[] = {
     {"type_k", ConfigType::string,
-     "element type of the K cache: \"f16\" (default), \"f32\", \"q8_0\" (8.5 bits, ggml's) or \"q4_0\" (4.5 bits); "
-     "-ctk / --cache-type-k on the command line"},
+     "element type of the K cache: \"f16\" (default), \"f32\", \"q8_0\" (8.5 bits, ggml's), \"q4_0\" (4.5 bits) or "
+     "\"tq3\" (3.5 bits, rotated: head sizes that are powers of two); -ctk / --cache-type-k on the command line"},
     {"type_v", ConfigType::string,
      "element type of the V cache, as type_k; -ctv / --cache-type-v on the command line"},
 };
@@ -44,7 +44,7 @@ std::optional<CacheType> type_of(const Config& config, const char* key, Status& 
   const auto type = text ? cache_type_from_name(*text) : std::nullopt;
   if (!type)
     error = Status(Errc::invalid_argument, std::string(key) + " = " + (text ? "\"" + *text + "\"" : "a non-string") +
-                                               " is not supported; valid types: f16, f32, q8_0, q4_0");
+                                               " is not supported; valid types: f16, f32, q8_0, q4_0, tq3");
   return type;
 }
 
@@ -64,7 +64,7 @@ const PluginDescriptor kDescriptor{
     PluginKind::kv_store,
     "quant",
     GRAFT_SDK_VERSION_STRING,
-    "K and V each f16, f32, q8_0 or q4_0 (ggml's blocks) with CPU attention over the quantized rows",
+    "K and V each f16, f32, q8_0, q4_0 (ggml's blocks) or tq3 (rotated 3-bit) with CPU attention over the quantized rows",
     kKeys,
     std::size(kKeys),
     &create,
