@@ -43,6 +43,11 @@ int cmd_perplexity(const Args& args) {
     std::fprintf(stderr, "graft perplexity: missing --file TEXT\n");
     return 2;
   }
+  if (profile->context == 0) {  // the chunk length is the measurement's, not memory's to pick
+    std::fprintf(stderr, "graft perplexity: %s: context size \"auto\" does not apply: give the chunk length, --ctx N\n",
+                 profile->where("context.size").c_str());
+    return 2;
+  }
   const std::int64_t ctx = profile->context, batch = vm["batch"].as<std::int64_t>();
   const std::int64_t max_chunks = vm["chunks"].as<std::int64_t>();
   if (batch < 1 || batch > 65536) {

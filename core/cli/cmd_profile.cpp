@@ -57,7 +57,8 @@ void print_summary(const Profile& p) {
               num(s.temperature).c_str(), num(s.top_k).c_str(), num(s.top_p).c_str(), num(s.min_p).c_str(),
               num(s.repeat_penalty).c_str(), num(s.repeat_last_n).c_str(), num(s.presence_penalty).c_str(),
               s.seed < 0 ? "random" : num(s.seed).c_str());
-  std::printf("context:  %s tokens, max_tokens %s\n", num(p.context).c_str(),
+  std::printf("context:  %s, max_tokens %s\n",
+              p.context == 0 ? "auto (the largest that fits in memory)" : (num(p.context) + " tokens").c_str(),
               p.max_tokens < 0 ? "until end of sequence" : num(p.max_tokens).c_str());
   for (const auto& dir : p.plugin_dirs) std::printf("plugins:  %s\n", dir.string().c_str());
   std::printf("plugins:  %zu plugin key(s) checked against the plugins' declarations\n", plugin_key_count(p));

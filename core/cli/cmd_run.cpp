@@ -154,7 +154,12 @@ int cmd_run(const Args& args) {
           {"kv_cache", kv_label(p.profile().kv)},
           {"memory_bytes",
            {{"weights", mem.weights}, {"kv", mem.kv}, {"recurrent_state", mem.state}, {"scratch", mem.scratch}, {"prepared_weights", mem.prepared},
-            {"released_file_weights", mem.released}}}}}};
+            {"released_file_weights", mem.released}}},
+          {"memory_plan",
+           {{"total_bytes", p.memory_plan().total},
+            {"budget_bytes", p.memory_plan().budget},
+            {"context", p.memory_plan().context},
+            {"context_auto", p.memory_plan().context_auto}}}}}};
     if (decoder) o["stats"]["speculative"] = to_json(decoder->stats());
     std::puts(o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }

@@ -14,6 +14,7 @@ int cmd_profile(const Args& args);   // profile check FILE
 int cmd_info(const Args& args);      // GGUF metadata, tensor types and sizes
 int cmd_tokenize(const Args& args);  // text -> token ids / pieces
 int cmd_run(const Args& args);       // generate text from a prompt
+int cmd_plan(const Args& args);      // the memory plan of a profile and model, and whether it fits
 int cmd_perplexity(const Args& args);  // llama.cpp-comparable perplexity of a text file
 int cmd_bench(const Args& args);     // prefill/decode speed against measured read bandwidth
 int cmd_synth(const Args& args);     // write a random-weight model GGUF

@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"run", graft::cli::cmd_run, "generate text from a prompt"},
     {"serve", graft::cli::cmd_serve, "HTTP server: OpenAI and Anthropic APIs, chat page, /metrics (docs/serve.md)"},
     {"perplexity", graft::cli::cmd_perplexity, "perplexity --model M --file TEXT --ctx N [--chunks K]"},
+    {"plan", graft::cli::cmd_plan, "plan [--model M] [--ctx N|auto] [--parallel N] [--memory SIZE]: memory, does it fit"},
     {"bench", graft::cli::cmd_bench, "prefill/decode tok/s and decode bandwidth vs the machine's"},
     {"plugins", graft::cli::cmd_plugins, "list discovered plugins (kind, name, version, ABI, path)"},
     {"profile", graft::cli::cmd_profile, "profile check FILE: validate a TOML profile"},

@@ -1,6 +1,7 @@
 #include "cli/options.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -81,7 +82,9 @@ void add_profile_options(po::options_description& desc) {
     const schema::KeySpec& spec = spec_of(flag);
     const std::string setting = schema::setting_name(*schema::find_section(flag.section), flag.key);
     const std::string help = flag_help(spec, setting);
-    if (std::holds_alternative<schema::Accessor<std::int64_t>>(spec.field))
+    if (!spec.auto_word.empty())  // "N" or the word: read as text, checked in apply_overrides
+      add(flag.names, po::value<std::string>()->value_name("N|" + std::string(spec.auto_word)), help.c_str());
+    else if (std::holds_alternative<schema::Accessor<std::int64_t>>(spec.field))
       add(flag.names, po::value<std::int64_t>()->value_name("N"), help.c_str());
     else
       add(flag.names, po::value<double>()->value_name("X"), help.c_str());
@@ -149,6 +152,20 @@ Status apply_overrides(Profile& profile, const po::variables_map& vm) {
     Status status = std::visit(
         [&](auto accessor) -> Status {
           using T = std::remove_reference_t<decltype(accessor(profile))>;
+          if constexpr (std::is_same_v<T, std::int64_t>) {
+            if (!spec.auto_word.empty()) {
+              const std::string text = vm[name].as<std::string>();
+              std::int64_t value = 0;
+              if (text != spec.auto_word) {
+                const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+                if (ec != std::errc() || end != text.data() + text.size())
+                  return flag_error(name, "'" + text + "' is neither an integer nor \"" + std::string(spec.auto_word) + "\"");
+                if (auto e = schema::range_error(spec, setting, value)) return flag_error(name, *e);
+              }
+              accessor(profile) = value;
+              return Status::success();
+            }
+          }
           if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, double>) {
             const T value = vm[name].as<T>();
             if (auto e = schema::range_error(spec, setting, value)) return flag_error(name, *e);

@@ -37,7 +37,8 @@ std::optional<ParsedCommand> parse_command(const char* name, const Args& args, p
   return ParsedCommand{std::move(*vm), std::move(*profile)};
 }
 
-Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::uint32_t max_batch) {
+Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::uint32_t max_batch,
+                                                   const MemoryOptions& memory) {
   const bool tty = isatty(STDERR_FILENO);
   int last = -1;
   auto progress = [&](std::string_view what, double fraction) {
@@ -51,7 +52,9 @@ Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::
       std::fprintf(stderr, "%.*s: %d%%\n", static_cast<int>(what.size()), what.data(), pct);
     }
   };
-  return Pipeline::build(profile, max_batch, progress);
+  auto pipeline = Pipeline::build(profile, max_batch, progress, {}, memory);
+  if (pipeline) std::fprintf(stderr, "memory plan: %s\n", (*pipeline)->memory_plan().summary().c_str());
+  return pipeline;
 }
 
 Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::size_t n_vocab) {
@@ -76,12 +79,5 @@ Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::si
   return ids;
 }
 
-
-std::string kv_label(const PluginChoice& kv) {
-  const auto type = [&](const char* key) { return kv.config.get_string(key).value_or("f16"); };
-  if (kv.name == "device") return "device " + type("type");
-  if (kv.name == "quant") return "quant " + type("type_k") + "/" + type("type_v");
-  return kv.name;
-}
 
 }  // namespace graft::cli

@@ -9,6 +9,7 @@
 #include "common/human_bytes.hpp"
 #include "cli/options.hpp"
 
+#include "engine/memory_plan.hpp"
 #include "engine/pipeline.hpp"
 #include "speculative/speculative_decoder.hpp"
 
@@ -25,8 +26,10 @@ struct ParsedCommand {
 std::optional<ParsedCommand> parse_command(const char* name, const Args& args, po::options_description& desc,
                                            int& exit_code);
 
-// Builds the pipeline, drawing load progress on stderr when it is a terminal.
-Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::uint32_t max_batch);
+// Builds the pipeline, drawing load progress on stderr when it is a terminal; the memory plan is
+// said on stderr first ("memory plan: ..."), and one that does not fit is the error.
+Expected<std::unique_ptr<Pipeline>> build_pipeline(const Profile& profile, std::uint32_t max_batch,
+                                                   const MemoryOptions& memory = {});
 
 // The speculative decoder the profile asks for (its drafters loaded and made for one sequence), or
 // null when it does not speculate. Errors are one line naming the drafter.
@@ -34,9 +37,5 @@ Expected<std::unique_ptr<SpeculativeDecoder>> speculative_decoder(const Pipeline
 
 // "1 2 3" or "1,2,3" -> ids; each must be inside the vocabulary.
 Expected<std::vector<TokenId>> parse_prompt_ids(const std::string& text, std::size_t n_vocab);
-
-// The KV cache a profile asks for, in a few words: "device f16", "quant q8_0/q4_0" (K/V types,
-// defaults filled in), another store's name alone.
-std::string kv_label(const PluginChoice& kv);
 
 }  // namespace graft::cli

@@ -45,6 +45,11 @@ void prefault(const gguf::File& file, const std::vector<const std::uint8_t*>& sk
   if (progress) progress("loading weights", 1.0);
 }
 
+// A hybrid model's state keeps the rows of the largest verify pass the profile's drafters make.
+std::uint32_t tree_rows(const Profile& profile, std::uint32_t max_batch) {
+  return static_cast<std::uint32_t>(std::clamp<std::int64_t>(profile.speculative.max_nodes + 1, 1, std::int64_t{max_batch}));
+}
+
 }  // namespace
 
 // The plugin side of a pipeline, shared with its Model: prepared weights are memory of the
@@ -68,9 +73,7 @@ Expected<std::unique_ptr<Session>> Pipeline::new_session(std::shared_ptr<Workspa
   if (!kv) return std::move(kv).status();
   SessionOptions options;
   options.max_batch = max_batch_;
-  // A hybrid model's state keeps the rows of the largest verify pass the profile's drafters make.
-  options.max_tree_rows = static_cast<std::uint32_t>(
-      std::clamp<std::int64_t>(profile_.speculative.max_nodes + 1, 1, std::int64_t{max_batch_}));
+  options.max_tree_rows = tree_rows(profile_, max_batch_);
   options.capacity_source = fmt::format("[context] size ({}) or --ctx", profile_.where("context.size"));
   return Session::create(model_, kv_library_->adopt(std::move(*kv)), options, std::move(workspace));
 }
@@ -106,32 +109,11 @@ std::int64_t clamp_threads(const Profile& profile, std::int64_t threads) {
   return threads;
 }
 
-// The KV cache is allocated whole at the start: refuse one the backend's memory cannot hold,
-// before allocating, and warn when it and the weights exceed what is free now.
-Status check_kv_fits(const Profile& profile, Backend& backend, std::uint32_t context, std::uint64_t kv_bytes,
-                     std::uint64_t per_token, std::uint64_t weight_bytes) {
-  const auto devices = backend.devices();
-  if (devices.empty() || devices[0].total_memory == 0) return Status::success();
-  const DeviceInfo& d = devices[0];
-  if (kv_bytes > d.total_memory)
-    return Status(Errc::out_of_memory,
-                  fmt::format("{}: a context of {} tokens needs {} of KV cache ({} per token) but {} has {} of "
-                              "memory: lower [context] size or --ctx",
-                              profile.where("context.size"), context, human_bytes(kv_bytes), human_bytes(per_token),
-                              d.name, human_bytes(d.total_memory)));
-  if (d.free_memory > 0 && kv_bytes + weight_bytes > d.free_memory)
-    spdlog::warn("{}: the KV cache ({} for {} tokens) and the weights ({}) exceed the {} free now; the system may swap",
-                 profile.where("context.size"), human_bytes(kv_bytes), context, human_bytes(weight_bytes),
-                 human_bytes(d.free_memory));
-  return Status::success();
-}
-
 }  // namespace
 
-Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std::uint32_t max_batch,
-                                                    const ProgressFn& progress, const ModelOptions& model_options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Pipeline> p(new Pipeline());
+Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const MemoryOptions& memory,
+                      const ModelOptions& model_options, Pipeline& pipeline, std::shared_ptr<const gguf::File>& file_out) {
+  Pipeline* p = &pipeline;
   p->profile_ = profile;
   if (profile.model.empty())
     return Status(Errc::invalid_argument, "no model: set [model] path in the profile or pass --model FILE");
@@ -165,28 +147,93 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
 
   auto file = gguf::File::open(profile.model, plugins->formats.types);
   if (!file) return std::move(file).status();
-  // The context and the KV cache it needs, checked before anything large is allocated.
+  file_out = *file;
   auto params = ModelParams::from_gguf(**file);
   if (!params) return std::move(params).status();
-  p->context_ = static_cast<std::uint32_t>(profile.context);
-  // An unset context defaults to the model's training context when that is smaller; a context
-  // the user chose is kept, with a warning past the training length.
-  const bool context_chosen = profile.locations.count("context.size") > 0;
-  if (!context_chosen) p->context_ = std::min(p->context_, params->n_ctx_train);
-  if (p->context_ > params->n_ctx_train)
-    spdlog::warn("{}: context {} exceeds the {} tokens the model was trained on; quality may drop past it",
-                 profile.where("context.size"), p->context_, params->n_ctx_train);
   auto kv_lib = plugins->registry->find(PluginKind::kv_store, profile.kv.name);
   if (!kv_lib) return std::move(kv_lib).status();
   auto factory = (*kv_lib)->create<KvStoreFactory>(*plugins->host, normalized_plugin_config(profile.kv, (*kv_lib)->config_keys()));
   if (!factory) return std::move(factory).status();
   p->kv_factory_ = *factory;
   p->kv_library_ = *kv_lib;
-  const std::uint64_t per_token = p->kv_factory_->bytes_per_token(params->kv_geometry(p->context_));
-  p->kv_bytes_ = per_token * p->context_;
-  GRAFT_TRY(check_kv_fits(profile, *p->backend_, p->context_, p->kv_bytes_, per_token, (*file)->file_size()));
 
-  auto model = Model::load(*file, p->backend_, *plugins->host, plugins, model_options);
+  // The memory plan, before anything large is allocated: what the weights will hold as loaded, the
+  // KV cache and state of every sequence, the workspaces.
+  auto weights = Model::plan_weights(**file, *plugins->host, *p->backend_, model_options);
+  if (!weights) return std::move(weights).status();
+  PlanRequest r;
+  r.weights = *weights;
+  r.params = *params;
+  r.kv = p->kv_factory_.get();
+  r.kv_label = kv_label(profile.kv);
+  r.parallel = memory.parallel;
+  r.shared_workspace = memory.shared_workspace;
+  r.max_batch = max_batch;
+  r.max_tree_rows = tree_rows(profile, max_batch);
+  r.state_checkpoints = SessionOptions{}.state_checkpoints;
+  // An unset context defaults to the model's training context when that is smaller; a context
+  // the user chose is kept, with a warning past the training length; "auto" (0) is the largest
+  // that fits, up to the training length.
+  r.context_limit = params->n_ctx_train;
+  r.context = static_cast<std::uint32_t>(profile.context);
+  const bool context_chosen = profile.locations.count("context.size") > 0;
+  if (r.context && !context_chosen) r.context = std::min(r.context, params->n_ctx_train);
+  if (r.context > params->n_ctx_train)
+    spdlog::warn("{}: context {} exceeds the {} tokens the model was trained on; quality may drop past it",
+                 profile.where("context.size"), r.context, params->n_ctx_train);
+  const auto devices = p->backend_->devices();
+  if (memory.budget > 0) {
+    r.budget = memory.budget;
+    r.budget_source = memory.budget_source;
+  } else if (!devices.empty() && devices[0].total_memory > 0) {
+    r.budget = devices[0].total_memory;
+    r.budget_source = devices[0].name;
+  } else {
+    r.budget_source = "backend '" + profile.backend.name + "' reports no memory size";
+  }
+  if (profile.speculative.enabled && !profile.drafters.empty()) {
+    std::string names;
+    for (const PluginChoice& d : profile.drafters) names += (names.empty() ? "" : ", ") + d.name;
+    r.not_counted.push_back("the drafters' weights, KV caches and workspaces (" + names + ")");
+  }
+  auto plan = plan_memory(r);
+  if (!plan)
+    return Status(plan.status().code(), fmt::format("{}: {}", profile.where("context.size"), plan.status().message()));
+  p->plan_ = std::move(*plan);
+  p->context_ = p->plan_.context;
+  p->kv_bytes_ = p->plan_.kv_per_token * p->context_;
+  return Status::success();
+}
+
+Expected<MemoryPlan> Pipeline::plan(const Profile& profile, std::uint32_t max_batch, const MemoryOptions& memory,
+                                    const ModelOptions& model_options) {
+  Pipeline p;
+  std::shared_ptr<const gguf::File> file;
+  GRAFT_TRY(open(profile, max_batch, memory, model_options, p, file));
+  return p.plan_;
+}
+
+Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std::uint32_t max_batch,
+                                                    const ProgressFn& progress, const ModelOptions& model_options,
+                                                    const MemoryOptions& memory) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Pipeline> p(new Pipeline());
+  std::shared_ptr<const gguf::File> file;
+  GRAFT_TRY(open(profile, max_batch, memory, model_options, *p, file));
+  const MemoryPlan& plan = p->plan_;
+  if (!plan.fits()) {
+    const std::string sum = plan.summary();
+    return Status(Errc::out_of_memory,
+                  fmt::format("{}: the run needs {} ({}) but {} has {}: {}; graft plan shows the whole plan",
+                              profile.where("context.size"), human_bytes(plan.total), sum.substr(0, sum.find(" = ")),
+                              plan.budget_source, human_bytes(plan.budget), plan.advice.front()));
+  }
+  const auto devices = p->backend_->devices();
+  if (!devices.empty() && devices[0].free_memory > 0 && plan.total > devices[0].free_memory)
+    spdlog::warn("{}: the run plans {} but {} is free now; the system may swap", profile.where("context.size"),
+                 human_bytes(plan.total), human_bytes(devices[0].free_memory));
+
+  auto model = Model::load(file, p->backend_, *p->plugins_->host, p->plugins_, model_options);
   if (!model) return std::move(model).status();
   p->model_ = std::move(*model);
 

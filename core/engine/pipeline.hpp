@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/memory_plan.hpp"
 #include "engine/session.hpp"
 #include "graft/backend.hpp"
 #include "graft/kv_store.hpp"
@@ -27,6 +28,14 @@ struct MemoryReport {
   std::uint64_t released = 0; // of `weights`, file pages dropped once those copies were made
 };
 
+// What the memory plan counts beyond the profile, and the memory it may use.
+struct MemoryOptions {
+  std::uint32_t parallel = 1;     // sequences, each of the whole context (graft serve --parallel)
+  bool shared_workspace = false;  // they share one workspace (the server's one queue thread)
+  std::uint64_t budget = 0;       // bytes available; 0: the backend's device memory
+  std::string budget_source;      // where budget came from ("--memory 16GiB")
+};
+
 // Progress of a long step: fraction done in [0, 1].
 using ProgressFn = std::function<void(std::string_view what, double fraction)>;
 
@@ -35,11 +44,17 @@ class PluginLibrary;
 
 class Pipeline {
  public:
-  // Fails with one line naming the cause (profile location, plugin file, model file, tensor, a KV
-  // cache larger than the backend's memory). max_batch: rows per forward pass of its sessions.
+  // Fails with one line naming the cause (profile location, plugin file, model file, tensor), or,
+  // before anything large is allocated, with the memory plan when it does not fit. max_batch:
+  // rows per forward pass of its sessions. A profile's context.size = "auto" (0) becomes the
+  // largest context that fits.
   static Expected<std::unique_ptr<Pipeline>> build(const Profile& profile, std::uint32_t max_batch,
                                                    const ProgressFn& progress = {},
-                                                   const ModelOptions& model_options = {});
+                                                   const ModelOptions& model_options = {},
+                                                   const MemoryOptions& memory = {});
+  // The memory plan build() would make, without loading the model (graft plan).
+  static Expected<MemoryPlan> plan(const Profile& profile, std::uint32_t max_batch, const MemoryOptions& memory = {},
+                                   const ModelOptions& model_options = {});
   ~Pipeline();
 
   const Profile& profile() const { return profile_; }
@@ -52,6 +67,8 @@ class Pipeline {
   std::uint32_t max_batch() const { return max_batch_; }
   double load_seconds() const { return load_seconds_; }
   std::uint64_t kv_bytes_per_session() const { return kv_bytes_; }
+  // What build() planned (and checked) before loading.
+  const MemoryPlan& memory_plan() const { return plan_; }
 
   // A new, empty sequence with a KV store of context() slots from the profile's KV plugin.
   // `workspace`: one shared with other sessions that never run forward passes at the same time
@@ -70,6 +87,9 @@ class Pipeline {
 
  private:
   Pipeline() = default;
+  // Plugins, backend, model file and KV store opened, and the memory planned: everything but loading.
+  static Status open(const Profile& profile, std::uint32_t max_batch, const MemoryOptions& memory,
+                     const ModelOptions& model_options, Pipeline& p, std::shared_ptr<const gguf::File>& file);
 
   Profile profile_;
   std::shared_ptr<LoadedPlugins> plugins_;
@@ -81,6 +101,7 @@ class Pipeline {
   std::uint32_t max_batch_ = 0;
   std::uint64_t kv_bytes_ = 0;
   double load_seconds_ = 0;
+  MemoryPlan plan_;
 };
 
 }  // namespace graft

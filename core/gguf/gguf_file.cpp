@@ -509,13 +509,19 @@ File::~File() {
   if (map_) ::munmap(map_, map_size_);
 }
 
-std::uint64_t File::release(const std::uint8_t* data, std::uint64_t bytes) const noexcept {
+std::uint64_t File::releasable(const std::uint8_t* data, std::uint64_t bytes) const noexcept {
   if (!map_ || !data) return 0;
   const auto base = reinterpret_cast<std::uintptr_t>(map_), b = reinterpret_cast<std::uintptr_t>(data);
   if (b < base || bytes > map_size_ || b - base > map_size_ - bytes) return 0;
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const std::uintptr_t first = (b + page - 1) / page * page, last = (b + bytes) / page * page;
-  if (last <= first) return 0;
+  return last > first ? last - first : 0;
+}
+
+std::uint64_t File::release(const std::uint8_t* data, std::uint64_t bytes) const noexcept {
+  if (releasable(data, bytes) == 0) return 0;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE)), b = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (b + page - 1) / page * page, last = (b + bytes) / page * page;
   // A private read-only file mapping: the dropped pages are read again from the file if touched.
   if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
   return last - first;

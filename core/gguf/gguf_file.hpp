@@ -111,6 +111,8 @@ class File {
   // file). Used for tensors whose kernels keep a copy of their own. Returns the bytes released: 0
   // for a parsed in-memory file or a range outside the mapping.
   std::uint64_t release(const std::uint8_t* data, std::uint64_t bytes) const noexcept;
+  // The bytes release(data, bytes) would give back, releasing nothing (the memory planner).
+  std::uint64_t releasable(const std::uint8_t* data, std::uint64_t bytes) const noexcept;
 
  private:
   File() = default;

@@ -170,7 +170,7 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   for (const SequenceRows& s : batch.sequences) {
     if (!s.kv) return Status(Errc::invalid_argument, "forward: a sequence has no KV store");
     seq_rows += s.n_tokens;
-    if (!any_delta_net_) continue;
+    if (!needs_.delta_net) continue;
     // A hybrid model's sequence brings its recurrent state too, at its n_past.
     if (!s.state)
       return Status(Errc::invalid_argument,
@@ -273,7 +273,7 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
   // Recurrent states: a token tree's rows each follow their parent (the deepest of the ancestors
   // its mask names), and the state keeps them; a chain moves the state on, and so does a deferred
   // path (applied by each layer), so the state is unknown until the pass is through.
-  if (any_delta_net_) {
+  if (needs_.delta_net) {
     ws.parents.resize(n);
     std::uint32_t r0 = 0;
     for (const SequenceRows& s : batch.sequences) {
@@ -330,7 +330,7 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
           auto mask = ws.inputs->add_mask(s.ancestor, s.n_tokens);
           if (!mask) return std::move(mask).status();
           s.mask = *mask;
-          if (any_delta_net_) {
+          if (needs_.delta_net) {
             auto parents = ws.inputs->add(std::span<const std::int32_t>(ws.parents).subspan(r0, s.n_tokens));
             if (!parents) return std::move(parents).status();
             s.parents = *parents;
@@ -356,7 +356,7 @@ Status Model::forward(Workspace& ws, const ForwardBatch& batch, ForwardOutput& o
     }
     return tap(n_layers);
   }();
-  if (any_delta_net_)
+  if (needs_.delta_net)
     for (const SequenceRows& s : batch.sequences) {
       s.state->clear_deferred();  // applied by every layer, or the state is unknown
       if (st.ok()) s.state->set_position(s.ancestor ? s.n_past : s.n_past + s.n_tokens);

@@ -30,6 +30,17 @@
 
 namespace graft {
 
+// A model's weights in memory as loading makes them, counted before loading (Model::plan_weights):
+// the file's bytes the forward pass reads, the copies loading makes (kernel layouts, uploads,
+// stacked q/k/v and gate/up) and, of the file's bytes, those no longer read once the copies exist
+// (their pages are given back). Resident: file_bytes - released_bytes + prepared_bytes.
+struct WeightsPlan {
+  std::uint64_t file_bytes = 0;
+  std::uint64_t prepared_bytes = 0;
+  std::uint64_t released_bytes = 0;
+  WorkspaceNeeds needs;  // the buffers the forward pass will need
+};
+
 struct ModelOptions {
   // Stack q/k/v and gate/up into one matrix each where their types agree (stacked_matrix.hpp):
   // the same logits, bit for bit, with three fewer matmul calls per layer. Off only to compare.
@@ -62,6 +73,10 @@ class Model {
                                                      std::shared_ptr<Backend> backend,
                                                      const HostServices& host, std::shared_ptr<const void> plugins,
                                                      const ModelOptions& options = {});
+  // What load() would hold, from the file's tensors and the kernels' prepared_bytes alone: nothing
+  // is copied or prepared (the same code decides, so the figures are load()'s; tested).
+  static Expected<WeightsPlan> plan_weights(const gguf::File& file, const HostServices& host, Backend& backend,
+                                            const ModelOptions& options = {});
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -109,7 +124,7 @@ class Model {
   // The state a sequence of this model needs (null when it has no delta-net layers), keeping the
   // rows of token trees of up to max_pending rows.
   Expected<std::unique_ptr<RecurrentState>> new_recurrent_state(std::uint32_t max_pending) const;
-  bool hybrid() const { return any_delta_net_; }
+  bool hybrid() const { return needs_.delta_net; }
   // logits [rows.size(), n_vocab] (host memory) = lm_head(output_norm(ws.x[row])) for the chosen rows.
   // Overwrites ws.h. Enqueued: the logits are there after the backend's next synchronize().
   Status head(Workspace& ws, std::span<const std::uint32_t> rows, float* logits, MemoryKind logits_memory) const;
@@ -137,8 +152,7 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<DecoderBlock> block_;
   std::unique_ptr<ModelView> view_;
-  bool any_qkv_stacked_ = false, any_qkv_split_ = false, any_gate_up_stacked_ = false, any_gate_up_split_ = false;
-  bool any_gated_ = false, any_delta_net_ = false;
+  WorkspaceNeeds needs_;  // which buffers the layers need (stacked or split projections, gates, delta-net)
   bool graphs_ = true;  // ModelOptions::graphs
 };
 

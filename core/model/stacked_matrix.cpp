@@ -21,7 +21,7 @@ std::uint64_t StackedBytes::release() noexcept {
   return ::madvise(data_, size_, MADV_DONTNEED) == 0 ? size_ : 0;
 }
 
-Expected<MatrixWeight> stack_rows(std::span<const MatrixWeight* const> parts, std::string name) {
+MatrixWeight stacked_shape(std::span<const MatrixWeight* const> parts, std::string name) {
   if (parts.size() < 2) return MatrixWeight{};
   const MatrixWeight& first = *parts[0];
   std::int64_t rows = 0;
@@ -33,21 +33,28 @@ Expected<MatrixWeight> stack_rows(std::span<const MatrixWeight* const> parts, st
     rows += p->view.ne[1];
     bytes += p->bytes;
   }
-  auto storage = StackedBytes::allocate(bytes);
+  MatrixWeight m;
+  m.name = std::move(name);
+  m.kernels = first.kernels;
+  m.bytes = bytes;
+  m.view = first.view;
+  m.view.data = nullptr;
+  m.view.ne[1] = rows;
+  m.view.nb[2] = m.view.nb[3] = bytes;
+  return m;
+}
+
+Expected<MatrixWeight> stack_rows(std::span<const MatrixWeight* const> parts, std::string name) {
+  MatrixWeight m = stacked_shape(parts, std::move(name));
+  if (!m.kernels) return m;
+  auto storage = StackedBytes::allocate(m.bytes);
   if (!storage) return std::move(storage).status();
   std::uint8_t* dst = (*storage)->data();
   for (const MatrixWeight* p : parts) {
     std::memcpy(dst, p->view.data, p->bytes);
     dst += p->bytes;
   }
-  MatrixWeight m;
-  m.name = std::move(name);
-  m.kernels = first.kernels;
-  m.bytes = bytes;
-  m.view = first.view;
   m.view.data = (*storage)->data();
-  m.view.ne[1] = rows;
-  m.view.nb[2] = m.view.nb[3] = bytes;
   m.storage = std::move(*storage);
   return m;
 }

@@ -39,5 +39,8 @@ class StackedBytes {
 // The parts' rows one after another as one matrix named `name`, or an empty MatrixWeight
 // (kernels == nullptr) when the parts cannot be stacked: different types, kernels or row lengths.
 Expected<MatrixWeight> stack_rows(std::span<const MatrixWeight* const> parts, std::string name);
+// The matrix stack_rows would make, without its bytes (view.data null, no storage): what the
+// memory planner measures.
+MatrixWeight stacked_shape(std::span<const MatrixWeight* const> parts, std::string name);
 
 }  // namespace graft

@@ -199,6 +199,10 @@ class Parser {
             if (!node.is_boolean()) return type_error(spec, node, setting);
             accessor(p_) = node.as_boolean()->get();
           } else if constexpr (std::is_same_v<T, std::int64_t>) {
+            if (!spec.auto_word.empty() && node.is_string() && node.as_string()->get() == spec.auto_word) {
+              accessor(p_) = 0;
+              return Status::success();
+            }
             if (!node.is_integer()) return type_error(spec, node, setting);
             const std::int64_t v = node.as_integer()->get();
             if (auto e = schema::range_error(spec, setting, v)) return fail(node.source(), *e);

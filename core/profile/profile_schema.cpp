@@ -78,8 +78,9 @@ const KeySpec kSampling[] = {
 };
 
 const KeySpec kContext[] = {
-    {.key = "size", .field = GRAFT_FIELD(Int, p.context), .min = 16, .max = 1 << 24,
-     .help = "context length in tokens (prompt + generated)"},
+    {.key = "size", .field = GRAFT_FIELD(Int, p.context), .min = 16, .max = 1 << 24, .auto_word = "auto",
+     .help = "context length in tokens (prompt + generated); \"auto\" = the largest that fits in memory "
+             "(graft plan)"},
     {.key = "max_tokens", .field = GRAFT_FIELD(Int, p.max_tokens), .min = -1,
      .help = "tokens to generate; -1 = until end of sequence or the context is full"},
 };
@@ -133,7 +134,7 @@ const SectionSpec* section_defining(std::string_view key) {
 const char* type_name(const KeySpec& spec) {
   switch (spec.field.index()) {
     case 0: return "boolean";
-    case 1: return "integer";
+    case 1: return spec.auto_word.empty() ? "integer" : "integer or \"auto\"";
     case 2: return "number";
     case 3: return "string";
     case 4: return "string";

@@ -34,6 +34,9 @@ struct KeySpec {
   double max = kNoBound;
   bool required = false;
   bool non_empty = false;  // strings and paths: "" is an error (plugin names, paths)
+  // Integer keys: a word also accepted, stored as 0 and decided later (context.size = "auto": the
+  // largest context that fits, chosen by the memory planner).
+  std::string_view auto_word = {};
   std::string_view help = {};  // one line, for --help, `profile show` and the docs
 };
 

@@ -55,7 +55,8 @@ std::string key_line(const schema::KeySpec& spec, Profile& p) {
         const auto& v = accessor(p);
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-        else if constexpr (std::is_same_v<T, std::int64_t>) return std::to_string(v);
+        else if constexpr (std::is_same_v<T, std::int64_t>)
+          return v == 0 && !spec.auto_word.empty() ? toml_quote(std::string(spec.auto_word)) : std::to_string(v);
         else if constexpr (std::is_same_v<T, double>) return real_text(v);
         else if constexpr (std::is_same_v<T, std::string>) return toml_quote(v);
         else if constexpr (std::is_same_v<T, std::filesystem::path>) return v.empty() ? "" : path_text(v);

@@ -123,7 +123,11 @@ int cmd_serve(const Args& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto pipeline = build_pipeline(parsed->profile, 256);
+  // The server's sequences each hold a whole context and share one workspace: the plan counts them.
+  MemoryOptions memory;
+  memory.parallel = o.parallel;
+  memory.shared_workspace = true;
+  auto pipeline = build_pipeline(parsed->profile, 256, memory);
   if (!pipeline) {
     std::fprintf(stderr, "graft serve: %s\n", pipeline.status().message().c_str());
     return 1;

@@ -34,7 +34,8 @@ class cli_exit : public ::testing::Test {
     int n = 0;
     for (std::size_t at = 0; at < out.size();) {
       const std::size_t end = out.find('\n', at);
-      if (out.compare(at, 16, "loading weights:") != 0) ++n;
+      // Progress and the memory plan said on loading are not messages.
+      if (out.compare(at, 16, "loading weights:") != 0 && out.compare(at, 12, "memory plan:") != 0) ++n;
       if (end == std::string::npos) break;
       at = end + 1;
     }
@@ -111,10 +112,12 @@ TEST_F(cli_exit, MoreThreadsThanTheMachineHasAreClampedWithAMessage) {
 TEST_F(cli_exit, AKvCacheLargerThanMemoryIsRefusedBeforeAllocating) {
   auto r = graft("run --model " + model_ + " -p x -n 1 -c 16777216");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex("graft run: command line: --ctx: a context of 16777216 tokens needs "
-                                                     "256\\.00 GiB of KV cache \\(16\\.0 KiB per token\\) but .* has "
-                                                     "[0-9.]+ GiB of memory: lower \\[context\\] size or --ctx\n$")))
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("graft run: command line: --ctx: the run needs 256\\.05 GiB \\(weights [0-9.]+ MiB \\+ KV cache "
+                           "256\\.00 GiB \\+ workspace [0-9.]+ MiB\\) but .* has [0-9.]+ GiB: a context of at most [0-9]+ "
+                           "tokens fits \\(--ctx [0-9]+ or --ctx auto\\); graft plan shows the whole plan\n$")))
       << r.output;
+  EXPECT_EQ(r.output.find("loading weights"), std::string::npos) << "refused before loading";
 }
 
 TEST_F(cli_exit, TheZooModelOnTheDefaultProfileDrawsNoWarning) {

@@ -294,3 +294,49 @@ TEST_F(cli_run, PreparedKQuantWeightsReleaseTheFilePagesAndKeepTheTokens) {
   }
   if (!prepares) GTEST_SKIP() << "no AVX512-VBMI: the K-quants keep the file's layout on this CPU (tokens compared)";
 }
+
+// graft plan: the memory table and whether it fits (exit 0 / 1), a bad size (2); --ctx auto on a
+// run (the largest context that fits: here the model's training context), whose plan is what it
+// holds; context.size = "auto" in a profile. (A run that does not fit: exit_codes_test.cpp.)
+TEST_F(cli_run, PlanSaysWhatFitsAndRunsRefuseWhatDoesNot) {
+  const auto fits = graft_all("plan --model " + model_ + " --ctx 256");
+  EXPECT_EQ(fits.exit_code, 0) << fits.output;
+  for (const char* line : {"memory plan: ", "context 256, 1 sequence", "\n  weights ", "\n  KV cache ", "\n  workspace ",
+                           "\n  total ", ": fits, "})
+    EXPECT_NE(fits.output.find(line), std::string::npos) << line << "\n" << fits.output;
+  const auto short_of = graft_all("plan --model " + model_ + " --ctx 100000 --memory 1MiB --parallel 2");
+  EXPECT_EQ(short_of.exit_code, 1) << short_of.output;
+  EXPECT_NE(short_of.output.find("(--memory 1MiB): does NOT fit"), std::string::npos) << short_of.output;
+  EXPECT_NE(short_of.output.find("x 100000 tokens x 2 sequences"), std::string::npos) << short_of.output;
+  const auto bad = graft_all("plan --model " + model_ + " --memory lots");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("graft plan: command line: --memory: 'lots' is not a size"), std::string::npos) << bad.output;
+
+  const std::string run = "run --model " + model_ + " --prompt-ids \"5 6 7\" --temp 0 -n 4 --json";
+  auto r = graft(run + " --ctx auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto plan = parse(r)["stats"]["memory_plan"];
+  EXPECT_EQ(plan["context"], 512) << "the model's training context, which fits";
+  EXPECT_EQ(plan["context_auto"], true);
+  const auto mem = parse(r)["stats"]["memory_bytes"];
+  EXPECT_EQ(plan["total_bytes"].get<double>(),
+            mem["weights"].get<double>() - mem["released_file_weights"].get<double>() +
+                mem["prepared_weights"].get<double>() + mem["kv"].get<double>() + mem["scratch"].get<double>())
+      << "the plan is what the run holds";
+  const auto said = graft_all(run + " --ctx auto");
+  EXPECT_NE(said.output.find("memory plan: weights "), std::string::npos) << said.output;
+  const auto word = graft_all(run + " --ctx lots");
+  EXPECT_EQ(word.exit_code, 2);
+  EXPECT_NE(word.output.find("--ctx: 'lots' is neither an integer nor \"auto\""), std::string::npos) << word.output;
+
+  const auto profile = dir_->path() / "auto.toml";
+  std::ofstream(profile) << "[context]\nsize = \"auto\"\n";
+  const auto checked = graft_all("profile check " + profile.string());
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_NE(checked.output.find("context:  auto (the largest that fits in memory)"), std::string::npos) << checked.output;
+  std::ofstream(profile) << "[context]\nsize = \"big\"\n";
+  const auto wrong = graft_all("profile check " + profile.string());
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.output.find("auto.toml:2:8: context.size: expected integer or \"auto\", got string"), std::string::npos)
+      << wrong.output;
+}

@@ -65,6 +65,14 @@ class EmuFormatKernels final : public FormatKernels {
     return Status::success();
   }
 
+  // The upload and the CPU kernels' copy, as prepare makes them (0 where the backend is not emu's).
+  std::uint64_t prepared_bytes(Backend& backend, const TensorView& w) override {
+    auto dev = device_of(backend);
+    FormatKernels* k = nullptr;
+    if (!dev || !cpu_kernels(k).ok()) return 0;
+    return packed_bytes(w) + k->prepared_bytes((*dev)->cpu(), w);
+  }
+
   Status matmul(Backend& backend, const TensorView& w, const PreparedWeights* prepared, const TensorView& x,
                 const TensorView& y) override {
     auto dev = device_of(backend);

@@ -91,7 +91,9 @@ TEST(profile_options, OutOfRangeUsesTheProfileMessageWithTheFlagAsSource) {
 
 TEST(profile_options, BadCommandLinesAreOneLine) {
   EXPECT_EQ(error_of({"--tmp", "1"}), "command line: unrecognised option '--tmp'; did you mean '--temp'?");
-  EXPECT_EQ(error_of({"--ctx", "abc"}), "command line: the argument ('abc') for option '--ctx' is invalid");
+  EXPECT_EQ(error_of({"--ctx", "abc"}), "command line: --ctx: 'abc' is neither an integer nor \"auto\"");
+  EXPECT_EQ(error_of({"--ctx", "8"}), "command line: --ctx: context.size = 8 is out of range: must be in 16..16777216");
+  EXPECT_EQ(error_of({"-n", "abc"}), "command line: the argument ('abc') for option '--n-predict' is invalid");
   EXPECT_EQ(error_of({"--te", "1"}).substr(0, 35), "command line: unrecognised option '");  // no prefix guessing
   EXPECT_EQ(error_of({"extra"}).substr(0, 14), "command line: ");
   EXPECT_EQ(error_of({"--model", ""}), "command line: --model: must not be empty");

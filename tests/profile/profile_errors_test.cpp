@@ -57,7 +57,8 @@ TEST(profile_errors, WrongType) {
   EXPECT_EQ(error_of("[sampling]\ntemperature = \"hot\"\n"),
             "p.toml:2:15: sampling.temperature: expected number, got string");
   EXPECT_EQ(error_of("[speculative]\nenabled = 1\n"), "p.toml:2:11: speculative.enabled: expected boolean, got integer");
-  EXPECT_EQ(error_of("[context]\nsize = 4096.0\n"), "p.toml:2:8: context.size: expected integer, got float");
+  EXPECT_EQ(error_of("[context]\nsize = 4096.0\n"), "p.toml:2:8: context.size: expected integer or \"auto\", got float");
+  EXPECT_EQ(error_of("[context]\nsize = \"big\"\n"), "p.toml:2:8: context.size: expected integer or \"auto\", got string");
   EXPECT_EQ(error_of("sampling = 3\n"), "p.toml:1:12: sampling: expected table [sampling], got integer");
   EXPECT_EQ(error_of("[drafter]\nname = \"ngram\"\n"),
             "p.toml:1:1: drafter: expected array of tables [[drafter]], got table [drafter]");

@@ -109,8 +109,10 @@ export async function createContext(model, { contextSize, batchSize, threads = 1
     ignoreMemorySafetyChecks: true,
   };
   if (kvType) {
-    opts.experimentalKvCacheKeyType = kvType.toUpperCase();
-    opts.experimentalKvCacheValueType = kvType.toUpperCase();
+    // "q8_0" for both, or "q8_0/q4_0": K then V (llama.cpp's -ctk / -ctv).
+    const [k, v = k] = kvType.split("/");
+    opts.experimentalKvCacheKeyType = k.toUpperCase();
+    opts.experimentalKvCacheValueType = v.toUpperCase();
   }
   return model.createContext(opts);
 }

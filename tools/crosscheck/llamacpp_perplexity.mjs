@@ -3,7 +3,7 @@
 // `llama-perplexity` tool (and of `graft perplexity`):
 //
 //   node llamacpp_perplexity.mjs --model F --file TEXT --ctx N [--chunks K] [--threads T]
-//        [--batch B] [--flash-attention] [--kv-type f16|f32]
+//        [--batch B] [--flash-attention] [--kv-type f16|f32|q8_0|q4_0|K/V]
 //
 // 1. Tokenize the whole text with llama.cpp's tokenizer (model.tokenize(text): llama_tokenize with
 //    add_special=false, parse_special=false), then put BOS first when the vocabulary adds one
@@ -29,7 +29,7 @@ import { createContext, loadLlama, loadModel, parseArgs, setUsage, usage } from 
 
 setUsage(
   "usage: node llamacpp_perplexity.mjs --model F --file TEXT --ctx N [--chunks K] [--threads T] [--batch B] " +
-    "[--flash-attention] [--kv-type f16|f32]",
+    "[--flash-attention] [--kv-type f16|f32|q8_0|q4_0|K/V (e.g. q8_0/q4_0: llama.cpp's -ctk/-ctv; a quantized V needs --flash-attention)]",
 );
 const args = parseArgs(
   process.argv.slice(2),

@@ -30,6 +30,9 @@ class CpuKernels final : public FormatKernels {
   Status prepare(Backend& backend, const TensorView& w, std::unique_ptr<PreparedWeights>& out) override {
     return guard([&] { return cpu_prepare(spec_, level_, backend, w, out); });
   }
+  std::uint64_t prepared_bytes(Backend&, const TensorView& w) override {
+    return cpu_prepared_bytes(spec_, level_, w);
+  }
   Status get_rows(Backend& backend, const TensorView& table, const PreparedWeights*, const TensorView& ids,
                   const TensorView& y) override {
     return guard([&] { return cpu_get_rows(spec_, backend, table, ids, y); });

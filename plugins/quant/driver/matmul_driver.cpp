@@ -104,6 +104,12 @@ PackedWeights::PackedWeights(const FormatSpec& spec, const PackedLayout& layout,
 
 void PackedWeights::Free::operator()(std::uint8_t* p) const noexcept { std::free(p); }
 
+std::uint64_t cpu_prepared_bytes(const FormatSpec& spec, SimdLevel level, const TensorView& w) noexcept {
+  const PackedLayout* layout = packed_layout(spec, kernel_level(spec.gemm, level));
+  if (!layout || (layout->used_for && !layout->used_for(w.ne[0]))) return 0;
+  return layout->bytes(w.ne[0], w.ne[1]);
+}
+
 Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w,
                    std::unique_ptr<PreparedWeights>& out) {
   out.reset();

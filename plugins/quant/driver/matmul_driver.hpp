@@ -54,7 +54,9 @@ class PackedWeights final : public PreparedWeights {
 Status cpu_matmul(const FormatSpec& spec, SimdLevel level, MatmulScratch& scratch, Backend& backend,
                   const TensorView& w, const PackedWeights* packed, const TensorView& x, const TensorView& y);
 
-// out = the packed form of w where the kernels of `level` read one, else null.
+// out = the packed form of w where the kernels of `level` read one, else null; cpu_prepared_bytes:
+// its bytes (0 for none), from w's shape alone.
+std::uint64_t cpu_prepared_bytes(const FormatSpec& spec, SimdLevel level, const TensorView& w) noexcept;
 Status cpu_prepare(const FormatSpec& spec, SimdLevel level, Backend& backend, const TensorView& w,
                    std::unique_ptr<PreparedWeights>& out);
 

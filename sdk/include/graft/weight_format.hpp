@@ -51,6 +51,10 @@ class FormatKernels {
   // backend cannot read host memory (a GPU), w arrives in host memory and `out` must be the
   // weights in device memory: this is where weights are uploaded, once, at load.
   virtual Status prepare(Backend& backend, const TensorView& w, std::unique_ptr<PreparedWeights>& out) = 0;
+  // The bytes prepare(backend, w) would hold (PreparedWeights::bytes()), 0 where it would make
+  // nothing; from w's type and shape alone (w.data may be null): the memory planner counts a
+  // model's kernel copies with it before anything is loaded (ABI 9).
+  virtual std::uint64_t prepared_bytes(Backend& backend, const TensorView& w) = 0;
   // Embedding lookup: y [k, n] f32 = rows ids[0..n) of table [k, rows]; ids i32 [n] in backend
   // memory. `prepared` as for matmul (the tied lm_head's copy, where there is one).
   virtual Status get_rows(Backend& backend, const TensorView& table, const PreparedWeights* prepared,

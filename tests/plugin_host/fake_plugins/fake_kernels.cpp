@@ -18,6 +18,7 @@ class NoKernels final : public graft::FormatKernels {
   graft::Status prepare(graft::Backend&, const graft::TensorView&, std::unique_ptr<graft::PreparedWeights>&) override {
     return graft::Status::success();
   }
+  std::uint64_t prepared_bytes(graft::Backend&, const graft::TensorView&) override { return 0; }
   graft::Status get_rows(graft::Backend&, const graft::TensorView&, const graft::PreparedWeights*, const graft::TensorView&,
                          const graft::TensorView&) override {
     return graft::Status(graft::Errc::not_implemented, "fake kernels");

@@ -79,6 +79,11 @@ class CudaFormatKernels final : public FormatKernels {
     return Status::success();
   }
 
+  // prepare uploads the file's bytes as they are.
+  std::uint64_t prepared_bytes(Backend&, const TensorView& w) override {
+    return static_cast<std::uint64_t>(w.nb[1]) * static_cast<std::uint64_t>(w.rows());
+  }
+
   Status matmul(Backend& backend, const TensorView& w, const PreparedWeights* prepared, const TensorView& x,
                 const TensorView& y) override {
     GRAFT_TRY(on_cuda(backend, "matmul"));

@@ -1,0 +1,75 @@
+// The memory a run will hold, counted before anything large is allocated, and whether it fits: the
+// one place graft adds up weights, KV caches, recurrent state and workspaces (docs/memory.md).
+// Pipeline::build plans, refuses what does not fit and picks `--ctx auto`'s context; `graft plan`
+// prints the same plan without loading. Every figure is what the allocating code will ask for
+// (the same functions compute both), so the plan matches the run's memory report (tested).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graft/backend.hpp"
+#include "graft/kv_store.hpp"
+#include "graft/status.hpp"
+#include "model/model.hpp"
+#include "model/model_params.hpp"
+#include "profile/profile.hpp"
+
+namespace graft {
+
+struct PlanRequest {
+  WeightsPlan weights;            // Model::plan_weights
+  ModelParams params;
+  const KvStoreFactory* kv = nullptr;  // the profile's KV store
+  std::string kv_label;           // "device f16", "quant q8_0/tq3"
+  std::uint32_t context = 0;      // tokens per sequence; 0: the largest that fits (auto)
+  std::uint32_t context_limit = 0;  // the most `auto` picks (the model's training context)
+  std::uint32_t parallel = 1;     // sequences, each of the whole context (graft serve --parallel)
+  bool shared_workspace = false;  // one workspace for all sequences (the server), else one each
+  std::uint32_t max_batch = 1;    // rows per forward pass: the workspace's size
+  std::uint32_t max_tree_rows = 1;      // a hybrid model's kept tree rows (SessionOptions)
+  std::uint32_t state_checkpoints = 0;  // and its recurrent state's checkpoints, at most
+  std::uint64_t budget = 0;       // bytes available; 0: unknown (nothing is refused)
+  std::string budget_source;      // "cpu: ... (system RAM)", "--memory 16GiB"
+  std::vector<std::string> not_counted;  // what the plan leaves out, said with it (drafters)
+};
+
+struct PlanItem {
+  std::string what;    // "weights", "KV cache", ...
+  std::uint64_t bytes = 0;
+  std::string detail;  // how the figure is made up
+};
+
+struct MemoryPlan {
+  std::vector<PlanItem> items;
+  std::uint64_t total = 0;
+  std::uint64_t budget = 0;
+  std::string budget_source;
+  std::uint32_t context = 0;
+  bool context_auto = false;     // chosen by the planner
+  std::uint32_t parallel = 1;
+  std::uint64_t kv_per_token = 0;  // one sequence's KV bytes per token
+  std::vector<std::string> not_counted;
+  std::vector<std::string> advice;  // what to change when it does not fit
+
+  bool fits() const { return budget == 0 || total <= budget; }
+  // The items as an aligned table with the total, the budget and the verdict, then the advice.
+  std::string table() const;
+  // One line: "weights 8.1 MiB + KV cache 1.0 MiB + ... = 13.0 MiB of 23.4 GiB (cpu ...)".
+  std::string summary() const;
+  const PlanItem* item(std::string_view what) const;
+};
+
+// The plan for r. An auto context is the largest multiple of 256 (or, below 256, of 16) up to
+// context_limit that fits; none fitting is an error naming what the fixed items take.
+Expected<MemoryPlan> plan_memory(const PlanRequest& r);
+
+// The KV cache a profile asks for, in a few words: "device f16", "quant q8_0/q4_0" (K/V types,
+// defaults filled in), another store's name alone.
+std::string kv_label(const PluginChoice& kv);
+
+// "16GiB", "512 MiB", "2e9", "1.5G": bytes (binary units; a bare number is bytes).
+Expected<std::uint64_t> parse_byte_size(std::string_view text);
+
+}  // namespace graft
