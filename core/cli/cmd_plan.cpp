@@ -53,8 +53,9 @@ int cmd_plan(const Args& args) {
     return 1;
   }
   std::printf("memory plan: %s, %s, context %u%s, %u sequence%s\n", profile.model.string().c_str(),
-              kv_label(profile.kv).c_str(), plan->context, plan->context_auto ? " (auto)" : "", plan->parallel,
+              plan->kv.c_str(), plan->context, plan->context_auto ? " (auto)" : "", plan->parallel,
               plan->parallel == 1 ? "" : "s");
+  if (!plan->choice.empty()) std::printf("--profile auto: %s\n", plan->choice.c_str());
   std::printf("%s", plan->table().c_str());
   return plan->fits() ? 0 : 1;
 }

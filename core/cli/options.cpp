@@ -76,7 +76,9 @@ Expected<std::string> read_prompt_file(const std::string& path) {
 
 void add_profile_options(po::options_description& desc) {
   auto add = desc.add_options();
-  add("profile", po::value<std::string>()->value_name("FILE"), "TOML profile (default: built-in CPU defaults)");
+  add("profile", po::value<std::string>()->value_name("FILE|auto"),
+      "TOML profile (default: built-in CPU defaults); auto: backend, KV cache types and context chosen for the "
+      "memory there is (docs/memory.md)");
   add("model,m", po::value<std::string>()->value_name("FILE"), "GGUF model file; profile key model.path");
   for (const auto& flag : kKeyFlags) {
     const schema::KeySpec& spec = spec_of(flag);
@@ -283,7 +285,12 @@ Status apply_overrides(Profile& profile, const po::variables_map& vm) {
 }
 
 Expected<Profile> load_profile_with_overrides(const po::variables_map& vm, int* exit_code) {
-  Expected<Profile> profile = vm.count("profile") ? Profile::load(vm["profile"].as<std::string>()) : Profile::builtin();
+  // "auto": the built-in profile, its backend, KV cache and context chosen for the memory at load
+  // (a profile file named auto: ./auto).
+  const bool choose = vm.count("profile") && vm["profile"].as<std::string>() == "auto";
+  Expected<Profile> profile =
+      vm.count("profile") && !choose ? Profile::load(vm["profile"].as<std::string>()) : Profile::builtin();
+  if (profile && choose) profile->auto_choice = true;
   if (!profile) {
     if (exit_code) *exit_code = 1;  // the profile file
     return profile;

@@ -85,13 +85,18 @@ std::string MemoryPlan::table() const {
   return out;
 }
 
-std::string MemoryPlan::summary() const {
+std::string MemoryPlan::items_text() const {
   std::string out;
   for (const PlanItem& i : items) {
     if (i.bytes == 0) continue;
     out += (out.empty() ? "" : " + ") + i.what + " " + human_bytes(i.bytes);
   }
-  out += " = " + human_bytes(total);
+  return out;
+}
+
+std::string MemoryPlan::summary() const {
+  std::string out = choice.empty() ? "" : "(--profile auto: " + choice + ") ";
+  out += items_text() + " = " + human_bytes(total);
   if (budget > 0) out += " of " + human_bytes(budget) + " (" + budget_source + ")";
   if (!not_counted.empty()) out += "; not counted: " + not_counted.front();
   return out;
@@ -106,6 +111,8 @@ Expected<MemoryPlan> plan_memory(const PlanRequest& r) {
   plan.parallel = r.parallel;
   plan.not_counted = r.not_counted;
   plan.context = r.context;
+  plan.context_limit = r.context_limit;
+  plan.kv = r.kv_label;
   Split s = fixed_items(r, r.context ? r.context : r.context_limit);
   const std::uint64_t per_token_all = sat_mul(s.per_token, r.parallel);
   if (r.context == 0) {

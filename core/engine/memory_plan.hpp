@@ -48,6 +48,9 @@ struct MemoryPlan {
   std::string budget_source;
   std::uint32_t context = 0;
   bool context_auto = false;     // chosen by the planner
+  std::uint32_t context_limit = 0;  // the most an auto context may be (the training context)
+  std::string choice;            // --profile auto: what was chosen and why
+  std::string kv;                // the KV cache planned ("device f16", "quant q8_0/tq3")
   std::uint32_t parallel = 1;
   std::uint64_t kv_per_token = 0;  // one sequence's KV bytes per token
   std::vector<std::string> not_counted;
@@ -56,8 +59,11 @@ struct MemoryPlan {
   bool fits() const { return budget == 0 || total <= budget; }
   // The items as an aligned table with the total, the budget and the verdict, then the advice.
   std::string table() const;
-  // One line: "weights 8.1 MiB + KV cache 1.0 MiB + ... = 13.0 MiB of 23.4 GiB (cpu ...)".
+  // One line: "weights 8.1 MiB + KV cache 1.0 MiB + ... = 13.0 MiB of 23.4 GiB (cpu ...)", after
+  // what --profile auto chose, if it did.
   std::string summary() const;
+  // "weights 8.1 MiB + KV cache 1.0 MiB + workspace 3.9 MiB" (items of 0 bytes left out).
+  std::string items_text() const;
   const PlanItem* item(std::string_view what) const;
 };
 

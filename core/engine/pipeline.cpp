@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/human_bytes.hpp"
+#include "engine/auto_profile.hpp"
 #include "plugin_host/host_services.hpp"
 #include "plugin_host/plugin_registry.hpp"
 #include "plugin_host/profile_plugins.hpp"
@@ -113,6 +114,18 @@ std::int64_t clamp_threads(const Profile& profile, std::int64_t threads) {
 
 Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const MemoryOptions& memory,
                       const ModelOptions& model_options, Pipeline& pipeline, std::shared_ptr<const gguf::File>& file_out) {
+  if (profile.auto_choice) {  // --profile auto: plan the candidates, then open the one chosen
+    auto chosen = choose_profile(profile, [&](const Profile& candidate) -> Expected<MemoryPlan> {
+      Pipeline scratch;
+      std::shared_ptr<const gguf::File> file;
+      GRAFT_TRY(open(candidate, max_batch, memory, model_options, scratch, file));
+      return scratch.plan_;
+    });
+    if (!chosen) return chosen.status();
+    GRAFT_TRY(open(chosen->profile, max_batch, memory, model_options, pipeline, file_out));
+    pipeline.plan_.choice = chosen->why;
+    return Status::success();
+  }
   Pipeline* p = &pipeline;
   p->profile_ = profile;
   if (profile.model.empty())
@@ -222,10 +235,9 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
   GRAFT_TRY(open(profile, max_batch, memory, model_options, *p, file));
   const MemoryPlan& plan = p->plan_;
   if (!plan.fits()) {
-    const std::string sum = plan.summary();
     return Status(Errc::out_of_memory,
                   fmt::format("{}: the run needs {} ({}) but {} has {}: {}; graft plan shows the whole plan",
-                              profile.where("context.size"), human_bytes(plan.total), sum.substr(0, sum.find(" = ")),
+                              profile.where("context.size"), human_bytes(plan.total), plan.items_text(),
                               plan.budget_source, human_bytes(plan.budget), plan.advice.front()));
   }
   const auto devices = p->backend_->devices();

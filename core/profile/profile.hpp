@@ -64,6 +64,9 @@ struct Profile {
   std::int64_t threads = 0;               // [backend] threads; 0: all cores
   std::string prompt;                     // [generation] prompt
   std::vector<std::filesystem::path> plugin_dirs;  // resolved against the profile's folder
+  // --profile auto: the backend, KV store, K/V types and context are chosen at load for the memory
+  // there is (core/engine/auto_profile.hpp); settings given on the command line are kept.
+  bool auto_choice = false;
 
   // Where each setting came from: "sampling.temperature" -> "file:line:column" or
   // "command line: --temp". Absent: the built-in default. Lets later stages (model too big for

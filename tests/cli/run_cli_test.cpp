@@ -308,6 +308,11 @@ TEST_F(cli_run, PlanSaysWhatFitsAndRunsRefuseWhatDoesNot) {
   EXPECT_EQ(short_of.exit_code, 1) << short_of.output;
   EXPECT_NE(short_of.output.find("(--memory 1MiB): does NOT fit"), std::string::npos) << short_of.output;
   EXPECT_NE(short_of.output.find("x 100000 tokens x 2 sequences"), std::string::npos) << short_of.output;
+  const auto chosen = graft_all("plan --profile auto --model " + model_);
+  EXPECT_EQ(chosen.exit_code, 0) << chosen.output;
+  EXPECT_TRUE(std::regex_search(chosen.output, std::regex("\n--profile auto: backend (cpu|cuda).*, KV device f16: the "
+                                                          "model's whole training context \\(512 tokens\\) fits in ")))
+      << chosen.output;
   const auto bad = graft_all("plan --model " + model_ + " --memory lots");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("graft plan: command line: --memory: 'lots' is not a size"), std::string::npos) << bad.output;

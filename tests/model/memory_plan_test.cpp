@@ -3,6 +3,7 @@
 // the refusal before loading; the size parser.
 #include <gtest/gtest.h>
 
+#include "engine/auto_profile.hpp"
 #include "engine/memory_plan.hpp"
 #include "engine/pipeline.hpp"
 #include "test_util.hpp"
@@ -171,6 +172,86 @@ TEST(MemoryPlanSizes, ByteSizesParseWithBinaryUnits) {
                                         "' is not a size: a number with an optional unit, e.g. 16GiB, 512MiB, 1.5G "
                                         "(K, M, G, T: powers of 1024)");
   }
+}
+
+}  // namespace
+
+namespace {
+
+// --profile auto's policy over a fake planner: a backend that cannot plan is skipped with its
+// reason; the first KV cache that holds the whole training context wins, else the one that holds
+// the most; what the command line gave is kept.
+MemoryPlan fake_plan(std::uint32_t context, std::uint32_t limit, bool fits = true) {
+  MemoryPlan p;
+  p.context = context;
+  p.context_limit = limit;
+  p.budget = 1ull << 30;
+  p.budget_source = "test memory";
+  p.total = fits ? 1 : 2ull << 30;
+  return p;
+}
+
+Expected<MemoryPlan> fake_planner(const Profile& p, std::uint32_t f16, std::uint32_t q8, std::uint32_t tq3) {
+  if (p.backend.name == "cuda") return Status(Errc::unsupported, "backend 'cuda' is not usable: no device");
+  const std::string kv = kv_label(p.kv);
+  const std::uint32_t fitting = kv == "device f16" ? f16 : kv == "quant q8_0/q8_0" ? q8 : tq3;
+  return fake_plan(p.context ? static_cast<std::uint32_t>(p.context) : fitting, 4096, p.context <= fitting);
+}
+
+TEST(AutoProfile, TheFirstCacheHoldingTheTrainingContextElseTheLongest) {
+  Profile base = Profile::builtin();
+  base.auto_choice = true;
+  auto full = choose_profile(base, [](const Profile& p) { return fake_planner(p, 1000, 2000, 4096); });
+  ASSERT_TRUE(full) << full.status().message();
+  EXPECT_EQ(full->profile.backend.name, "cpu");
+  EXPECT_EQ(kv_label(full->profile.kv), "quant q8_0/tq3");
+  EXPECT_EQ(full->profile.context, 4096);
+  EXPECT_FALSE(full->profile.auto_choice);
+  EXPECT_EQ(full->why,
+            "backend cpu (cuda: backend 'cuda' is not usable: no device), KV quant q8_0/tq3: the model's whole training "
+            "context (4096 tokens) fits in 1.00 GiB (test memory)");
+  auto f16 = choose_profile(base, [](const Profile& p) { return fake_planner(p, 4096, 4096, 4096); });
+  EXPECT_EQ(kv_label(f16->profile.kv), "device f16") << "the largest cache first";
+  auto most = choose_profile(base, [](const Profile& p) { return fake_planner(p, 1000, 3000, 2500); });
+  EXPECT_EQ(kv_label(most->profile.kv), "quant q8_0/q8_0");
+  EXPECT_EQ(most->profile.context, 3000);
+  EXPECT_NE(most->why.find("3000 tokens fit in 1.00 GiB (test memory), the most of any KV cache (the training "
+                           "context is 4096)"),
+            std::string::npos)
+      << most->why;
+
+  Profile given = base;  // -ctv tq3 and --ctx 2048 on the command line
+  given.kv = PluginChoice{"quant", {}, "", {}};
+  given.kv.config.set("type_v", std::string("tq3"));
+  given.locations["kv.store"] = "command line: --cache-type-v";
+  given.context = 2048;
+  given.locations["context.size"] = "command line: --ctx";
+  auto kept = choose_profile(given, [](const Profile& p) { return fake_planner(p, 4096, 4096, 4096); });
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kv_label(kept->profile.kv), "quant f16/tq3");
+  EXPECT_EQ(kept->profile.context, 2048);
+
+  auto none = choose_profile(base, [](const Profile&) -> Expected<MemoryPlan> {
+    return Status(Errc::out_of_memory, "no context fits");
+  });
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.status().message(), "--profile auto: no backend can run the model here: (cuda: no context fits) (cpu: "
+                                     "no context fits)");
+}
+
+// On this machine, for the zoo model: the CPU (the cuda backend has no device here, or was not
+// built), the f16 cache, the model's whole training context.
+TEST_F(MemoryPlanTest, ProfileAutoPlansTheZooOnTheCpu) {
+  Profile p = Profile::builtin();
+  p.model = zoo();
+  p.auto_choice = true;
+  auto plan = Pipeline::plan(p, 8);
+  ASSERT_TRUE(plan) << plan.status().message();
+  EXPECT_EQ(plan->context, 512u);
+  EXPECT_EQ(plan->choice.rfind("backend cpu", 0), 0u) << plan->choice;
+  EXPECT_NE(plan->choice.find("KV device f16: the model's whole training context (512 tokens) fits in"),
+            std::string::npos)
+      << plan->choice;
 }
 
 }  // namespace
