@@ -67,7 +67,12 @@ int cmd_bench(const Args& args) {
                          "--bandwidth-mib >= 64\n");
     return 2;
   }
-  if (profile->context < P + G) profile->context = P + G;
+  // The lengths asked are the context, past the model's training context too: a context the
+  // profile does not set (or sets shorter) becomes their sum.
+  if (!profile->locations.count("context.size") || profile->context < P + G) {
+    profile->context = P + G;
+    profile->locations["context.size"] = "graft bench: --prompt-tokens + --gen-tokens";
+  }
 
   auto pipeline = build_pipeline(*profile, static_cast<std::uint32_t>(std::min(batch, P)));
   if (!pipeline) {

@@ -16,7 +16,8 @@ int cmd_plan(const Args& args) {
       "parallel", po::value<std::int64_t>()->value_name("N")->default_value(1),
       "sequences, each of the whole context (graft serve --parallel N: they share one workspace)")(
       "memory", po::value<std::string>()->value_name("SIZE"),
-      "the memory to plan for, e.g. 16GiB (default: what the backend's device has)")(
+      "the memory to plan for, e.g. 16GiB (default: what the backend's device has); with it a GPU profile is "
+      "planned on a machine without that GPU")(
       "batch,b", po::value<std::int64_t>()->value_name("N")->default_value(256), "rows per forward pass (graft run --batch)");
   int exit_code = 0;
   auto parsed = parse_command("plan", args, desc, exit_code);
@@ -45,6 +46,7 @@ int cmd_plan(const Args& args) {
     }
     memory.budget = *bytes;
     memory.budget_source = "--memory " + text;
+    memory.without_device = true;  // a GPU profile can be planned on a machine without the GPU
   }
   const Profile& profile = parsed->profile;
   auto plan = Pipeline::plan(profile, static_cast<std::uint32_t>(batch), memory);

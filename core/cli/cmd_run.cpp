@@ -157,6 +157,7 @@ int cmd_run(const Args& args) {
             {"released_file_weights", mem.released}}},
           {"memory_plan",
            {{"total_bytes", p.memory_plan().total},
+            {"weights_bytes", p.memory_plan().item("weights")->bytes},
             {"budget_bytes", p.memory_plan().budget},
             {"context", p.memory_plan().context},
             {"context_auto", p.memory_plan().context_auto}}}}}};

@@ -69,7 +69,7 @@ const PlanItem* MemoryPlan::item(std::string_view what) const {
 }
 
 std::string MemoryPlan::table() const {
-  std::string out;
+  std::string out = note.empty() ? "" : "  note: " + note + "\n";
   std::size_t width = 5;  // "total"
   for (const PlanItem& i : items) width = std::max(width, i.what.size());
   for (const PlanItem& i : items) out += fmt::format("  {:<{}}  {:>11}  {}\n", i.what, width, human_bytes(i.bytes), i.detail);

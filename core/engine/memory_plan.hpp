@@ -51,6 +51,7 @@ struct MemoryPlan {
   std::uint32_t context_limit = 0;  // the most an auto context may be (the training context)
   std::string choice;            // --profile auto: what was chosen and why
   std::string kv;                // the KV cache planned ("device f16", "quant q8_0/tq3")
+  std::string note;              // said first: a plan made without the backend's device
   std::uint32_t parallel = 1;
   std::uint64_t kv_per_token = 0;  // one sequence's KV bytes per token
   std::vector<std::string> not_counted;

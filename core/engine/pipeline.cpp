@@ -115,10 +115,12 @@ std::int64_t clamp_threads(const Profile& profile, std::int64_t threads) {
 Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const MemoryOptions& memory,
                       const ModelOptions& model_options, Pipeline& pipeline, std::shared_ptr<const gguf::File>& file_out) {
   if (profile.auto_choice) {  // --profile auto: plan the candidates, then open the one chosen
+    MemoryOptions here = memory;  // a backend that cannot run here is no candidate
+    here.without_device = false;
     auto chosen = choose_profile(profile, [&](const Profile& candidate) -> Expected<MemoryPlan> {
       Pipeline scratch;
       std::shared_ptr<const gguf::File> file;
-      GRAFT_TRY(open(candidate, max_batch, memory, model_options, scratch, file));
+      GRAFT_TRY(open(candidate, max_batch, here, model_options, scratch, file));
       return scratch.plan_;
     });
     if (!chosen) return chosen.status();
@@ -152,8 +154,13 @@ Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const Mem
   auto backend = (*backend_lib)->create<Backend>(*plugins->host, backend_cfg);
   if (!backend) return std::move(backend).status();
   p->backend_ = *backend;
-  if (Status st = p->backend_->status(); !st.ok())
-    return Status(st.code(), fmt::format("backend '{}' is not usable: {}", profile.backend.name, st.message()));
+  std::string unusable;  // why the backend cannot run here, when planning without its device
+  if (Status st = p->backend_->status(); !st.ok()) {
+    if (!memory.without_device || memory.budget == 0)
+      return Status(st.code(), fmt::format("backend '{}' is not usable: {}", profile.backend.name, st.message()));
+    unusable = fmt::format("backend '{}' cannot run on this machine ({}): planned for {} without it",
+                           profile.backend.name, st.message(), memory.budget_source);
+  }
   // The backend's kernel libraries: its kernels for formats and stores whose plugins have none there.
   if (auto libs = load_kernel_libraries(*plugins->registry, *plugins->host, p->backend_->name()); !libs)
     return std::move(libs).status();
@@ -213,6 +220,7 @@ Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const Mem
   if (!plan)
     return Status(plan.status().code(), fmt::format("{}: {}", profile.where("context.size"), plan.status().message()));
   p->plan_ = std::move(*plan);
+  p->plan_.note = unusable;
   p->context_ = p->plan_.context;
   p->kv_bytes_ = p->plan_.kv_per_token * p->context_;
   return Status::success();

@@ -34,6 +34,10 @@ struct MemoryOptions {
   bool shared_workspace = false;  // they share one workspace (the server's one queue thread)
   std::uint64_t budget = 0;       // bytes available; 0: the backend's device memory
   std::string budget_source;      // where budget came from ("--memory 16GiB")
+  // graft plan --memory: plan for a backend that cannot run on this machine (a GPU profile on a
+  // machine without one); nothing touches the device: the weights' copies, the KV cache and the
+  // workspaces are sized from the files and the plugins' declarations. Never for a run.
+  bool without_device = false;
 };
 
 // Progress of a long step: fraction done in [0, 1].

@@ -108,7 +108,10 @@ Status place_weights(ModelWeights& W, Backend& backend, const gguf::File& file, 
     (L.gate_up_stacked() ? n.gate_up_stacked : n.gate_up_split) = true;
   }
   n.logit_rows = Model::kLogitRows;
-  plan.file_bytes = W.total_bytes;
+  // The load touches every tensor of the file once (Pipeline's prefault, an MTP block's too) but
+  // those whose pages were given back.
+  plan.file_bytes = 0;
+  for (const auto& t : file.tensors()) plan.file_bytes += t.bytes;
   return Status::success();
 }
 
@@ -118,7 +121,7 @@ Expected<WeightsPlan> Model::plan_weights(const gguf::File& file, const HostServ
                                           const ModelOptions& options) {
   auto params = ModelParams::from_gguf(file);
   if (!params) return std::move(params).status();
-  auto weights = ModelWeights::bind(file, *params, host, backend);
+  auto weights = ModelWeights::bind(file, *params, host, backend, /*upload=*/false);
   if (!weights) return std::move(weights).status();
   WeightsPlan plan;
   GRAFT_TRY(place_weights(*weights, backend, file, /*dry=*/true, options, plan));

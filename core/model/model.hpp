@@ -31,9 +31,9 @@
 namespace graft {
 
 // A model's weights in memory as loading makes them, counted before loading (Model::plan_weights):
-// the file's bytes the forward pass reads, the copies loading makes (kernel layouts, uploads,
-// stacked q/k/v and gate/up) and, of the file's bytes, those no longer read once the copies exist
-// (their pages are given back). Resident: file_bytes - released_bytes + prepared_bytes.
+// the file's tensor bytes (the load reads each once), the copies loading makes (kernel layouts,
+// uploads, stacked q/k/v and gate/up) and, of the file's bytes, those no longer read once the
+// copies exist (their pages are given back). Resident: file_bytes - released_bytes + prepared_bytes.
 struct WeightsPlan {
   std::uint64_t file_bytes = 0;
   std::uint64_t prepared_bytes = 0;

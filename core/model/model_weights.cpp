@@ -40,8 +40,8 @@ TensorView weight_view(const gguf::TensorInfo& t, std::uint32_t block_bytes) {
 }
 
 Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelParams& p, const HostServices& host,
-                                          Backend& backend) {
-  TensorBinder b(file, host, backend);
+                                          Backend& backend, bool upload) {
+  TensorBinder b(file, host, backend, upload);
   ModelWeights w;
   GRAFT_TRY(b.matrix("token_embd.weight", p.n_embd, p.n_vocab, w.token_embd));
   GRAFT_TRY(b.vector("output_norm.weight", p.n_embd, w.output_norm));

@@ -97,8 +97,9 @@ struct ModelWeights {
 
   // Binds every tensor of the main layers (MTP blocks are left to drafters). Errors name the
   // tensor: missing, wrong shape, or a type no loaded weight-format plugin handles on `backend`.
+  // upload = false: norm vectors are not uploaded to a GPU (the memory planner's binding).
   static Expected<ModelWeights> bind(const gguf::File& file, const ModelParams& params, const HostServices& host,
-                                     Backend& backend);
+                                     Backend& backend, bool upload = true);
 };
 
 // blk.<index>.* of a softmax-attention layer (llama's and qwen3's names) with the dimensions of p.

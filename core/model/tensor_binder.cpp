@@ -59,7 +59,7 @@ Status TensorBinder::vector(const std::string& name, std::uint64_t n, VectorWeig
     GRAFT_TRY(format->dequantize(t->type, t->data, out.owned.data(), static_cast<std::int64_t>(n)));
     out.view = f32_view(out.owned.data(), static_cast<std::int64_t>(n));
   }
-  if (backend_.host_accessible(MemoryKind::device)) return Status::success();
+  if (!upload_ || backend_.host_accessible(MemoryKind::device)) return Status::success();
   // A GPU: the vector goes to device memory now, once.
   auto buf = backend_.allocate(n * sizeof(float), MemoryKind::device);
   if (!buf) return Status(buf.status().code(), fmt::format("{}: tensor '{}': {}", f_.name(), name, buf.status().message()));

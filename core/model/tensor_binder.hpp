@@ -20,8 +20,10 @@ struct VectorWeight;
 
 class TensorBinder {
  public:
-  TensorBinder(const gguf::File& f, const HostServices& host, Backend& backend)
-      : f_(f), host_(host), backend_(backend) {}
+  // upload = false: vectors stay in host memory even for a GPU (the memory planner binds to count,
+  // not to run).
+  TensorBinder(const gguf::File& f, const HostServices& host, Backend& backend, bool upload = true)
+      : f_(f), host_(host), backend_(backend), upload_(upload) {}
 
   // A matrix [k, m] (y = x W^T) bound to its format's kernels. Errors name the file and tensor.
   Status matrix(const std::string& name, std::uint64_t k, std::uint64_t m, MatrixWeight& out);
@@ -38,6 +40,7 @@ class TensorBinder {
   const gguf::File& f_;
   const HostServices& host_;
   Backend& backend_;
+  bool upload_;
   std::set<std::string> used_;
 };
 

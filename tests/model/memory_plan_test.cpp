@@ -64,10 +64,13 @@ TEST_F(MemoryPlanTest, ThePlanIsWhatTheRunThenHolds) {
       EXPECT_EQ(plan.item("workspace")->bytes, mem.scratch);
       auto weights = Model::plan_weights((*p)->file(), (*p)->host(), (*p)->backend());
       ASSERT_TRUE(weights);
-      EXPECT_EQ(weights->file_bytes, mem.weights);
+      std::uint64_t file_bytes = 0;  // every tensor, as the load's prefault reads them
+      for (const auto& t : (*p)->file().tensors()) file_bytes += t.bytes;
+      EXPECT_EQ(weights->file_bytes, file_bytes);
+      EXPECT_GE(weights->file_bytes, mem.weights) << "the matrices the forward pass reads are part of it";
       EXPECT_EQ(weights->prepared_bytes, mem.prepared);
       EXPECT_EQ(weights->released_bytes, mem.released);
-      EXPECT_EQ(plan.item("weights")->bytes, mem.weights - mem.released + mem.prepared);
+      EXPECT_EQ(plan.item("weights")->bytes, file_bytes - mem.released + mem.prepared);
       const bool hybrid = model == hybrid_;
       ASSERT_EQ(plan.item("recurrent state") != nullptr, hybrid);
       if (!hybrid) continue;

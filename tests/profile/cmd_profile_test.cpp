@@ -102,5 +102,30 @@ TEST(profile_cli, ShippedCpuProfileChecks) {
   EXPECT_NE(r.out.find("model:    (not set; pass --model)"), std::string::npos) << r.out;
 }
 
+// The tier profiles (profiles/gpu-*.toml) check like any other, their keys against the plugins
+// they name, where the cuda plugin was built; and plan for their card on this machine, GPU or not
+// (graft plan --memory), on a small hybrid model: the whole training context fits.
+TEST(profile_cli, ShippedTierProfilesCheckAndPlan) {
+  if (!std::filesystem::exists(std::filesystem::path(GRAFT_PLUGIN_DIR) / "libgraft_backend_cuda.so"))
+    GTEST_SKIP() << "this build has no cuda plugin (no CUDA compiler at configure time)";
+  test::TempDir dir;
+  const std::string model = (dir.path() / "qwen35.gguf").string();
+  ASSERT_EQ(graft(dir, "synth --preset qwen35-tiny --out '" + model + "'").exit_code, 0);
+  for (const char* tier : {"gpu-8gb", "gpu-12gb", "gpu-16gb", "gpu-24gb", "gpu-80gb"}) {
+    SCOPED_TRACE(tier);
+    const std::string profile = std::string(GRAFT_SOURCE_DIR) + "/profiles/" + tier + ".toml";
+    const RunResult checked = graft(dir, "profile check '" + profile + "'");
+    EXPECT_EQ(checked.exit_code, 0) << checked.err;
+    EXPECT_NE(checked.out.find("context:  auto (the largest that fits in memory)"), std::string::npos) << checked.out;
+    const RunResult planned = graft(dir, "plan --profile '" + profile + "' --model '" + model + "' --memory 8GiB");
+    EXPECT_EQ(planned.exit_code, 0) << planned.err << planned.out;
+    EXPECT_NE(planned.out.find("device f16, context 2048 (auto), 1 sequence"), std::string::npos) << planned.out;
+    EXPECT_NE(planned.out.find("(--memory 8GiB): fits"), std::string::npos) << planned.out;
+    EXPECT_NE(planned.out.find("not counted: the drafters' weights, KV caches and workspaces (ngram)"),
+              std::string::npos)
+        << planned.out;
+  }
+}
+
 }  // namespace
 }  // namespace graft
