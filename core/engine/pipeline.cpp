@@ -241,6 +241,8 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::build(const Profile& profile, std:
   std::unique_ptr<Pipeline> p(new Pipeline());
   std::shared_ptr<const gguf::File> file;
   GRAFT_TRY(open(profile, max_batch, memory, model_options, *p, file));
+  if (Status st = p->backend_->status(); !st.ok())  // planned without its device: never run so
+    return Status(st.code(), fmt::format("backend '{}' is not usable: {}", p->profile_.backend.name, st.message()));
   const MemoryPlan& plan = p->plan_;
   if (!plan.fits()) {
     return Status(Errc::out_of_memory,
