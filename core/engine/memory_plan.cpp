@@ -50,7 +50,7 @@ Split fixed_items(const PlanRequest& r, std::uint32_t context) {
                                      r.parallel)});
     }
   }
-  const std::uint64_t ws = Workspace::bytes_for(r.params, r.weights.needs, r.max_batch);
+  const std::uint64_t ws = Workspace::bytes_for(r.params, r.weights.needs, r.max_batch, r.graphs);
   const std::uint32_t workspaces = r.shared_workspace ? 1 : r.parallel;
   s.fixed.push_back({"workspace", sat_mul(ws, workspaces),
                      fmt::format("activations of {} rows per pass{}", r.max_batch,

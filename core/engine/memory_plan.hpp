@@ -28,6 +28,7 @@ struct PlanRequest {
   std::uint32_t parallel = 1;     // sequences, each of the whole context (graft serve --parallel)
   bool shared_workspace = false;  // one workspace for all sequences (the server), else one each
   std::uint32_t max_batch = 1;    // rows per forward pass: the workspace's size
+  bool graphs = false;            // the backend captures graphs (its workspaces add pinned outputs)
   std::uint32_t max_tree_rows = 1;      // a hybrid model's kept tree rows (SessionOptions)
   std::uint32_t state_checkpoints = 0;  // and its recurrent state's checkpoints, at most
   std::uint64_t budget = 0;       // bytes available; 0: unknown (nothing is refused)

@@ -189,6 +189,7 @@ Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const Mem
   r.parallel = memory.parallel;
   r.shared_workspace = memory.shared_workspace;
   r.max_batch = max_batch;
+  r.graphs = p->backend_->graphs_supported();
   r.max_tree_rows = tree_rows(profile, max_batch);
   r.state_checkpoints = SessionOptions{}.state_checkpoints;
   // An unset context defaults to the model's training context when that is smaller; a context

@@ -165,7 +165,7 @@ KvGeometry Model::kv_geometry(std::uint32_t capacity) const { return params_.kv_
 WorkspaceNeeds Model::workspace_needs() const { return needs_; }
 
 std::uint64_t Model::workspace_bytes(std::uint32_t max_batch) const {
-  return Workspace::bytes_for(params_, workspace_needs(), max_batch);
+  return Workspace::bytes_for(params_, workspace_needs(), max_batch, backend_->graphs_supported());
 }
 
 Expected<std::unique_ptr<RecurrentState>> Model::new_recurrent_state(std::uint32_t max_pending) const {

@@ -39,10 +39,21 @@ std::uint64_t Workspace::lay_out(const ModelParams& p, const WorkspaceNeeds& nee
   return used;
 }
 
-std::uint64_t Workspace::bytes_for(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch) {
+namespace {
+// A graph-capable backend's pinned outputs: logits, taps, greedy ids, candidates' ids and logits
+// (i32 ids: as many as floats).
+std::uint64_t graph_output_floats(const ModelParams& p) {
+  return std::uint64_t(Workspace::kGraphLogitRows) * p.n_vocab + std::uint64_t(Workspace::kGraphTapRows) * p.n_embd +
+         Workspace::kGraphLogitRows * (1 + 2 * std::uint64_t(kMaxCandidates));
+}
+}  // namespace
+
+std::uint64_t Workspace::bytes_for(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch,
+                                   bool graphs) {
   Workspace counted;
   return counted.lay_out(p, needs, max_batch, nullptr) * sizeof(float) +
-         PassInputs::bytes_for(max_batch, std::min(max_batch, kMaxTreeRows));
+         PassInputs::bytes_for(max_batch, std::min(max_batch, kMaxTreeRows)) +
+         (graphs ? graph_output_floats(p) * sizeof(float) : 0);
 }
 
 Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const ModelParams& p,
@@ -61,9 +72,7 @@ Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const M
   ws->inputs = std::move(*inputs);
   ws->bytes_ += ws->inputs->capacity();
   if (backend.graphs_supported()) {
-    // Logits, taps, greedy ids, candidates' ids and logits (i32 ids: as many as floats).
-    const std::uint64_t out_floats = std::uint64_t(kGraphLogitRows) * p.n_vocab + std::uint64_t(kGraphTapRows) * p.n_embd +
-                                    kGraphLogitRows * (1 + 2 * std::uint64_t(kMaxCandidates));
+    const std::uint64_t out_floats = graph_output_floats(p);
     auto outputs = backend.allocate(out_floats * sizeof(float), MemoryKind::pinned_host);
     if (!outputs) return std::move(outputs).status();
     ws->graph_outputs = std::move(*outputs);

@@ -32,8 +32,10 @@ class Workspace {
   // Backend memory for max_batch rows of a model of these dimensions.
   static Expected<std::unique_ptr<Workspace>> create(Backend& backend, const ModelParams& p, const WorkspaceNeeds& needs,
                                                      std::uint32_t max_batch);
-  // The bytes create() allocates.
-  static std::uint64_t bytes_for(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch);
+  // The bytes create() allocates (graphs: on a backend with graphs_supported(), which adds pinned
+  // outputs).
+  static std::uint64_t bytes_for(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch,
+                                 bool graphs = false);
 
   std::uint32_t max_batch() const { return max_batch_; }
   std::uint64_t bytes() const { return bytes_; }

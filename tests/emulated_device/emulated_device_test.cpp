@@ -165,6 +165,22 @@ TEST_F(EmulatorChecks, AGraphReplaysItsCaptureAndUpdatesInPlaceWhenTheShapeHolds
 
 // `graft bench` on a device whose memory the host cannot read measures that memory's bandwidth
 // through the backend (device-to-device copies), not the host's.
+// A GPU's memory plan (core/engine/memory_plan.hpp) is what it then holds: the weights uploaded
+// (the file's bytes, the CPU kernels' layouts beside them, the untied token table too) with their
+// file pages given back, the KV cache and the workspace in device memory, to the byte.
+TEST_F(EmulatorChecks, TheMemoryPlanIsWhatTheDeviceHolds) {
+  const MemoryPlan& plan = p_->memory_plan();
+  auto session = p_->new_session();
+  ASSERT_TRUE(session) << session.status().message();
+  const MemoryReport mem = p_->memory(**session);
+  std::uint64_t file_bytes = 0;
+  for (const auto& t : p_->file().tensors()) file_bytes += t.bytes;
+  EXPECT_GT(mem.prepared, 0u) << "the weights were uploaded";
+  EXPECT_EQ(plan.item("weights")->bytes, file_bytes - mem.released + mem.prepared);
+  EXPECT_EQ(plan.item("KV cache")->bytes, mem.kv);
+  EXPECT_EQ(plan.item("workspace")->bytes, mem.scratch);
+}
+
 TEST(EmulatedBench, DecodeIsMeasuredAgainstTheDevicesCopyBandwidth) {
   TempDir dir;
   const fs::path profile = dir.path() / "emu.toml";
