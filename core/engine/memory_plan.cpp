@@ -24,6 +24,9 @@ std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) {
   return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::uint64_t>::max() : r;
 }
 
+// Contexts the planner picks or suggests: a multiple of 256, or of 16 below 256.
+std::uint64_t round_context(std::uint64_t tokens) { return tokens >= 256 ? tokens / 256 * 256 : tokens / 16 * 16; }
+
 // The items that do not grow with the context, and the bytes per token of context (all sequences).
 struct Split {
   std::vector<PlanItem> fixed;
@@ -128,8 +131,7 @@ Expected<MemoryPlan> plan_memory(const PlanRequest& r) {
                                 human_bytes(s.fixed_bytes), human_bytes(r.budget), r.budget_source));
     const std::uint64_t room = r.budget - s.fixed_bytes;
     std::uint64_t ctx = per_token_all ? room / per_token_all : r.context_limit;
-    ctx = std::min<std::uint64_t>(ctx, r.context_limit);
-    ctx = ctx >= 256 ? ctx / 256 * 256 : ctx / 16 * 16;
+    ctx = round_context(std::min<std::uint64_t>(ctx, r.context_limit));
     if (ctx < 16)
       return Status(Errc::out_of_memory,
                     fmt::format("no context fits: {} left after the weights, state and workspaces hold fewer than 16 "
@@ -149,11 +151,9 @@ Expected<MemoryPlan> plan_memory(const PlanRequest& r) {
 
   if (!plan.fits()) {
     const std::uint64_t room = r.budget > s.fixed_bytes ? r.budget - s.fixed_bytes : 0;
-    const std::uint64_t ctx = per_token_all ? room / per_token_all : 0;
+    const std::uint64_t ctx = round_context(per_token_all ? room / per_token_all : 0);
     if (ctx >= 16)
-      plan.advice.push_back(fmt::format("a context of at most {} tokens fits (--ctx {} or --ctx auto)",
-                                        ctx >= 256 ? ctx / 256 * 256 : ctx / 16 * 16,
-                                        ctx >= 256 ? ctx / 256 * 256 : ctx / 16 * 16));
+      plan.advice.push_back(fmt::format("a context of at most {0} tokens fits (--ctx {0} or --ctx auto)", ctx));
     else
       plan.advice.push_back(fmt::format("the weights, state and workspaces alone take {}: a smaller model file "
                                         "(a lower-bit quantization) or a machine with more memory",
