@@ -34,9 +34,8 @@ PluginChoice kv_choice(const KvCandidate& c) {
 }  // namespace
 
 Expected<AutoChoice> choose_profile(const Profile& base, const PlanFn& plan) {
-  // The backend: as given, else the first that plans (a GPU backend without a GPU does not).
-  std::vector<std::string> backends = {"cuda", "cpu"};
-  if (from_command_line(base, "backend.name")) backends = {base.backend.name};
+  // The backend: the first that plans (a GPU backend without a GPU does not).
+  const std::vector<std::string> backends = {"cuda", "cpu"};
   const bool kv_given = from_command_line(base, "kv.store");
   const bool context_given = from_command_line(base, "context.size");
   std::string skipped;

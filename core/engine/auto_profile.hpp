@@ -23,8 +23,8 @@ struct AutoChoice {
 // Backends in order cuda, cpu (the first that plans); KV caches in order of size, largest first:
 // device f16, then on the CPU the quant store with q8_0/q8_0 and q8_0/tq3 (the only quantized
 // cache the GPU has is none yet); the first whose plan holds the model's whole training context
-// is taken with that context, else the one that holds the longest. A backend, KV store or context
-// given on the command line is kept as given.
+// is taken with that context, else the one that holds the longest. A KV cache or context given on
+// the command line is kept as given.
 Expected<AutoChoice> choose_profile(const Profile& base, const PlanFn& plan);
 
 }  // namespace graft
