@@ -159,6 +159,7 @@ int cmd_run(const Args& args) {
            {{"total_bytes", p.memory_plan().total},
             {"weights_bytes", p.memory_plan().item("weights")->bytes},
             {"budget_bytes", p.memory_plan().budget},
+            {"system_ram_bytes", p.memory_plan().host_total},
             {"context", p.memory_plan().context},
             {"context_auto", p.memory_plan().context_auto}}}}}};
     if (decoder) o["stats"]["speculative"] = to_json(decoder->stats());

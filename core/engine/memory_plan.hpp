@@ -11,6 +11,7 @@
 
 #include "graft/backend.hpp"
 #include "graft/kv_store.hpp"
+#include "common/byte_size.hpp"
 #include "graft/status.hpp"
 #include "model/model.hpp"
 #include "model/model_params.hpp"
@@ -18,10 +19,22 @@
 
 namespace graft {
 
+// One drafter's memory as the planner adds it (plan_drafters, core/speculative/drafter_plan.hpp).
+struct DrafterPlan {
+  std::string name;
+  std::uint64_t shared_weights = 0;  // bound once for every sequence (a drafter file's weights)
+  std::uint64_t weights = 0;         // per sequence: weights it binds itself, its runners' blocks
+  std::uint64_t buffers = 0;         // per sequence: its buffers and its runners' workspaces
+  KvGeometry kv{};                   // per sequence: its KV cache in the profile's store (n_layers
+  std::uint32_t kv_extra = 0;        // 0: none), of the context + kv_extra slots
+  std::uint64_t index_per_token = 0; // per sequence: host memory per token of context, at most
+};
+
 struct PlanRequest {
   WeightsPlan weights;            // Model::plan_weights
   ModelParams params;
   const KvStoreFactory* kv = nullptr;  // the profile's KV store
+  Backend* backend = nullptr;          // the backend its stores are planned for (KvStoreFactory::plan)
   std::string kv_label;           // "device f16", "quant q8_0/tq3"
   std::uint32_t context = 0;      // tokens per sequence; 0: the largest that fits (auto)
   std::uint32_t context_limit = 0;  // the most `auto` picks (the model's training context)
@@ -33,19 +46,27 @@ struct PlanRequest {
   std::uint32_t state_checkpoints = 0;  // and its recurrent state's checkpoints, at most
   std::uint64_t budget = 0;       // bytes available; 0: unknown (nothing is refused)
   std::string budget_source;      // "cpu: ... (system RAM)", "--memory 16GiB"
-  std::vector<std::string> not_counted;  // what the plan leaves out, said with it (drafters)
+  // System RAM for what a store keeps there beside the backend's memory (an offload); 0: unknown.
+  std::uint64_t host_budget = 0;
+  std::vector<DrafterPlan> drafters;     // each sequence's drafters (speculative decoding)
+  std::uint64_t taps_bytes = 0;          // per sequence: the verify passes' taps kept for them
+  std::string taps_detail;
+  std::vector<std::string> not_counted;  // what the plan leaves out, said with it
 };
 
 struct PlanItem {
   std::string what;    // "weights", "KV cache", ...
   std::uint64_t bytes = 0;
   std::string detail;  // how the figure is made up
+  bool host = false;   // in system RAM beside the backend's memory (an offloading KV store)
 };
 
 struct MemoryPlan {
   std::vector<PlanItem> items;
-  std::uint64_t total = 0;
+  std::uint64_t total = 0;       // the items in the backend's memory (on the CPU: all of them)
+  std::uint64_t host_total = 0;  // the items in system RAM beside it (PlanItem::host)
   std::uint64_t budget = 0;
+  std::uint64_t host_budget = 0;
   std::string budget_source;
   std::uint32_t context = 0;
   bool context_auto = false;     // chosen by the planner
@@ -54,17 +75,18 @@ struct MemoryPlan {
   std::string kv;                // the KV cache planned ("device f16", "quant q8_0/tq3")
   std::string note;              // said first: a plan made without the backend's device
   std::uint32_t parallel = 1;
-  std::uint64_t kv_per_token = 0;  // one sequence's KV bytes per token
+  std::uint64_t kv_per_token = 0;  // one sequence's KV bytes per token (the drafters' KV not included)
   std::vector<std::string> not_counted;
   std::vector<std::string> advice;  // what to change when it does not fit
 
-  bool fits() const { return budget == 0 || total <= budget; }
+  bool fits() const { return (budget == 0 || total <= budget) && (host_budget == 0 || host_total <= host_budget); }
   // The items as an aligned table with the total, the budget and the verdict, then the advice.
   std::string table() const;
   // One line: "weights 8.1 MiB + KV cache 1.0 MiB + ... = 13.0 MiB of 23.4 GiB (cpu ...)", after
   // what --profile auto chose, if it did.
   std::string summary() const;
-  // "weights 8.1 MiB + KV cache 1.0 MiB + workspace 3.9 MiB" (items of 0 bytes left out).
+  // "weights 8.1 MiB + KV cache 1.0 MiB + workspace 3.9 MiB" (items of 0 bytes, and those in
+  // system RAM, left out: they add up to total).
   std::string items_text() const;
   const PlanItem* item(std::string_view what) const;
 };
@@ -77,7 +99,5 @@ Expected<MemoryPlan> plan_memory(const PlanRequest& r);
 // defaults filled in), another store's name alone.
 std::string kv_label(const PluginChoice& kv);
 
-// "16GiB", "512 MiB", "2e9", "1.5G": bytes (binary units; a bare number is bytes).
-Expected<std::uint64_t> parse_byte_size(std::string_view text);
 
 }  // namespace graft

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "plugin_host/profile_plugins.hpp"
 #include "plugin_host/weight_formats.hpp"
 #include "profile/plugin_config_check.hpp"
+#include "speculative/drafter_plan.hpp"
 
 namespace graft {
 
@@ -99,6 +101,30 @@ Expected<std::shared_ptr<const gguf::File>> Pipeline::open_gguf(std::string_view
 
 namespace {
 
+// A KV store's error with where it points in the profile: the first of its keys the message names
+// ("type_v = ...", "host_budget ..."), else its table.
+Status kv_located(const Profile& profile, const Status& st) {
+  const std::string& m = st.message();
+  std::string at = profile.kv.location.empty() ? profile.where("kv.store") : profile.kv.location;
+  for (const auto& [key, where] : profile.kv.key_locations)
+    if (m.rfind(key + " ", 0) == 0 || m.find(": " + key + " ") != std::string::npos) {
+      at = where;
+      break;
+    }
+  return Status(st.code(), at + ": " + m);
+}
+
+// System RAM (MemTotal), the budget of what an offloading store keeps in host memory; 0 unknown.
+std::uint64_t system_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemTotal:") return kib * 1024;
+  return 0;
+}
+
 // Threads beyond the machine's hardware threads only make the pool's workers wait on each other.
 std::int64_t clamp_threads(const Profile& profile, std::int64_t threads) {
   const unsigned hw = std::thread::hardware_concurrency();
@@ -173,7 +199,7 @@ Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const Mem
   auto kv_lib = plugins->registry->find(PluginKind::kv_store, profile.kv.name);
   if (!kv_lib) return std::move(kv_lib).status();
   auto factory = (*kv_lib)->create<KvStoreFactory>(*plugins->host, normalized_plugin_config(profile.kv, (*kv_lib)->config_keys()));
-  if (!factory) return std::move(factory).status();
+  if (!factory) return kv_located(profile, factory.status());
   p->kv_factory_ = *factory;
   p->kv_library_ = *kv_lib;
 
@@ -185,6 +211,7 @@ Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const Mem
   r.weights = *weights;
   r.params = *params;
   r.kv = p->kv_factory_.get();
+  r.backend = p->backend_.get();
   r.kv_label = kv_label(profile.kv);
   r.parallel = memory.parallel;
   r.shared_workspace = memory.shared_workspace;
@@ -212,11 +239,11 @@ Status Pipeline::open(const Profile& profile, std::uint32_t max_batch, const Mem
   } else {
     r.budget_source = "backend '" + profile.backend.name + "' reports no memory size";
   }
-  if (profile.speculative.enabled && !profile.drafters.empty()) {
-    std::string names;
-    for (const PluginChoice& d : profile.drafters) names += (names.empty() ? "" : ", ") + d.name;
-    r.not_counted.push_back("the drafters' weights, KV caches and workspaces (" + names + ")");
-  }
+  // A store that refuses this backend or the model's heads says so first, pointing at its table.
+  if (auto refused = p->kv_factory_->plan(*p->backend_, params->kv_geometry(1)); !refused)
+    return kv_located(profile, refused.status());
+  r.host_budget = memory.without_device ? 0 : system_memory_bytes();
+  GRAFT_TRY(plan_drafters(*p, profile, *file, *params, r));
   auto plan = plan_memory(r);
   if (!plan)
     return Status(plan.status().code(), fmt::format("{}: {}", profile.where("context.size"), plan.status().message()));

@@ -247,22 +247,31 @@ Expected<std::unique_ptr<Weight>> FileWeights::weight(std::string_view name) con
   return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), std::move(*m)));
 }
 
-Expected<std::unique_ptr<BlockRunner>> FileWeights::runner(const BlockShape& shape, std::uint32_t max_rows) const {
+Expected<ModelParams> runner_params(const std::string& file_name, const BlockShape& shape, const ModelParams* target) {
   if (shape.n_embd == 0 || shape.n_head == 0 || shape.n_head_kv == 0 || shape.head_dim == 0 || shape.n_ff == 0 ||
       shape.n_head % shape.n_head_kv != 0 || shape.rope.n_rot < 0 || std::uint32_t(shape.rope.n_rot) > shape.head_dim)
     return Status(Errc::invalid_argument,
                   fmt::format("{}: block runner: inconsistent block shape (embd {}, heads {}/{}, head_dim {}, ff {}, rot {})",
-                              file_->name(), shape.n_embd, shape.n_head, shape.n_head_kv, shape.head_dim, shape.n_ff,
+                              file_name, shape.n_embd, shape.n_head, shape.n_head_kv, shape.head_dim, shape.n_ff,
                               shape.rope.n_rot));
   // The target's own blocks (its MTP block) with its architecture's layer kinds; any other shape
   // as a llama or qwen3 block.
-  const bool own = model_ && same_shape(shape, block_shape(model_->params()));
-  const ModelParams p = own ? model_->params() : block_params(shape);
+  const bool own = target && same_shape(shape, block_shape(*target));
+  return own ? *target : block_params(shape);
+}
+
+WorkspaceNeeds runner_needs(const ModelParams& p) {
   WorkspaceNeeds needs;
   needs.gated_q = p.arch->nextn_kind == LayerKind::gated_attention;
-  auto ws = Workspace::create(*backend_, p, needs, max_rows);
+  return needs;
+}
+
+Expected<std::unique_ptr<BlockRunner>> FileWeights::runner(const BlockShape& shape, std::uint32_t max_rows) const {
+  auto p = runner_params(file_->name(), shape, model_ ? &model_->params() : nullptr);
+  if (!p) return std::move(p).status();
+  auto ws = Workspace::create(*backend_, *p, runner_needs(*p), max_rows);
   if (!ws) return std::move(ws).status();
-  return std::unique_ptr<BlockRunner>(new FileBlockRunner(file_, backend_, host_, p, std::move(*ws)));
+  return std::unique_ptr<BlockRunner>(new FileBlockRunner(file_, backend_, host_, *p, std::move(*ws)));
 }
 
 }  // namespace graft

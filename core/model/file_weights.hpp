@@ -38,6 +38,13 @@ class FileWeights final : public WeightFile {
   const Model* model_;
 };
 
+// The parameters a block runner over a file runs a block of this shape with: the target's (its
+// layer kinds) where the shape is its blocks', else a llama or qwen3 block; an inconsistent shape
+// is an error naming the file. And the workspace such a runner needs.
+Expected<ModelParams> runner_params(const std::string& file_name, const BlockShape& shape, const ModelParams* target);
+struct WorkspaceNeeds;
+WorkspaceNeeds runner_needs(const ModelParams& p);
+
 // The ModelParams a DecoderBlock needs for a block of this shape.
 ModelParams block_params(const BlockShape& shape);
 // The shape of the model's blocks.

@@ -59,8 +59,8 @@ Expected<ModelWeights> ModelWeights::bind(const gguf::File& file, const ModelPar
 }
 
 Expected<LayerWeights> bind_layer(const gguf::File& file, const ModelParams& p, std::uint32_t index,
-                                  const HostServices& host, Backend& backend) {
-  TensorBinder b(file, host, backend);
+                                  const HostServices& host, Backend& backend, bool upload) {
+  TensorBinder b(file, host, backend, upload);
   LayerWeights L;
   GRAFT_TRY((p.arch ? p.arch->bind_layer : bind_attention_layer)(b, p, index, L));
   return L;

@@ -107,9 +107,10 @@ class TensorBinder;
 Status bind_attention_layer(TensorBinder& b, const ModelParams& p, std::uint32_t index, LayerWeights& L);
 
 // blk.<index>.* of a file with the block dimensions of p: a main layer, an MTP (nextn) block, a
-// drafter's layer. Not stacked or prepared. Errors name the file and tensor.
+// drafter's layer. Not stacked or prepared. Errors name the file and tensor. upload = false: norm
+// vectors stay in host memory (the memory planner's binding).
 Expected<LayerWeights> bind_layer(const gguf::File& file, const ModelParams& p, std::uint32_t index,
-                                  const HostServices& host, Backend& backend);
+                                  const HostServices& host, Backend& backend, bool upload = true);
 // One tensor by name, shaped as the file has it.
 Expected<MatrixWeight> bind_matrix(const gguf::File& file, std::string_view name, const HostServices& host,
                                    Backend& backend);

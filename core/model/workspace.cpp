@@ -51,8 +51,9 @@ std::uint64_t graph_output_floats(const ModelParams& p) {
 std::uint64_t Workspace::bytes_for(const ModelParams& p, const WorkspaceNeeds& needs, std::uint32_t max_batch,
                                    bool graphs) {
   Workspace counted;
+  // The pass's index arrays twice: their pinned staging and their copy in backend memory.
   return counted.lay_out(p, needs, max_batch, nullptr) * sizeof(float) +
-         PassInputs::bytes_for(max_batch, std::min(max_batch, kMaxTreeRows)) +
+         2 * PassInputs::bytes_for(max_batch, std::min(max_batch, kMaxTreeRows)) +
          (graphs ? graph_output_floats(p) * sizeof(float) : 0);
 }
 
@@ -70,7 +71,7 @@ Expected<std::unique_ptr<Workspace>> Workspace::create(Backend& backend, const M
   auto inputs = PassInputs::create(backend, PassInputs::bytes_for(max_batch, std::min(max_batch, kMaxTreeRows)));
   if (!inputs) return std::move(inputs).status();
   ws->inputs = std::move(*inputs);
-  ws->bytes_ += ws->inputs->capacity();
+  ws->bytes_ += 2 * ws->inputs->capacity();  // staging and backend copy
   if (backend.graphs_supported()) {
     const std::uint64_t out_floats = graph_output_floats(p);
     auto outputs = backend.allocate(out_floats * sizeof(float), MemoryKind::pinned_host);

@@ -70,6 +70,9 @@ class PhraseDrafterFactory final : public graft::DrafterFactory {
   PhraseDrafterFactory(std::vector<std::string> phrases, std::size_t min_match)
       : phrases_(std::move(phrases)), min_match_(min_match) {}
 
+  // Its phrases' tokens are all it holds, in host memory, whatever the context: nothing to plan.
+  graft::Expected<graft::DrafterMemory> memory(const graft::DrafterHost&) const override { return graft::DrafterMemory{}; }
+
   graft::Expected<std::unique_ptr<graft::Drafter>> create(const graft::DrafterHost& host) override {
     const graft::ModelView& target = host.target();
     std::vector<std::vector<std::int32_t>> tokenized;

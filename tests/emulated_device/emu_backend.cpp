@@ -81,11 +81,14 @@ class EmuGraph final : public Graph {
 
 class EmuBackend final : public Backend, public Device {
  public:
-  explicit EmuBackend(std::unique_ptr<Backend> cpu) : cpu_(std::move(cpu)) {}
+  // device_bytes: the count the CPU backend behind it keeps (make_cpu_backend), owned here.
+  EmuBackend(std::unique_ptr<Backend> cpu, std::unique_ptr<std::atomic<std::int64_t>> device_bytes)
+      : device_bytes_(std::move(device_bytes)), cpu_(std::move(cpu)) {}
   ~EmuBackend() override { (void)synchronize(); }
 
   // ---- Device ----
   Backend& cpu() noexcept override { return *cpu_; }
+  std::int64_t device_bytes() const noexcept override { return device_bytes_->load(); }
 
   Status enqueue(std::string what, std::function<Status()> fn) override {
     std::lock_guard lock(mu_);
@@ -357,6 +360,7 @@ class EmuBackend final : public Backend, public Device {
     return Status::success();
   }
 
+  std::unique_ptr<std::atomic<std::int64_t>> device_bytes_;  // declared first: outlives cpu_
   std::unique_ptr<Backend> cpu_;
   std::recursive_mutex mu_;
   std::deque<Work> queue_;
@@ -381,12 +385,13 @@ const ConfigKeySpec kKeys[] = {
 
 PluginObject* create(const HostServices&, const Config& config, Status& error) noexcept {
   return guarded_create(error, [&]() -> PluginObject* {
-    auto cpu = cpu::make_cpu_backend(static_cast<unsigned>(config.get_int("threads").value_or(0)));
+    auto counter = std::make_unique<std::atomic<std::int64_t>>(0);
+    auto cpu = cpu::make_cpu_backend(static_cast<unsigned>(config.get_int("threads").value_or(0)), counter.get());
     if (!cpu) {
       error = cpu.status();
       return nullptr;
     }
-    return new EmuBackend(std::move(*cpu));
+    return new EmuBackend(std::move(*cpu), std::move(counter));
   });
 }
 

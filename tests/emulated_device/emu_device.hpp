@@ -45,6 +45,9 @@ class Device {
   // (what a GPU kernel cannot read). A view with null data is "none" and passes as it is.
   virtual Status to_cpu(const TensorView& view, const char* op, const char* name, bool device_only,
                         TensorView& out) const = 0;
+  // Bytes of device and pinned host memory held now: every such buffer of the emulator and of the
+  // CPU code behind it (the KV store's, the kernels' layouts), as a GPU's allocators count them.
+  virtual std::int64_t device_bytes() const noexcept = 0;
 
  protected:
   ~Device() = default;

@@ -12,6 +12,7 @@
 #include "device_store.hpp"
 #include "slot_book.hpp"
 #include "emu_device.hpp"
+#include "emu_sysram_store.hpp"
 #include "graft/graft.hpp"
 
 namespace graft::emu {
@@ -194,12 +195,17 @@ class EmuLibrary final : public KernelLibrary {
       if (kTypes[i] == type) return kernels_[i].get();
     return nullptr;
   }
-  bool has_kv_store(std::string_view store) const noexcept override { return store == "device"; }
+  bool has_kv_store(std::string_view store) const noexcept override { return store == "device" || store == "sysram"; }
   Expected<std::unique_ptr<KvStore>> create_kv_store(std::string_view store, const Config& config, Backend& backend,
                                                      const KvGeometry& geometry) override {
-    if (store != "device") return fail("no KV store '" + std::string(store) + "'");
+    if (store != "device" && store != "sysram") return fail("no KV store '" + std::string(store) + "'");
     auto dev = device_of(backend);
     if (!dev) return dev.status();
+    if (store == "sysram") {
+      auto options = kv::parse_sysram_options(config);
+      if (!options) return options.status();
+      return make_sysram_store(**dev, backend, geometry, *options);
+    }
     const std::string type = config.get_string("type").value_or("f16");
     const kv::CacheType t = type == "f32" ? kv::CacheType::f32 : kv::CacheType::f16;
     auto inner = kv::DeviceKvStore::create((*dev)->cpu(), geometry, t, t);
@@ -217,7 +223,8 @@ PluginObject* create(const HostServices& host, const Config&, Status& error) noe
 
 const PluginDescriptor kDescriptor{
     GRAFT_ABI_VERSION, sizeof(PluginDescriptor), PluginKind::kernels, "emu", GRAFT_SDK_VERSION_STRING,
-    "kernels of the emulated device for tests: f32, f16, bf16, q8_0, q4_k, q1_0 and the device KV store", nullptr, 0,
+    "kernels of the emulated device for tests: f32, f16, bf16, q8_0, q4_k, q1_0, the device and sysram KV stores",
+    nullptr, 0,
     &create,
 };
 

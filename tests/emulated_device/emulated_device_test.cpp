@@ -8,7 +8,9 @@
 #include <functional>
 #include <fstream>
 
+#include "emu_device.hpp"
 #include "engine/pipeline.hpp"
+#include "speculative/drafters.hpp"
 #include "test_util.hpp"
 
 using namespace graft;
@@ -192,3 +194,53 @@ TEST(EmulatedBench, DecodeIsMeasuredAgainstTheDevicesCopyBandwidth) {
 }
 
 }  // namespace
+
+// The drafters' part of the memory plan (core/speculative/drafter_plan.hpp) is what they hold on
+// the device once they have run: mtp (its head's weights bound again for the sequence, the block
+// its runner binds on first use, its runner's workspace, its buffers, a one-layer KV cache) and
+// dflash2 (the drafter file's uploads, its runner's blocks and workspace, its KV cache, its
+// buffers), and the target's hidden states the verify passes keep for them, to the byte. The
+// device's count is every device and pinned buffer alive (emu_device.hpp).
+TEST(EmulatedDrafters, TheDraftersPlanIsWhatTheyHoldOnTheDevice) {
+  Profile profile = zoo_profile("emu");
+  profile.context = 256;
+  profile.speculative.enabled = true;
+  Config dflash;
+  dflash.set("model", (fs::path(GRAFT_SOURCE_DIR) / "models" / "zoo-dflash2-2x256.gguf").string());
+  profile.drafters = {PluginChoice{"mtp", {}, "", {}}, PluginChoice{"dflash2", dflash, "", {}}};
+  auto p = Pipeline::build(profile, 32);
+  ASSERT_TRUE(p) << p.status().message();
+  const MemoryPlan& plan = (*p)->memory_plan();
+  ASSERT_TRUE(plan.not_counted.empty()) << plan.not_counted.front();
+  ASSERT_NE(plan.item("drafter weights"), nullptr) << plan.table();
+  ASSERT_NE(plan.item("drafter KV"), nullptr) << plan.table();
+  ASSERT_NE(plan.item("drafter buffers"), nullptr) << plan.table();
+  ASSERT_NE(plan.item("verify taps"), nullptr) << plan.table();
+  const std::uint64_t planned = plan.item("drafter weights")->bytes + plan.item("drafter KV")->bytes +
+                                plan.item("drafter buffers")->bytes + plan.item("verify taps")->bytes;
+  auto* dev = static_cast<emu::Device*>((*p)->backend().native_stream());
+  auto session = (*p)->new_session();
+  ASSERT_TRUE(session) << session.status().message();
+  const std::int64_t before = dev->device_bytes();
+  auto set = Drafters::load(**p);
+  ASSERT_TRUE(set) << set.status().message();
+  auto decoder = (*set)->new_decoder();
+  ASSERT_TRUE(decoder) << decoder.status().message();
+  TokenizeOptions opt;
+  opt.add_special = true;
+  // Longer than a pass (32 rows), so the verify taps' buffers reach the size planned for them.
+  auto prompt = (*p)->tokenizer().encode(
+      "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n\n"
+      "def factorial(n):\n    if n < 2:\n        return 1\n    return n * factorial(n - 1)\n",
+      opt);
+  ASSERT_TRUE(prompt) << prompt.status().message();
+  ASSERT_GT(prompt->size(), 32u);
+  GenerationOptions gen;
+  gen.max_tokens = 12;
+  gen.sampling.temperature = 0;
+  GenerationStats stats;
+  Status st = (*session)->generate(*prompt, gen, [](TokenId, std::string_view) { return true; }, stats, decoder->get());
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::int64_t held = dev->device_bytes() - before;
+  EXPECT_EQ(static_cast<std::uint64_t>(held), planned) << plan.table();
+}

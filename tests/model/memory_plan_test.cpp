@@ -258,3 +258,77 @@ TEST_F(MemoryPlanTest, ProfileAutoPlansTheZooOnTheCpu) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::filesystem::path kDFlash = std::filesystem::path(GRAFT_SOURCE_DIR) / "models/zoo-dflash2-2x256.gguf";
+
+Profile with_drafters(Profile p) {
+  p.speculative.enabled = true;
+  Config dflash;
+  dflash.set("model", kDFlash.string());
+  p.drafters = {PluginChoice{"mtp", {}, "", {}}, PluginChoice{"ngram", {}, "", {}}, PluginChoice{"dflash2", dflash, "", {}}};
+  return p;
+}
+
+}  // namespace
+
+// The drafters' memory (core/speculative/drafter_plan.hpp; to the byte on a device:
+// emulated_device_test.cpp): their KV caches in the profile's store, each the context plus its
+// round's slots; the n-gram index's bound per token where the plan's memory is the host's; per
+// sequence for --parallel; an auto context that leaves them room.
+TEST_F(MemoryPlanTest, DraftersAreCountedPerSequenceAndLeaveRoomInAnAutoContext) {
+  for (const char* kv : {"f16", "q8_0/tq3"}) {
+    SCOPED_TRACE(kv);
+    const Profile prof = with_drafters(profile(zoo(), kv, 256));
+    auto p = Pipeline::build(prof, 32);
+    ASSERT_TRUE(p) << p.status().message();
+    const MemoryPlan& plan = (*p)->memory_plan();
+    EXPECT_TRUE(plan.not_counted.empty()) << plan.table();
+    for (const char* item : {"drafter weights", "drafter KV", "drafter buffers"})
+      ASSERT_NE(plan.item(item), nullptr) << item << "\n" << plan.table();
+    // The KV caches the drafters will ask the store for: mtp one layer of the target's heads for
+    // the context + max_draft (3) + 1; dflash2 its file's layers for the context + its block.
+    const ModelParams& t = (*p)->model().params();
+    auto file = (*p)->open_gguf(kDFlash.string());
+    ASSERT_TRUE(file) << file.status().message();
+    const auto L = (*file)->get_int("dflash.block_count"), B = (*file)->get_int("dflash.block_size");
+    const auto heads = (*file)->get_int("dflash.attention.head_count"), E = (*file)->get_int("dflash.embedding_length");
+    const auto kvh = (*file)->get_int("dflash.attention.head_count_kv").value_or(*heads);
+    const auto hd = (*file)->get_int("dflash.attention.key_length").value_or(*E / *heads);
+    auto store_bytes = [&](KvGeometry g) -> std::uint64_t {
+      auto s = (*p)->new_kv_store(g);
+      EXPECT_TRUE(s) << s.status().message();
+      return s ? (*s)->memory().device_bytes : 0;
+    };
+    const std::uint64_t mtp = store_bytes({1, t.n_head_kv, t.head_dim, t.head_dim, 256 + 3 + 1});
+    const std::uint64_t dflash = store_bytes({std::uint32_t(*L), std::uint32_t(kvh), std::uint32_t(hd),
+                                              std::uint32_t(hd), std::uint32_t(256 + *B)});
+    const std::uint64_t index = 256 * (2 * 4 + 2 * 9 * 8 + 2 * 9 * 24 + 4 * 9 * 4);  // max_match 8: depth 9
+    EXPECT_EQ(plan.item("drafter KV")->bytes, mtp + dflash + index) << plan.table();
+
+    MemoryOptions server;
+    server.parallel = 3;
+    auto three = Pipeline::plan(prof, 32, server);
+    ASSERT_TRUE(three) << three.status().message();
+    EXPECT_EQ(three->item("drafter KV")->bytes, 3 * plan.item("drafter KV")->bytes);
+    EXPECT_EQ(three->item("drafter buffers")->bytes, 3 * plan.item("drafter buffers")->bytes);
+    // dflash2's file is shared; what a sequence binds again (mtp's head, the runners' blocks) is
+    // a view of the file on the CPU for these types (no kernel copy): nothing more per sequence.
+    EXPECT_EQ(three->item("drafter weights")->bytes, plan.item("drafter weights")->bytes);
+
+    // With just the memory this plan takes, an auto context is 256 with the drafters, more without.
+    MemoryOptions tight;
+    tight.budget = plan.total;
+    tight.budget_source = "test";
+    Profile automatic = prof;
+    automatic.context = 0;
+    auto with = Pipeline::plan(automatic, 32, tight);
+    ASSERT_TRUE(with) << with.status().message();
+    EXPECT_EQ(with->context, 256u) << with->table();
+    automatic.speculative.enabled = false;
+    auto without = Pipeline::plan(automatic, 32, tight);
+    ASSERT_TRUE(without) << without.status().message();
+    EXPECT_GT(without->context, 256u) << without->table();
+  }
+}

@@ -35,7 +35,7 @@ out=$(GRAFT_PLUGIN_PATH="$work/build" "$work/prefix/bin/graft" plugins -v)
 echo "$out"
 abi=$(sed -n 's/^#define GRAFT_ABI_VERSION \([0-9]*\)$/\1/p' "$work/prefix/include/graft/version.hpp")
 test -n "$abi"
-grep -q "^drafter  phrase         1.0.0    $abi    $work/build/libgraft_drafter_phrase.so" <<<"$out"
+grep -Eq "^drafter  phrase +1\.0\.0 +$abi +$work/build/libgraft_drafter_phrase\.so" <<<"$out"
 grep -q "^backend  cpu .*$work/prefix/lib/graft/plugins/libgraft_backend_cpu.so" <<<"$out"
 grep -q "key phrases .*(required)" <<<"$out"
 grep -q "SDK headers $hash$" <<<"$out"

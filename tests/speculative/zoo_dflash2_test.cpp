@@ -405,7 +405,7 @@ std::string run_with_drafter(const fs::path& model) {
 void expect_one_line_error(const fs::path& model, const std::string& message) {
   auto r = run_command(run_with_drafter(model));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  const std::string want = "graft run: drafter 'dflash2': " + message + "\n";
+  const std::string want = "graft run: command line: --draft: drafter 'dflash2': " + message + "\n";
   EXPECT_NE(r.output.find(want), std::string::npos) << "want: " << want << "got: " << r.output;
 }
 

@@ -37,8 +37,14 @@ std::uint32_t floats_per_vector(SimdLevel level) noexcept {
 
 class HostBuffer final : public Buffer {
  public:
-  HostBuffer(void* p, std::size_t n, MemoryKind k) : p_(p), n_(n), k_(k) {}
-  ~HostBuffer() override { std::free(p_); }
+  HostBuffer(void* p, std::size_t n, MemoryKind k, std::atomic<std::int64_t>* counter)
+      : p_(p), n_(n), k_(k), counter_(k == MemoryKind::host ? nullptr : counter) {
+    if (counter_) *counter_ += static_cast<std::int64_t>(n_);
+  }
+  ~HostBuffer() override {
+    std::free(p_);
+    if (counter_) *counter_ -= static_cast<std::int64_t>(n_);
+  }
   void* data() const noexcept override { return p_; }
   std::size_t size() const noexcept override { return n_; }
   MemoryKind kind() const noexcept override { return k_; }
@@ -47,6 +53,7 @@ class HostBuffer final : public Buffer {
   void* p_;
   std::size_t n_;
   MemoryKind k_;
+  std::atomic<std::int64_t>* counter_;
 };
 
 class DoneEvent final : public Event {
@@ -63,6 +70,8 @@ class CpuBackend final : public Backend {
         pool_(threads ? threads : info_.logical_cores),
         cpu_features_(info_.simd_summary()),
         simd_{simd_level_name(level), floats_per_vector(level), cpu_features_.c_str()} {}
+
+  void count_device_bytes(std::atomic<std::int64_t>* counter) noexcept { device_bytes_ = counter; }
 
   const void* extension(std::string_view ext, std::uint32_t version) const noexcept override {
     if (ext == CpuSimdExtension::kName && version == CpuSimdExtension::kVersion) return &simd_;
@@ -85,7 +94,7 @@ class CpuBackend final : public Backend {
     const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
     void* p = std::aligned_alloc(kAlignment, rounded);
     if (!p) return Status(Errc::out_of_memory, "cpu: cannot allocate " + std::to_string(bytes) + " bytes");
-    return std::unique_ptr<Buffer>(new HostBuffer(p, bytes, kind));
+    return std::unique_ptr<Buffer>(new HostBuffer(p, bytes, kind, device_bytes_));
   }
 
   Status copy(void* dst, MemoryKind, const void* src, MemoryKind, std::size_t bytes) override {
@@ -182,18 +191,21 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::string cpu_features_;  // simd_ points into it
   CpuSimdExtension simd_;     // "graft.cpu.simd" v1
+  std::atomic<std::int64_t>* device_bytes_ = nullptr;  // make_cpu_backend's count, or none
 };
 
 }  // namespace
 
-Expected<std::unique_ptr<Backend>> make_cpu_backend(unsigned threads) {
+Expected<std::unique_ptr<Backend>> make_cpu_backend(unsigned threads, std::atomic<std::int64_t>* device_bytes) {
   try {
     const CpuInfo info = detect_cpu();
     // The kernel level is forced through the environment (tests, debugging); unset means auto.
     const char* forced = std::getenv(kSimdEnvVar);
     auto level = resolve_simd_level(forced ? forced : "auto", info, kSimdEnvVar);
     if (!level) return level.status();
-    return std::unique_ptr<Backend>(new CpuBackend(info, *level, threads));
+    auto backend = std::make_unique<CpuBackend>(info, *level, threads);
+    backend->count_device_bytes(device_bytes);
+    return std::unique_ptr<Backend>(std::move(backend));
   } catch (const std::bad_alloc&) {
     return Status(Errc::out_of_memory, "cpu backend: out of memory while starting");
   } catch (const std::exception& e) {

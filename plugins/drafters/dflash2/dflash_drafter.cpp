@@ -13,18 +13,36 @@ std::string n(std::int64_t v) { return std::to_string(v); }
 DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashFile> file, const DrafterOptions& o, const PolicyOptions& p)
     : f_(std::move(file)), o_(o), policy_(p) {}
 
-Expected<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file,
-                                                               const DrafterOptions& options) {
+Expected<DrafterOptions> DFlashDrafter::checked(const DFlashFile& file, const DrafterOptions& options) {
   DrafterOptions o = options;
-  const std::uint32_t B = file->block_size;
+  const std::uint32_t B = file.block_size;
   if (o.max_draft == 0) o.max_draft = B - 1;
   if (o.max_draft > B - 1)
-    return Status(Errc::out_of_range, file->path + ": max_draft = " + n(o.max_draft) + " needs a block of " +
+    return Status(Errc::out_of_range, file.path + ": max_draft = " + n(o.max_draft) + " needs a block of " +
                                           n(o.max_draft + 1) + " rows, but dflash.block_size is " + n(B));
+  if (o.selector && file.has_selector && o.top_k > file.selector_top_k)
+    return Status(Errc::out_of_range, file.path + ": top_k = " + n(o.top_k) + " is more than the selector's " +
+                                          n(file.selector_top_k) + " candidates (dflash.selector_top_k)");
+  return o;
+}
+
+Expected<DrafterMemory> DFlashDrafter::memory(const DrafterHost& host, const DFlashFile& file, const DrafterOptions& options) {
+  auto o = checked(file, options);
+  if (!o) return std::move(o).status();
+  auto m = DFlashPass::memory(host, file);
+  if (!m) return m;
+  m->shared_weights = true;  // one file for every sequence of a target (the factory's cache)
+  m->needs.taps = file.target_layers;  // needs(): token-major rows of these taps, on the host
+  return m;
+}
+
+Expected<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file,
+                                                               const DrafterOptions& options) {
+  auto checked_options = checked(*file, options);
+  if (!checked_options) return std::move(checked_options).status();
+  const DrafterOptions o = *checked_options;
+  const std::uint32_t B = file->block_size;
   const bool selector = o.selector && file->has_selector;
-  if (selector && o.top_k > file->selector_top_k)
-    return Status(Errc::out_of_range, file->path + ": top_k = " + n(o.top_k) + " is more than the selector's " +
-                                          n(file->selector_top_k) + " candidates (dflash.selector_top_k)");
   PolicyOptions p;
   p.long_rows = o.max_draft + 1;
   p.short_rows = o.short_block ? o.short_block : std::max(2u, p.long_rows / 2);

@@ -35,6 +35,8 @@ class DFlashDrafter final : public Drafter {
   // The options are checked against the file (one line naming it and the numbers).
   static Expected<std::unique_ptr<DFlashDrafter>> create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file,
                                                          const DrafterOptions& options);
+  // What create() holds (DrafterFactory::memory), from a planning host and a file opened through it.
+  static Expected<DrafterMemory> memory(const DrafterHost& host, const DFlashFile& file, const DrafterOptions& options);
 
   DrafterNeeds needs() const override;
   Status begin(const CommitInfo& info) override;
@@ -49,6 +51,8 @@ class DFlashDrafter final : public Drafter {
   const BlockPolicy& policy() const noexcept { return policy_; }
 
  private:
+  // The options with max_draft's default filled in, or why they do not fit the file.
+  static Expected<DrafterOptions> checked(const DFlashFile& file, const DrafterOptions& options);
   DFlashDrafter(std::shared_ptr<const DFlashFile> file, const DrafterOptions& o, const PolicyOptions& p);
   // Queues the commit's hidden states (context K/V run at the next proposal, as one batch).
   Status add(const CommitInfo& info);

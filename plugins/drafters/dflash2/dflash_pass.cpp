@@ -1,12 +1,46 @@
 #include "dflash_pass.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 namespace graft::dflash2 {
 
 namespace {
 constexpr std::uint32_t kChunk = 64;  // context tokens per projection call (a prompt goes in pieces)
+}
+
+namespace {
+
+// The backend buffer's parts in floats, in the order create() lays them out (index arrays and the
+// mask in float units too).
+std::array<std::uint64_t, 16> part_sizes(const DFlashFile& f, std::uint64_t sel_rows) {
+  const BlockShape& s = f.shape;
+  const std::uint64_t E = s.n_embd, R = kChunk, B = f.block_size, V = f.n_vocab;
+  const std::uint64_t KV = std::uint64_t(s.n_head_kv) * s.head_dim, W = f.has_conv ? f.conv.dyn_width() : 0;
+  const std::uint64_t rank = f.selector_rank;
+  const std::uint64_t n_ids = std::max<std::uint64_t>({R, B, sel_rows}), n_pos = std::max(R, B), mask = (B * B + 3) / 4;
+  return {f.feature_width * R, E * R, KV * R, KV * R, E * B, E * B, E * B, E * B, E * B,
+          W * B, V * B, rank * B, rank * sel_rows, n_ids, n_pos, mask};
+}
+
+std::uint32_t selector_rows_of(const DFlashFile& f) {
+  return static_cast<std::uint32_t>(f.block_size * std::max<std::uint32_t>(1, f.selector_top_k));
+}
+
+}  // namespace
+
+Expected<DrafterMemory> DFlashPass::memory(const DrafterHost&, const DFlashFile& f) {
+  auto runner = f.file->runner(f.shape, f.block_size);  // counted by the planning host
+  if (!runner) return std::move(runner).status();
+  const auto sizes = part_sizes(f, selector_rows_of(f));
+  DrafterMemory m;
+  m.kv = KvGeometry{f.n_layers, f.shape.n_head_kv, f.shape.head_dim, f.shape.head_dim, 0};
+  m.kv_extra = f.block_size;
+  m.buffer_bytes = std::accumulate(sizes.begin(), sizes.end(), std::uint64_t(0)) * sizeof(float);
+  m.runner_blocks.emplace_back(f.n_layers);
+  std::iota(m.runner_blocks[0].begin(), m.runner_blocks[0].end(), 0u);
+  return m;
 }
 
 Expected<std::unique_ptr<DFlashPass>> DFlashPass::create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file) {
@@ -24,15 +58,12 @@ Expected<std::unique_ptr<DFlashPass>> DFlashPass::create(const DrafterHost& host
   if (!kv) return std::move(kv).status();
   d->kv_ = std::move(*kv);
 
-  const std::uint64_t E = s.n_embd, R = kChunk, B = f.block_size, V = f.n_vocab;
-  const std::uint64_t KV = std::uint64_t(s.n_head_kv) * s.head_dim, W = f.has_conv ? f.conv.dyn_width() : 0;
-  const std::uint64_t rank = f.selector_rank;
-  d->sel_rows_ = static_cast<std::uint32_t>(B * std::max<std::uint32_t>(1, f.selector_top_k));
+  const std::uint64_t E = s.n_embd, B = f.block_size;
+  const std::uint64_t W = f.has_conv ? f.conv.dyn_width() : 0;
+  d->sel_rows_ = selector_rows_of(f);
   // Index arrays (ids, positions: i32) and the block's all-ones mask (i8) in backend memory too.
-  const std::uint64_t n_ids = std::max<std::uint64_t>({R, B, d->sel_rows_}), n_pos = std::max(R, B), mask = (B * B + 3) / 4;
   float *ids = nullptr, *pos = nullptr, *ones = nullptr;
-  const std::uint64_t sizes[] = {f.feature_width * R, E * R, KV * R, KV * R, E * B, E * B, E * B, E * B, E * B,
-                                 W * B, V * B, rank * B, rank * d->sel_rows_, n_ids, n_pos, mask};
+  const auto sizes = part_sizes(f, d->sel_rows_);
   float** parts[] = {&d->feat_, &d->c_, &d->k_, &d->v_, &d->x_, &d->h_, &d->t_, &d->a_, &d->out_,
                      &d->dyn_, &d->logits_dev_, &d->gate_dev_, &d->sel_dev_, &ids, &pos, &ones};
   auto buf = be.allocate(std::accumulate(std::begin(sizes), std::end(sizes), std::uint64_t(0)) * sizeof(float),

@@ -21,6 +21,8 @@ class DFlashPass {
  public:
   // Binds the layers with one warm-up block, so a layer tensor that does not fit fails here.
   static Expected<std::unique_ptr<DFlashPass>> create(const DrafterHost& host, std::shared_ptr<const DFlashFile> file);
+  // What create() holds: its runner (made through the planning host), KV cache and buffer.
+  static Expected<DrafterMemory> memory(const DrafterHost& host, const DFlashFile& file);
 
   // Context tokens covered: those with K/V here and those skipped.
   std::uint32_t context() const noexcept { return n_ctx_; }

@@ -33,6 +33,12 @@ class DFlashFactory final : public graft::DrafterFactory {
     return std::unique_ptr<graft::Drafter>(std::move(*made));
   }
 
+  graft::Expected<graft::DrafterMemory> memory(const graft::DrafterHost& host) const override {
+    auto file = DFlashFile::open(host, o_.model);
+    if (!file) return std::move(file).status();
+    return DFlashDrafter::memory(host, **file, o_);
+  }
+
  private:
   DrafterOptions o_;
   std::mutex mutex_;

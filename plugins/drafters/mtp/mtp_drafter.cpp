@@ -21,23 +21,44 @@ TensorView strided_rows(float* data, std::int64_t n, std::int64_t rows, std::int
   return t;
 }
 
+// The backend buffer's floats (see the layout in create) and the queue's rows, from the shape and options.
+struct MtpSizes {
+  std::uint32_t k_head = 1;
+  std::uint64_t slots = 0, floats = 0;
+  std::uint32_t queue_cap = 0;
+};
+
+MtpSizes sizes_for(std::uint64_t E, std::uint32_t V, const MtpOptions& options) {
+  MtpSizes z;
+  const std::uint64_t R = kMaxRows;
+  z.k_head = std::min(std::max<std::uint32_t>(1, options.top_k), V);
+  // One slot of best ids and probabilities per head of a proposal (the committed entry's, then
+  // each draft step's), read back together at its end.
+  z.slots = std::uint64_t(std::max<std::uint32_t>(1, options.max_draft)) * z.k_head;
+  // e, h, concat, x, g, g_last, logits; ids and positions (i32), the head's top ids (i32) and probabilities.
+  z.floats = E * R * 2 + 2 * E * R + E * R + 2 * E + V + 2 * R + 2 * z.slots;
+  // The queue up front: twice the window (where accept() trims it) and a round's commit, or,
+  // with no window, two blocks of entries (a full queue runs then). No growth in the rounds.
+  z.queue_cap = options.resume_window > 0 ? 2 * options.resume_window + kMaxRows : 2 * kMaxRows;
+  return z;
+}
+
 }  // namespace
 
-Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, const MtpOptions& options) {
+Status MtpDrafter::bind(const DrafterHost& host, const MtpOptions& options) {
   const ModelView& t = host.target();
   if (t.n_nextn_layers() == 0)
     return Status(Errc::unsupported, t.path() + ": no MTP (nextn) block to draft with: " + t.architecture() +
                                          ".nextn_predict_layers is 0 or absent");
-  std::unique_ptr<MtpDrafter> d(new MtpDrafter());
-  d->target_ = &t;
-  d->be_ = &t.backend();
-  d->opt_ = options;
-  d->block_ = t.n_layers();  // the first nextn block; every step reuses it (llama.cpp does the same)
-  d->E_ = t.n_embd();
-  d->V_ = t.n_vocab();
-  d->eps_ = t.block_shape().rms_eps;
-  d->max_rows_ = kMaxRows;
-  const std::string pre = "blk." + std::to_string(d->block_) + ".nextn.";
+  target_ = &t;
+  be_ = &t.backend();
+  opt_ = options;
+  block_ = t.n_layers();  // the first nextn block; every step reuses it (llama.cpp does the same)
+  E_ = t.n_embd();
+  V_ = t.n_vocab();
+  eps_ = t.block_shape().rms_eps;
+  max_rows_ = kMaxRows;
+  const std::string pre = "blk." + std::to_string(block_) + ".nextn.";
   // The head's own tensors, and the target's where the head shares them.
   auto take = [&](const std::string& name, std::unique_ptr<Weight>& out) -> Status {
     auto w = t.weight(name);
@@ -46,33 +67,49 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
     return Status::success();
   };
   auto own_or = [&](const std::string& own, const std::string& shared) { return t.has_tensor(own) ? own : shared; };
-  GRAFT_TRY(take(pre + "eh_proj.weight", d->eh_proj_));
-  GRAFT_TRY(take(pre + "enorm.weight", d->enorm_));
-  GRAFT_TRY(take(pre + "hnorm.weight", d->hnorm_));
-  GRAFT_TRY(take(own_or(pre + "shared_head_norm.weight", t.output_norm_name()), d->head_norm_));
-  GRAFT_TRY(take(own_or(pre + "embed_tokens.weight", "token_embd.weight"), d->embed_));
-  GRAFT_TRY(take(own_or(pre + "shared_head_head.weight", t.output_name()), d->lm_head_));
-  const auto& ehv = d->eh_proj_->view();
-  if (ehv.ne[0] != 2 * std::int64_t(d->E_) || ehv.ne[1] != d->E_)
-    return Status(Errc::invalid_argument, t.path() + ": " + pre + "eh_proj.weight must be [" + std::to_string(2 * d->E_) +
-                                              ", " + std::to_string(d->E_) + "]");
+  GRAFT_TRY(take(pre + "eh_proj.weight", eh_proj_));
+  GRAFT_TRY(take(pre + "enorm.weight", enorm_));
+  GRAFT_TRY(take(pre + "hnorm.weight", hnorm_));
+  GRAFT_TRY(take(own_or(pre + "shared_head_norm.weight", t.output_norm_name()), head_norm_));
+  GRAFT_TRY(take(own_or(pre + "embed_tokens.weight", "token_embd.weight"), embed_));
+  GRAFT_TRY(take(own_or(pre + "shared_head_head.weight", t.output_name()), lm_head_));
+  const auto& ehv = eh_proj_->view();
+  if (ehv.ne[0] != 2 * std::int64_t(E_) || ehv.ne[1] != E_)
+    return Status(Errc::invalid_argument, t.path() + ": " + pre + "eh_proj.weight must be [" + std::to_string(2 * E_) +
+                                              ", " + std::to_string(E_) + "]");
   auto runner = t.runner(t.block_shape(), kMaxRows);
   if (!runner) return runner.status();
-  d->runner_ = std::move(*runner);
+  runner_ = std::move(*runner);
+  return Status::success();
+}
+
+Expected<DrafterMemory> MtpDrafter::memory(const DrafterHost& host, const MtpOptions& options) {
+  MtpDrafter d;
+  GRAFT_TRY(d.bind(host, options));
+  const BlockShape s = host.target().block_shape();
+  const MtpSizes z = sizes_for(d.E_, d.V_, options);
+  DrafterMemory m;
+  m.kv = KvGeometry{1, s.n_head_kv, s.head_dim, s.head_dim, 0};
+  m.kv_extra = options.max_draft + 1;
+  m.buffer_bytes = z.floats * sizeof(float) + std::uint64_t(z.queue_cap) * d.E_ * sizeof(float);
+  m.runner_blocks = {{d.block_}};
+  m.needs = d.needs();
+  return m;
+}
+
+Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, const MtpOptions& options) {
+  std::unique_ptr<MtpDrafter> d(new MtpDrafter());
+  GRAFT_TRY(d->bind(host, options));
   // Its own KV cache: one layer, an entry per committed token plus the draft steps of a round.
-  const BlockShape s = t.block_shape();
+  const BlockShape s = host.target().block_shape();
   auto kv = host.new_kv_store(KvGeometry{1, s.n_head_kv, s.head_dim, s.head_dim,
                                          host.context_capacity() + options.max_draft + 1});
   if (!kv) return kv.status();
   d->kv_ = std::move(*kv);
   const std::uint64_t E = d->E_, R = kMaxRows;
-  d->k_head_ = std::min(std::max<std::uint32_t>(1, options.top_k), d->V_);
-  // + ids and positions (i32), the head's top ids (i32) and probabilities
-  // One slot of best ids and probabilities per head of a proposal (the committed entry's, then
-  // each draft step's), read back together at its end.
-  const std::uint64_t slots = std::uint64_t(std::max<std::uint32_t>(1, options.max_draft)) * d->k_head_;
-  const std::uint64_t floats = E * R * 2 + 2 * E * R + E * R + 2 * E + d->V_ + 2 * R + 2 * slots;
-  auto buf = d->be_->allocate(floats * sizeof(float), MemoryKind::device);
+  const MtpSizes z = sizes_for(E, d->V_, options);
+  d->k_head_ = z.k_head;
+  auto buf = d->be_->allocate(z.floats * sizeof(float), MemoryKind::device);
   if (!buf) return buf.status();
   d->buf_ = std::move(*buf);
   float* base = static_cast<float*>(d->buf_->data());
@@ -86,12 +123,10 @@ Expected<std::unique_ptr<Drafter>> MtpDrafter::create(const DrafterHost& host, c
   d->ids_dev_ = reinterpret_cast<std::int32_t*>(d->logits_dev_ + d->V_);
   d->pos_dev_ = d->ids_dev_ + R;
   d->top_ids_dev_ = d->pos_dev_ + R;
-  d->top_p_dev_ = reinterpret_cast<float*>(d->top_ids_dev_ + slots);
-  d->top_ids_.resize(slots);
-  d->top_p_.resize(slots);
-  // The queue's memory up front: twice the window (where accept() trims it) and a round's commit,
-  // or, with no window, two blocks of entries (a full queue runs then). No growth in the rounds.
-  d->queue_cap_ = options.resume_window > 0 ? 2 * options.resume_window + kMaxRows : 2 * kMaxRows;
+  d->top_p_dev_ = reinterpret_cast<float*>(d->top_ids_dev_ + z.slots);
+  d->top_ids_.resize(z.slots);
+  d->top_p_.resize(z.slots);
+  d->queue_cap_ = z.queue_cap;
   auto queue = d->be_->allocate(std::uint64_t(d->queue_cap_) * E * sizeof(float), MemoryKind::device);
   if (!queue) return queue.status();
   d->queue_buf_ = std::move(*queue);

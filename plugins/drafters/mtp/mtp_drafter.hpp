@@ -35,6 +35,8 @@ struct MtpOptions {
 class MtpDrafter final : public Drafter {
  public:
   static Expected<std::unique_ptr<Drafter>> create(const DrafterHost& host, const MtpOptions& options);
+  // What create() holds (DrafterFactory::memory), from a planning host.
+  static Expected<DrafterMemory> memory(const DrafterHost& host, const MtpOptions& options);
 
   DrafterNeeds needs() const override;
   Status begin(const CommitInfo& info) override;
@@ -44,6 +46,8 @@ class MtpDrafter final : public Drafter {
 
  private:
   MtpDrafter() = default;
+  // The checks, the head's weights and its block runner: what create() and memory() share.
+  Status bind(const DrafterHost& host, const MtpOptions& options);
   // Queues entries for context[first, n_committed) (hidden rows given) after `first` entries.
   // When the ring is full: a prompt's (whole) entries run now; a round's beyond the window are
   // dropped as the window would drop them, or with no window run now.

@@ -11,6 +11,9 @@ class MtpFactory final : public graft::DrafterFactory {
   graft::Expected<std::unique_ptr<graft::Drafter>> create(const graft::DrafterHost& host) override {
     return graft::mtp::MtpDrafter::create(host, o_);
   }
+  graft::Expected<graft::DrafterMemory> memory(const graft::DrafterHost& host) const override {
+    return graft::mtp::MtpDrafter::memory(host, o_);
+  }
 
  private:
   graft::mtp::MtpOptions o_;

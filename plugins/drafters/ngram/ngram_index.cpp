@@ -171,6 +171,11 @@ std::uint32_t NgramIndex::followers(std::uint32_t length, std::vector<Follower>&
   return total;
 }
 
+std::size_t NgramIndex::bytes_per_token_at_most(std::uint32_t max_match) noexcept {
+  const std::size_t depth = std::size_t{max_match} + 1;
+  return 2 * sizeof(std::int32_t) + 2 * depth * sizeof(End) + 2 * depth * sizeof(Node) + 4 * depth * sizeof(std::uint32_t);
+}
+
 std::size_t NgramIndex::memory_bytes() const noexcept {
   return tokens_.capacity() * sizeof(std::int32_t) + ends_.capacity() * sizeof(End) +
          nodes_.capacity() * sizeof(Node) + table_.capacity() * sizeof(std::uint32_t);

@@ -51,6 +51,10 @@ class NgramIndex {
   std::size_t node_count() const noexcept { return nodes_.size(); }
   // Bytes held by the index's arrays (capacity, not size).
   std::size_t memory_bytes() const noexcept;
+  // memory_bytes() / size() can be at most this (a bound for memory plans): every array at twice
+  // its need after a doubling, each token adding max_match + 1 ends and at most as many nodes,
+  // the hash table at load factor 1/4.
+  static std::size_t bytes_per_token_at_most(std::uint32_t max_match) noexcept;
 
  private:
   // One n-gram: the path root -> node spells it. Children are its one-token-longer extensions,

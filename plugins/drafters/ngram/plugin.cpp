@@ -93,6 +93,16 @@ class NgramDrafterFactory final : public DrafterFactory {
  public:
   NgramDrafterFactory(const DraftParams& params, std::uint32_t max_match) : params_(params), max_match_(max_match) {}
 
+  // No backend memory: its index lives on the host and grows with the sequence. Per token, at
+  // most (vectors and the hash table at twice their need, NgramIndex::memory_bytes): the token,
+  // max_match + 1 ends, as many trie nodes and, at load factor 1/4 after a doubling, four table
+  // slots each.
+  Expected<DrafterMemory> memory(const DrafterHost&) const override {
+    DrafterMemory m;
+    m.host_bytes_per_token = NgramIndex::bytes_per_token_at_most(max_match_);
+    return m;
+  }
+
   // Model-free: the host (target, KV stores, files) is not needed.
   Expected<std::unique_ptr<Drafter>> create(const DrafterHost&) override {
     try {

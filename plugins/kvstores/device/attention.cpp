@@ -114,10 +114,10 @@ const Expected<AttnSimd>& process_level() {
 }  // namespace
 
 Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& b,
-              const TensorView& out) {
+              const TensorView& out, float* lse) {
   const Expected<AttnSimd>& level = process_level();
   if (!level) return level.status();
-  return attend(backend, c, q, b, out, *level);
+  return attend(backend, c, q, b, out, *level, lse);
 }
 
 void narrow_to_f16(const float* src, std::uint16_t* dst, std::uint32_t n) noexcept {
@@ -130,7 +130,7 @@ void narrow_to_f16(const float* src, std::uint16_t* dst, std::uint32_t n) noexce
 }
 
 Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const AttentionBatch& batch,
-              const TensorView& out, AttnSimd level) {
+              const TensorView& out, AttnSimd level, float* lse) {
   const std::int64_t n_heads = q.ne[1];
   GRAFT_TRY(check_f32_rows(q, "attend: q", c.head_dim_k, n_heads, batch.n_query, "[head_dim_k, n_heads, n_query]"));
   if (n_heads <= 0 || n_heads % c.n_kv_heads != 0)
@@ -194,7 +194,7 @@ Status attend(Backend& backend, const LayerCache& c, const TensorView& q, const 
   }
 
   const auto n_rep = static_cast<std::uint32_t>(n_heads / c.n_kv_heads);
-  const AttnJob job{c, q_view, out, b, depth, n_rep};
+  const AttnJob job{c, q_view, out, b, depth, n_rep, lse};
   const std::size_t blocks = (b.n_query + kQueryBlock - 1) / kQueryBlock;
   const AttnKernels* kernels = kernels_for(level, c);
   // With fewer (block, KV head) units than threads (decode on many cores), the query heads of a

@@ -97,9 +97,13 @@ struct MaskedBatch {
 // depends on the thread count or the level. The first form takes the level from $GRAFT_CPU_SIMD,
 // read once per process.
 Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, const AttentionBatch& batch,
-              const TensorView& out);
+              const TensorView& out, float* lse = nullptr);
+// lse, when not null, receives each (query, head) row's log-sum-exp of its scaled scores at
+// lse[query * n_heads + head] (-inf where it saw nothing): with it, attention over disjoint
+// pieces of a cache merges exactly into attention over all of them (merge_attention, the sysram
+// store). The outputs do not change.
 Status attend(Backend& backend, const LayerCache& cache, const TensorView& q, const AttentionBatch& batch,
-              const TensorView& out, AttnSimd level);
+              const TensorView& out, AttnSimd level, float* lse = nullptr);
 
 // dst[i] = f32_to_f16(src[i]) (plugins/common/half.hpp) for i < n, with the conversion instructions of the level
 // attend uses ($GRAFT_CPU_SIMD; plain code where that names no usable level): the same bits.

@@ -18,6 +18,9 @@ struct AttnJob {
   const MaskedBatch& batch;
   const std::vector<std::uint32_t>& depth;  // query i sits at position n_past + depth[i]
   std::uint32_t n_rep;                      // query heads per KV head
+  // Or null: each (query, head) row's log-sum-exp of its scaled scores, lse[i * n_heads + h]
+  // (-inf where it saw nothing), to merge attention over pieces of a cache (the sysram store).
+  float* lse = nullptr;
 };
 
 // Queries handled together per KV head: each cached row is read once per block instead of once

@@ -277,6 +277,9 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
         sum += sc[t];
       }
       s.inv_sum[q * n_rep + r] = 1.0f / sum;
+      if (job.lse)
+        job.lse[static_cast<std::size_t>(i0 + q) * job.q.ne[1] + g * n_rep + r] =
+            s.count[q] ? m + std::log(sum) : -std::numeric_limits<float>::infinity();
     }
 
   std::fill_n(s.acc.begin(), static_cast<std::size_t>(nq) * n_rep * hv, 0.0f);

@@ -33,6 +33,7 @@ struct Scratch {
         scores(std::make_unique_for_overwrite<float[]>(rows * stride)),
         acc(std::make_unique_for_overwrite<float[]>(rows * j.cache.head_dim_v)),
         sums(std::make_unique_for_overwrite<float[]>(rows)),
+        maxes(std::make_unique_for_overwrite<float[]>(rows)),
         union_batch(std::make_unique_for_overwrite<std::uint32_t[]>(j.batch.n_query)) {}
 
   // A query's visible K rows (V: v_list) of one type (query by query path), allocated on first use.
@@ -48,7 +49,7 @@ struct Scratch {
   std::size_t stride;                            // scores of one (query, head) row
   std::size_t rows;                              // (query, head) rows of a unit at most
   std::unique_ptr<float[]> scores;               // [query in block][head][stride], compacted to visible slots
-  std::unique_ptr<float[]> acc, sums;            // [query][head][head_dim_v], [query][head]
+  std::unique_ptr<float[]> acc, sums, maxes;     // [query][head][head_dim_v], [query][head] x 2
   std::unique_ptr<std::uint32_t[]> union_batch;  // batch entries some query of the block sees
   std::unique_ptr<float[]> kbuf, vbuf;           // one chunk of widened f16 rows
   std::uint32_t lo[kQueryBlock] = {};            // first visible committed slot per query (window)
@@ -189,13 +190,19 @@ class Unit {
     const std::uint32_t n = s_.count[q];
     for (std::uint32_t r = 0; r < nh_; ++r) {
       float* sc = score_row(q, r);
-      kern_.exp_shifted(sc, n, kern_.max(sc, n));
+      const float m = kern_.max(sc, n);
+      s_.maxes[q * nh_ + r] = m;
+      kern_.exp_shifted(sc, n, m);
     }
   }
 
   void write_output(std::uint32_t q) {
     for (std::uint32_t r = 0; r < nh_; ++r) {
       float* o = mutable_row(job_.out, g_ * job_.n_rep + r0_ + r, i0_ + q);
+      if (job_.lse)
+        job_.lse[static_cast<std::size_t>(i0_ + q) * job_.q.ne[1] + g_ * job_.n_rep + r0_ + r] =
+            s_.count[q] ? s_.maxes[q * nh_ + r] + std::log(s_.sums[q * nh_ + r])
+                        : -std::numeric_limits<float>::infinity();
       if (s_.count[q] == 0) {  // nothing visible: defined as a zero output rather than 0/0
         std::fill_n(o, hv_, 0.0f);
         continue;

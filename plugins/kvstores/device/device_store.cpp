@@ -45,8 +45,7 @@ Status DeviceKvStore::named(Status st) const {
   return Status(st.code(), prefix_ + st.message().substr(shared.size()));
 }
 
-Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const KvGeometry& g, CacheType k_type,
-                                                         CacheType v_type, std::string prefix) {
+Status DeviceKvStore::check(const KvGeometry& g, CacheType k_type, CacheType v_type, const std::string& prefix) {
   auto fail = [&](Errc code, const std::string& message) { return Status(code, prefix + message); };
   const std::pair<const char*, std::uint32_t> fields[] = {{"n_layers", g.n_layers},
                                                           {"n_kv_heads", g.n_kv_heads},
@@ -70,6 +69,13 @@ Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const
       return fail(Errc::invalid_argument, std::string(name) + " = " + std::to_string(dim) +
                                               " is not a power of two up to " + std::to_string(kMaxRotatedDim) + ", which a " + cache_type_name(type) +
                                               " cache needs (its rows are rotated by a Walsh-Hadamard transform)");
+  return Status::success();
+}
+
+Expected<std::unique_ptr<KvStore>> DeviceKvStore::create(Backend& backend, const KvGeometry& g, CacheType k_type,
+                                                         CacheType v_type, std::string prefix) {
+  auto fail = [&](Errc code, const std::string& message) { return Status(code, prefix + message); };
+  GRAFT_TRY(check(g, k_type, v_type, prefix));
   // Attention runs on the calling CPU threads and reads buffers directly, which is only valid
   // when the backend's "device" memory is host memory (the CPU backend).
   if (!backend.host_accessible(MemoryKind::device)) {

@@ -26,6 +26,9 @@ class DeviceKvStore final : public KvStore {
   // prefix: the plugin's name in messages ("kvstore device: ").
   static Expected<std::unique_ptr<KvStore>> create(Backend& backend, const KvGeometry& g, CacheType k_type,
                                                    CacheType v_type, std::string prefix = "kvstore device: ");
+  // The geometry's refusals create() gives (a zero, rows that are not whole blocks, a rotated
+  // type's head size), before anything is allocated.
+  static Status check(const KvGeometry& g, CacheType k_type, CacheType v_type, const std::string& prefix);
 
   KvGeometry geometry() const noexcept override { return g_; }
   std::uint32_t size() const noexcept override { return book_.size(); }

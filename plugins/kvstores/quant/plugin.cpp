@@ -1,6 +1,7 @@
 // The `quant` KV-store plugin: K and V each in its own type (f16, f32, q8_0, q4_0, tq3), the CPU's store
 // (plugins/kvstores/device/device_store.hpp) with attention reading the quantized rows directly:
 // a chunk of rows decoded at a time into L1, never a dequantized copy of the cache.
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -18,14 +19,26 @@ class QuantKvStoreFactory final : public KvStoreFactory {
   QuantKvStoreFactory(CacheType k, CacheType v) : k_(k), v_(v) {}
 
   std::uint64_t bytes_per_token(const KvGeometry& g) const noexcept override { return kv::bytes_per_token(g, k_, v_); }
+  // create's refusals, before anything is allocated.
+  Expected<KvMemory> plan(Backend& backend, const KvGeometry& g) const override {
+    GRAFT_TRY(on_this(backend));
+    KvGeometry one = g;
+    one.capacity = std::max<std::uint32_t>(g.capacity, 1);  // a context being sized may be 0 yet
+    GRAFT_TRY(DeviceKvStore::check(one, k_, v_, kPrefix));
+    return KvMemory{bytes_per_token(g) * g.capacity, 0};
+  }
   Expected<std::unique_ptr<KvStore>> create(Backend& backend, const KvGeometry& g) override {
-    if (!backend.host_accessible(MemoryKind::device))
-      return Status(Errc::unsupported, std::string(kPrefix) + "not implemented on " + std::string(backend.name()) +
-                                           " (quantized K/V run on the cpu backend; on a GPU use the device store)");
+    GRAFT_TRY(on_this(backend));
     return DeviceKvStore::create(backend, g, k_, v_, kPrefix);
   }
 
  private:
+  static Status on_this(Backend& backend) {
+    if (!backend.host_accessible(MemoryKind::device))
+      return Status(Errc::unsupported, std::string(kPrefix) + "not implemented on " + std::string(backend.name()) +
+                                           " (quantized K/V run on the cpu backend; on a GPU use the device store)");
+    return Status::success();
+  }
   CacheType k_, v_;
 };
 

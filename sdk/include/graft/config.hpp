@@ -24,6 +24,9 @@ enum class ConfigType : std::uint32_t {
   integer_list,
   real_list,
   string_list,
+  // A size in bytes: an integer, or a string with a binary unit ("32GiB", "512 MiB", "1.5G"). The
+  // host checks and converts it: the plugin reads an integer (get_int).
+  bytes,
 };
 
 inline const char* config_type_name(ConfigType t) noexcept {
@@ -35,6 +38,7 @@ inline const char* config_type_name(ConfigType t) noexcept {
     case ConfigType::integer_list: return "array of integers";
     case ConfigType::real_list: return "array of numbers";
     case ConfigType::string_list: return "array of strings";
+    case ConfigType::bytes: return "size in bytes (\"32GiB\")";
   }
   return "?";
 }

@@ -147,7 +147,35 @@ class Drafter {
   virtual Status truncate(std::uint32_t n) = 0;
 };
 
-// What the host gives a factory to build a drafter for one target.
+// What a drafter will hold in backend memory, said before anything is loaded (DrafterFactory::
+// memory), so the host's memory plan (graft plan, --ctx auto, the refusal before loading) counts
+// it. Weights and block runners are counted by the host from the calls memory() makes (below);
+// the rest the drafter reports here.
+struct DrafterMemory {
+  // Whether the weights it binds through weight() are bound once for every sequence of a target
+  // (a drafter file opened once and shared), else once per sequence (per create()).
+  bool shared_weights = false;
+  // Per sequence: its own KV cache, the geometry it passes to new_kv_store, whose capacity is
+  // the target's context + kv_extra (n_layers == 0: none) ...
+  KvGeometry kv{};
+  std::uint32_t kv_extra = 0;
+  // ... its own buffers in backend memory (Backend::allocate), ...
+  std::uint64_t buffer_bytes = 0;
+  // ... host memory that grows with the context (an index of its tokens), at most, per token ...
+  std::uint64_t host_bytes_per_token = 0;
+  // ... and, for each block runner memory() made (in that order), the blocks it runs: a runner
+  // binds its blocks' weights on first use, so the host counts those weights per sequence.
+  std::vector<std::vector<std::uint32_t>> runner_blocks;
+  // What its needs() will say: the host plans the buffers its verify passes keep the taps in.
+  DrafterNeeds needs;
+};
+
+// What the host gives a factory to build a drafter for one target. While planning
+// (DrafterFactory::memory) the same interface describes a target that is not loaded:
+// target() and open_file() give metadata, tensor names and weights whose view() has the file's
+// shape and type but no data (matmul and get_rows fail), runner() makes runners that count their
+// workspace and run nothing, tokenize() fails, context_capacity() is 0 and new_kv_store() fails.
+// The host counts every weight() and runner() call made through it.
 class DrafterHost {
  public:
   virtual ~DrafterHost() = default;
@@ -167,6 +195,14 @@ class DrafterFactory : public PluginObject {
  public:
   // One drafter per sequence; the host may create several over one target.
   virtual Expected<std::unique_ptr<Drafter>> create(const DrafterHost& host) = 0;
+  // What create() would hold, from a planning host (see DrafterHost): memory() makes the weight()
+  // and runner() calls create() makes and reports the rest. A drafter file is opened through
+  // host.open_file() as create() opens it; files shared by the sequences of one target count once.
+  // The default says nothing: the host's plan then lists the drafter as not counted.
+  virtual Expected<DrafterMemory> memory(const DrafterHost& host) const {
+    (void)host;
+    return Status(Errc::not_implemented, "this drafter does not report its memory");
+  }
 };
 
 }  // namespace GRAFT_ABI_NAMESPACE

@@ -78,7 +78,17 @@ class KvStore {
 // neither is one line naming the store and the backend.
 class KvStoreFactory : public PluginObject {
  public:
+  // K + V of one token over all layers, wherever they are kept.
   virtual std::uint64_t bytes_per_token(const KvGeometry& g) const noexcept = 0;
+  // What create(backend, g) will hold, said before anything is allocated (the memory plan, which
+  // may run without the backend's device): bytes in the backend's memory and in system RAM for
+  // g.capacity tokens, or the error create would give for this backend and geometry (a head size
+  // its type cannot hold, an offload on a backend with one memory, a budget it exceeds). The
+  // default: bytes_per_token(g) x g.capacity in backend memory, refusing nothing.
+  virtual Expected<KvMemory> plan(Backend& backend, const KvGeometry& g) const {
+    (void)backend;
+    return KvMemory{bytes_per_token(g) * g.capacity, 0};
+  }
   virtual Expected<std::unique_ptr<KvStore>> create(Backend& backend, const KvGeometry& g) = 0;
 };
 

@@ -6,8 +6,8 @@
 
 #include "graft/sdk_generated.hpp"  // GRAFT_SDK_VERSION_STRING, GRAFT_SDK_HEADER_HASH
 
-#define GRAFT_ABI_VERSION 9
-#define GRAFT_ABI_NAMESPACE abi_v9
+#define GRAFT_ABI_VERSION 10
+#define GRAFT_ABI_NAMESPACE abi_v10
 
 namespace graft {
 inline constexpr unsigned kAbiVersion = GRAFT_ABI_VERSION;
