@@ -22,7 +22,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: graft synth --arch llama|qwen3 --out FILE [--preset NAME] [--n-embd N --n-layer N --n-head N\n"
     "       --n-head-kv N --n-ff N --n-vocab N --head-dim N --ctx N] [--tied] [--type T] [--embd-type T]\n"
-    "       [--output-type T] [--tensor-type REGEX=T]... [--fallback-type T] [--seed S] [-t N]";
+    "       [--output-type T] [--tensor-type REGEX=T]... [--fallback-type T] [--seed S] [-t N] [--shape-only]";
 
 struct ShapeFlag {
   const char* name;
@@ -109,6 +109,9 @@ int cmd_synth(const Args& args) {
   add("threads,t", po::value<int>()->value_name("N"), "generation and quantization threads (default: all cores); the file does not depend on N");
   add("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR")->composing(), "search DIR for weight-format plugins first (repeatable)");
   add("dry-run", po::bool_switch(), "print the shapes and parameter count, write nothing");
+  add("shape-only", po::bool_switch(),
+      "write the header and leave the tensor data a sparse hole of zeros: the shapes and size of the model for graft "
+      "plan, written at once and taking no disk (its outputs mean nothing)");
 
   auto vm = parse_options(args, desc);
   if (!vm) {
@@ -197,14 +200,16 @@ int cmd_synth(const Args& args) {
     total += *(*types)->catalog->table().row_bytes(*(*types)->type_of(cfg, t), t.ne[0]) * rows;
   }
   Progress progress(total);
-  auto summary = synth::write_model(cfg, **types, out, threads, std::ref(progress));
+  const bool shape_only = (*vm)["shape-only"].as<bool>();
+  auto summary = synth::write_model(cfg, **types, out, threads, std::ref(progress), shape_only);
   if (!summary) {
     std::fprintf(stderr, "graft synth: %s\n", summary.status().message().c_str());
     return 1;
   }
-  std::printf("wrote %s: %s, %llu parameters (%.1fM), %s weights, %s of tensor data\n", out.string().c_str(), shape.c_str(),
-              static_cast<unsigned long long>(summary->parameters), static_cast<double>(summary->parameters) / 1e6,
-              cfg.type.c_str(), human(summary->tensor_bytes).c_str());
+  std::printf("wrote %s: %s, %llu parameters (%.1fM), %s weights, %s of tensor data%s\n", out.string().c_str(),
+              shape.c_str(), static_cast<unsigned long long>(summary->parameters),
+              static_cast<double>(summary->parameters) / 1e6, cfg.type.c_str(), human(summary->tensor_bytes).c_str(),
+              shape_only ? " (shapes only: the data is a sparse hole of zeros, for graft plan)" : "");
   return 0;
 }
 

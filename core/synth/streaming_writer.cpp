@@ -148,6 +148,20 @@ Status StreamingWriter::append(std::span<const std::uint8_t> bytes) {
   return {};
 }
 
+Status StreamingWriter::skip_rest() {
+  if (fd_ < 0) return Status(Errc::internal, "StreamingWriter::skip_rest before open");
+  GRAFT_TRY(flush_buffer());
+  const off_t here = ::lseek(fd_, 0, SEEK_CUR);
+  if (here < 0) return io_error("seek failed");
+  std::uint64_t end = static_cast<std::uint64_t>(here) - written_;  // the current tensor's start
+  for (std::size_t i = current_; i < tensors_.size(); ++i) end += pad_to(tensors_[i].bytes, kAlignment);
+  if (::ftruncate(fd_, static_cast<off_t>(end)) != 0) return io_error("truncate failed");
+  if (::lseek(fd_, static_cast<off_t>(end), SEEK_SET) < 0) return io_error("seek failed");
+  current_ = tensors_.size();
+  written_ = 0;
+  return {};
+}
+
 Status StreamingWriter::finish() {
   if (fd_ < 0) return Status(Errc::internal, "StreamingWriter::finish before open");
   while (current_ < tensors_.size() && tensors_[current_].bytes == 0) ++current_;

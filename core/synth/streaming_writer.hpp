@@ -36,6 +36,9 @@ class StreamingWriter {
   // Appends bytes of the current tensor; the tensor ends (and is padded) once its size is
   // reached. Bytes past the end of a tensor are an error.
   Status append(std::span<const std::uint8_t> bytes);
+  // Every tensor not yet written as zeros the file system does not store (a sparse hole): a file
+  // with the shapes and the size of a real one, for planning memory, not for running.
+  Status skip_rest();
   // Checks every tensor was written completely, syncs and renames into place.
   Status finish();
 

@@ -55,7 +55,7 @@ Status write_tensor(StreamingWriter& out, const SynthConfig& cfg, const SynthTyp
 }  // namespace
 
 Expected<SynthSummary> write_model(const SynthConfig& cfg, const SynthTypes& types, const std::filesystem::path& path,
-                                   unsigned threads, const ProgressFn& progress) {
+                                   unsigned threads, const ProgressFn& progress, bool shape_only) {
   GRAFT_TRY(validate(cfg));
   GRAFT_TRY(check_geometry(cfg, types));
   StreamingWriter out(types.catalog->table());
@@ -74,7 +74,10 @@ Expected<SynthSummary> write_model(const SynthConfig& cfg, const SynthTypes& typ
   summary.tensor_bytes = out.total_tensor_bytes();
   GRAFT_TRY(out.open(path));
   std::uint64_t done = 0;
-  for (const auto& t : plan) GRAFT_TRY(write_tensor(out, cfg, types, t, threads, done, summary.tensor_bytes, progress));
+  if (shape_only)
+    GRAFT_TRY(out.skip_rest());
+  else
+    for (const auto& t : plan) GRAFT_TRY(write_tensor(out, cfg, types, t, threads, done, summary.tensor_bytes, progress));
   GRAFT_TRY(out.finish());
   return summary;
 }

@@ -28,7 +28,9 @@ Status add_metadata(gguf::Writer& w, const SynthConfig& cfg, bool quantized);
 
 // cfg must pass validate() and check_geometry(); same arguments give a byte-identical file, whatever
 // `threads` (generation and quantization of each chunk of rows is shared by max(1, threads)).
+// shape_only: the header as it would be, every tensor's data a sparse hole of zeros (a file to
+// plan memory with, `graft plan`, in no time and no disk; its outputs mean nothing).
 Expected<SynthSummary> write_model(const SynthConfig& cfg, const SynthTypes& types, const std::filesystem::path& path,
-                                   unsigned threads = 1, const ProgressFn& progress = {});
+                                   unsigned threads = 1, const ProgressFn& progress = {}, bool shape_only = false);
 
 }  // namespace graft::synth

@@ -128,4 +128,41 @@ TEST(profile_cli, ShippedTierProfilesCheckAndPlan) {
 }
 
 }  // namespace
+// Each tier profile planned for the models its header names, as synthetic files of their shapes
+// (graft synth --shape-only: the real header and size, a sparse hole for the data): the model
+// fits the card with the context its comment promises (docs/profiles.md has the table).
+TEST(profile_cli, TierProfilesPlanTheModelsTheyAreFor) {
+  if (!std::filesystem::exists(std::filesystem::path(GRAFT_PLUGIN_DIR) / "libgraft_backend_cuda.so"))
+    GTEST_SKIP() << "this build has no cuda plugin (no CUDA compiler at configure time)";
+  test::TempDir dir;
+  struct Tier {
+    const char* profile;
+    const char* preset;
+    const char* type;
+    const char* memory;
+    std::uint32_t at_least;  // tokens of context
+  };
+  for (const Tier& t : {Tier{"gpu-8gb", "qwen3-8b", "q1_0", "8GiB", 40960}, Tier{"gpu-12gb", "bonsai-27b", "q1_0", "12GiB", 65536},
+                        Tier{"gpu-16gb", "bonsai-27b", "q1_0", "16GiB", 131072},
+                        Tier{"gpu-24gb", "qwen36-27b", "q4_k", "24GiB", 131072},
+                        Tier{"gpu-80gb", "qwen36-27b", "q8_0", "80GiB", 262144}}) {
+    SCOPED_TRACE(t.profile);
+    const std::string model = (dir.path() / (std::string(t.preset) + "-" + t.type + ".gguf")).string();
+    if (!std::filesystem::exists(model)) {
+      const RunResult made = graft(dir, std::string("synth --preset ") + t.preset + " --type " + t.type +
+                                            " --shape-only --out '" + model + "'");
+      ASSERT_EQ(made.exit_code, 0) << made.err;
+      EXPECT_NE(made.out.find("(shapes only: the data is a sparse hole of zeros, for graft plan)"), std::string::npos);
+    }
+    const std::string profile = std::string(GRAFT_SOURCE_DIR) + "/profiles/" + t.profile + ".toml";
+    const RunResult planned = graft(dir, "plan --profile '" + profile + "' --model '" + model + "' --memory " + t.memory);
+    ASSERT_EQ(planned.exit_code, 0) << planned.err << planned.out;
+    EXPECT_NE(planned.out.find(std::string("(--memory ") + t.memory + "): fits"), std::string::npos) << planned.out;
+    const auto at = planned.out.find(", context ");
+    ASSERT_NE(at, std::string::npos) << planned.out;
+    const std::uint32_t context = static_cast<std::uint32_t>(std::stoul(planned.out.substr(at + 10)));
+    EXPECT_GE(context, t.at_least) << planned.out;
+  }
+}
+
 }  // namespace graft

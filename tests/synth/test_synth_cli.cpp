@@ -1,6 +1,8 @@
 // `graft synth` through the real binary: exit codes, one-line errors, thread-independent output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -33,6 +35,34 @@ TEST(SynthCli, PluginTypeThroughPluginDir) {
   auto info = run_command(std::string(GRAFT_EXE) + " info --plugin-dir " + FAKE_PLUGIN_DIR + " " + out);
   EXPECT_EQ(info.exit_code, 0) << info.output;
   EXPECT_NE(info.output.find("test8"), std::string::npos) << info.output;
+}
+
+// --shape-only: the same header and size as the real file, every tensor's bytes zero (a sparse
+// hole: the 27B shapes' 3.6 GB take no disk), loadable for planning.
+TEST(SynthCli, ShapeOnlyWritesTheHeaderAndAHoleOfTheRightSize) {
+  TempDir dir;
+  const auto real = (dir.path() / "real.gguf").string(), shape = (dir.path() / "shape.gguf").string();
+  const std::string args = "--preset qwen35-tiny --type q8_0 --fallback-type f32 --nextn 1 --seed 5 --out ";
+  ASSERT_EQ(synth(args + real).exit_code, 0);
+  auto r = synth(args + shape + " --shape-only");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(shapes only: the data is a sparse hole of zeros, for graft plan)"), std::string::npos);
+  auto a = graft::gguf::File::open(real), b = graft::gguf::File::open(shape);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(std::filesystem::file_size(real), std::filesystem::file_size(shape));
+  ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
+  for (std::size_t i = 0; i < (*a)->tensors().size(); ++i) {
+    const auto& x = (*a)->tensors()[i];
+    const auto& y = (*b)->tensors()[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.type, y.type);
+    EXPECT_EQ(x.bytes, y.bytes);
+    const auto* p = static_cast<const std::uint8_t*>(y.data);
+    EXPECT_TRUE(std::all_of(p, p + y.bytes, [](std::uint8_t c) { return c == 0; })) << y.name;
+  }
+  auto big = synth("--preset bonsai-27b --type q1_0 --shape-only --out " + (dir.path() / "b27.gguf").string());
+  ASSERT_EQ(big.exit_code, 0) << big.output;
+  EXPECT_GT(std::filesystem::file_size(dir.path() / "b27.gguf"), 3'500'000'000ull);
 }
 
 TEST(SynthCli, DryRunPrintsTheParameterCount) {
