@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -974,3 +975,68 @@ TEST(ServerQwen35, ParallelSpeculativePrefixReuseAndContextShiftAreExact) {
   const std::string before = plain_greedy(*plain_srv.pipeline, "x", 100);
   EXPECT_EQ(s["choices"][0]["text"].get<std::string>().substr(0, before.size()), before);
 }
+
+// The quant store under the server: for the zoo and a qwen35 hybrid (its attention layers in the
+// store, its delta-net layers in recurrent state), with q8_0/q8_0 and q8_0/tq3 caches, two
+// sequences speculating at once (ngram and mtp: trees verified, compacted and rolled back) each
+// give plain greedy generation's text over the same store, and a prompt that extends the last
+// conversation reuses its quantized KV and is still exact.
+class QuantizedKvServer : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(QuantizedKvServer, ParallelSpeculativeSequencesAndPrefixReuseAreExact) {
+  const auto& [arch, kv] = GetParam();
+  TempDir dir;
+  fs::path model = fs::path(GRAFT_SOURCE_DIR) / "models" / "zoo-qwen3-4x256.gguf";
+  if (arch == "qwen35") {
+    model = dir.path() / "qwen35.gguf";
+    auto r = run_command(std::string(GRAFT_EXE) + " synth --preset qwen35-tiny --nextn 1 --seed 7 --out " + model.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const auto edit = [kv = kv](Profile& p) {
+    p.speculative.enabled = true;
+    p.drafters = {PluginChoice{"ngram", {}, "test", {}}, PluginChoice{"mtp", {}, "test", {}}};
+    p.kv = PluginChoice{"quant", {}, "test", {}};
+    p.kv.config.set("type_k", kv.substr(0, kv.find('/')));
+    p.kv.config.set("type_v", kv.substr(kv.find('/') + 1));
+  };
+  server::ServerOptions o;
+  o.parallel = 2;
+  Running srv(o, zoo_pipeline(edit, model));
+  ASSERT_GT(srv.port, 0);
+  auto c = srv.client();
+  EXPECT_EQ(json::parse(c.Get("/props")->body)["parallel"], 2);
+  EXPECT_EQ(kv_label(srv.pipeline->profile().kv), "quant " + kv);
+  auto probe = srv.pipeline->new_session();
+  ASSERT_TRUE(probe);
+  EXPECT_FALSE((*probe)->kv().lossless()) << "a quantized store";
+  const std::vector<std::string> prompts = {"def f(x):", "import os\nimport sys\n", "class A:\n    def __init__(self",
+                                            "    for i in range(10):\n"};
+  std::vector<json> answers(prompts.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto cl = srv.client();
+      answers[i] = post(cl, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 32}, {"temperature", 0}}, 200);
+    });
+  for (auto& t : clients) t.join();
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(answers[i]["choices"][0]["text"], plain_greedy(*srv.pipeline, prompts[i], 32)) << prompts[i];
+  const std::string first = "import sys\n\ndef main():\n";
+  const json a = post(c, "/v1/completions", {{"prompt", first}, {"max_tokens", 12}, {"temperature", 0}}, 200);
+  const std::string second = first + a["choices"][0]["text"].get<std::string>() + "\n# next\n";
+  const json b = post(c, "/v1/completions", {{"prompt", second}, {"max_tokens", 12}, {"temperature", 0}}, 200);
+  EXPECT_EQ(b["choices"][0]["text"], plain_greedy(*srv.pipeline, second, 12));
+  EXPECT_GE(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), a["usage"]["prompt_tokens"].get<int>());
+  const std::string m = c.Get("/metrics")->body;
+  for (const char* d : {"ngram", "mtp"})
+    EXPECT_NE(m.find(fmt::format("graft_speculative_drafter_failures_total{{drafter=\"{}\"}} 0\n", d)), std::string::npos)
+        << d << "\n" << m;
+}
+
+INSTANTIATE_TEST_SUITE_P(Server, QuantizedKvServer,
+                         ::testing::Combine(::testing::Values("zoo", "qwen35"), ::testing::Values("q8_0/q8_0", "q8_0/tq3")),
+                         [](const auto& info) {
+                           std::string kv = std::get<1>(info.param);
+                           std::replace(kv.begin(), kv.end(), '/', '_');
+                           return std::get<0>(info.param) + "_" + kv;
+                         });
