@@ -222,6 +222,44 @@ TEST(SysramStore, GreedyTokensPastTheWindowAreTheDeviceStores) {
   }
 }
 
+// A qwen35 hybrid (its attention layers' K/V in the store, the delta-net layers' state apart): the
+// greedy tokens of a prompt past the window, with speculation (mtp and ngram), are the device
+// store's.
+TEST(SysramStore, AHybridsAttentionLayersPastTheWindowGiveTheDeviceStoresTokens) {
+  TempDir dir;
+  const fs::path model = dir.path() / "qwen35.gguf";
+  auto made = run_command(std::string(GRAFT_EXE) + " synth --preset qwen35-tiny --nextn 1 --seed 7 --out " + model.string());
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  std::vector<TokenId> ids[2];
+  int i = 0;
+  for (const char* kv : {"", kSysram}) {
+    Profile prof = emu_profile(kv);
+    prof.model = model;
+    prof.speculative.enabled = true;
+    prof.drafters = {PluginChoice{"ngram", {}, "", {}}, PluginChoice{"mtp", {}, "", {}}};
+    auto p = build(prof);
+    ASSERT_TRUE(p);
+    auto session = p->new_session();
+    ASSERT_TRUE(session);
+    auto set = Drafters::load(*p);
+    ASSERT_TRUE(set) << set.status().message();
+    auto decoder = (*set)->new_decoder();
+    ASSERT_TRUE(decoder);
+    std::vector<TokenId> prompt(360);
+    for (std::size_t t = 0; t < prompt.size(); ++t) prompt[t] = static_cast<TokenId>(3 + (t * 7) % 250);
+    GenerationOptions gen;
+    gen.max_tokens = 48;
+    gen.sampling.temperature = 0;
+    GenerationStats stats;
+    Status st = (*session)->generate(prompt, gen, [&](TokenId t, std::string_view) { ids[i].push_back(t); return true; },
+                                     stats, decoder->get());
+    ASSERT_TRUE(st.ok()) << st.message();
+    ++i;
+  }
+  EXPECT_EQ(ids[1], ids[0]);
+  EXPECT_EQ(ids[0].size(), 48u);
+}
+
 // Its memory is what the plan said, held from the session's start: generating hundreds of tokens
 // past the window allocates nothing more (the host copy is made once per context).
 TEST(SysramStore, MemoryIsAllocatedOncePerContextAsPlanned) {
