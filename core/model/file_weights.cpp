@@ -226,16 +226,10 @@ Expected<std::unique_ptr<Weight>> FileWeights::weight(std::string_view name) con
     // drafter's 3-D table such as DFlash2's conv_base [d, kernel, 2]), read by the caller. Only
     // float tables of more than 2 dimensions: a quantized one (an MoE expert stack) is meant for
     // kernels that do not exist yet, and widening it to f32 would hide that.
-    if (t->n_dims > 2 && t->type != type_id::f32 && t->type != type_id::f16 && t->type != type_id::bf16)
-      return Status(Errc::not_implemented,
-                    fmt::format("{}: {}: a {}-D tensor of type id {}: only f32/f16/bf16 tables of more than two "
-                                "dimensions can be read (not implemented for quantized ones)",
-                                file_->name(), name, t->n_dims, t->type));
+    GRAFT_TRY(check_table(file_->name(), name, *t));
     auto v = bind_vector(*file_, name, host_, *backend_);
     if (!v) return std::move(v).status();
-    v->view.n_dims = static_cast<std::int32_t>(t->n_dims);
-    for (int i = 0; i < 4; ++i) v->view.ne[i] = static_cast<std::int64_t>(t->ne[i]);
-    for (int i = 1; i < 4; ++i) v->view.nb[i] = v->view.nb[i - 1] * static_cast<std::size_t>(v->view.ne[i - 1]);
+    shape_as_table(v->view, *t);
     return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), std::move(*v)));
   }
   auto m = bind_matrix(*file_, name, host_, *backend_);
@@ -245,6 +239,21 @@ Expected<std::unique_ptr<Weight>> FileWeights::weight(std::string_view name) con
     return Status(st.code(), fmt::format("{}: {}: {}", file_->name(), name, st.message()));
   m->prepared = std::move(prepared);
   return std::unique_ptr<Weight>(new BoundWeight(*backend_, file_->name(), std::move(*m)));
+}
+
+Status check_table(const std::string& file_name, std::string_view name, const gguf::TensorInfo& t) {
+  if (t.n_dims > 2 && t.type != type_id::f32 && t.type != type_id::f16 && t.type != type_id::bf16)
+    return Status(Errc::not_implemented,
+                  fmt::format("{}: {}: a {}-D tensor of type id {}: only f32/f16/bf16 tables of more than two "
+                              "dimensions can be read (not implemented for quantized ones)",
+                              file_name, name, t.n_dims, t.type));
+  return Status::success();
+}
+
+void shape_as_table(TensorView& v, const gguf::TensorInfo& t) {
+  v.n_dims = static_cast<std::int32_t>(t.n_dims);
+  for (int i = 0; i < 4; ++i) v.ne[i] = static_cast<std::int64_t>(t.ne[i]);
+  for (int i = 1; i < 4; ++i) v.nb[i] = v.nb[i - 1] * static_cast<std::size_t>(v.ne[i - 1]);
 }
 
 Expected<ModelParams> runner_params(const std::string& file_name, const BlockShape& shape, const ModelParams* target) {

@@ -45,6 +45,12 @@ Expected<ModelParams> runner_params(const std::string& file_name, const BlockSha
 struct WorkspaceNeeds;
 WorkspaceNeeds runner_needs(const ModelParams& p);
 
+// A tensor that is not a matrix, as a weight reads it: f32 values in the file's shape. Refused
+// (not implemented): a quantized table of more than two dimensions. shape_as_table gives a view
+// of its f32 values the file's shape and packed strides (its data and memory kept).
+Status check_table(const std::string& file_name, std::string_view name, const gguf::TensorInfo& t);
+void shape_as_table(TensorView& v, const gguf::TensorInfo& t);
+
 // The ModelParams a DecoderBlock needs for a block of this shape.
 ModelParams block_params(const BlockShape& shape);
 // The shape of the model's blocks.

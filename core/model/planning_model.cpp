@@ -101,15 +101,9 @@ Expected<std::unique_ptr<Weight>> PlanningModel::weight(std::string_view name) c
   const gguf::TensorInfo* t = file_->tensor(name);
   if (!t) return Status(Errc::not_found, fmt::format("{}: no tensor '{}'", file_->name(), name));
   if (t->n_dims != 2) {
-    if (t->n_dims > 2 && t->type != type_id::f32 && t->type != type_id::f16 && t->type != type_id::bf16)
-      return Status(Errc::not_implemented,
-                    fmt::format("{}: {}: a {}-D tensor of type id {}: only f32/f16/bf16 tables of more than two "
-                                "dimensions can be read (not implemented for quantized ones)",
-                                file_->name(), name, t->n_dims, t->type));
+    GRAFT_TRY(check_table(file_->name(), name, *t));
     TensorView v = f32_view(nullptr, static_cast<std::int64_t>(t->elements()));
-    v.n_dims = static_cast<std::int32_t>(t->n_dims);
-    for (int i = 0; i < 4; ++i) v.ne[i] = static_cast<std::int64_t>(t->ne[i]);
-    for (int i = 1; i < 4; ++i) v.nb[i] = v.nb[i - 1] * static_cast<std::size_t>(v.ne[i - 1]);
+    shape_as_table(v, *t);
     tally_->weight_bytes += vector_bytes(*t, backend_, true);
     count_file_bytes(*t);
     return std::unique_ptr<Weight>(new PlanningWeight(file_->name(), std::string(name), v));

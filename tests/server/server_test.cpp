@@ -924,6 +924,31 @@ TEST(Server, LogitBiasMovesTheChoiceAndBadEntriesAreRefused) {
 // counts their recurrent states, a prompt that extends the last conversation reuses the sequence
 // (its KV and, through a checkpoint, its state) and stays exact, and a context shift rebuilds the
 // state from the kept tokens like the KV.
+// Every prompt at once from its own client (32 tokens each), each answer plain greedy's text over
+// the server's pipeline; then the agent loop: a prompt extending the last one and its answer
+// reuses its KV (at least the first prompt's tokens) and is still plain greedy's.
+namespace {
+void expect_parallel_and_reuse_exact(Running& srv, const std::vector<std::string>& prompts) {
+  std::vector<json> answers(prompts.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto cl = srv.client();
+      answers[i] = post(cl, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 32}, {"temperature", 0}}, 200);
+    });
+  for (auto& t : clients) t.join();
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(answers[i]["choices"][0]["text"], plain_greedy(*srv.pipeline, prompts[i], 32)) << prompts[i];
+  auto c = srv.client();
+  const std::string first = "import sys\n\ndef main():\n";
+  const json a = post(c, "/v1/completions", {{"prompt", first}, {"max_tokens", 12}, {"temperature", 0}}, 200);
+  const std::string second = first + a["choices"][0]["text"].get<std::string>() + "\n# next\n";
+  const json b = post(c, "/v1/completions", {{"prompt", second}, {"max_tokens", 12}, {"temperature", 0}}, 200);
+  EXPECT_EQ(b["choices"][0]["text"], plain_greedy(*srv.pipeline, second, 12));
+  EXPECT_GE(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), a["usage"]["prompt_tokens"].get<int>());
+}
+}  // namespace
+
 TEST(ServerQwen35, ParallelSpeculativePrefixReuseAndContextShiftAreExact) {
   TempDir dir;
   const auto model = dir.path() / "qwen35.gguf";
@@ -941,25 +966,7 @@ TEST(ServerQwen35, ParallelSpeculativePrefixReuseAndContextShiftAreExact) {
   const json props = json::parse(c.Get("/props")->body);
   EXPECT_GE(props["memory"]["recurrent_state_bytes"].get<std::uint64_t>(),
             2 * srv.pipeline->model().params().recurrent_state_floats() * sizeof(float));
-  const std::vector<std::string> prompts = {"def f(x):", "import os\n", "class A:", "for i in"};
-  std::vector<json> answers(prompts.size());
-  std::vector<std::thread> clients;
-  for (std::size_t i = 0; i < prompts.size(); ++i)
-    clients.emplace_back([&, i] {
-      auto cl = srv.client();
-      answers[i] = post(cl, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 32}, {"temperature", 0}}, 200);
-    });
-  for (auto& t : clients) t.join();
-  for (std::size_t i = 0; i < prompts.size(); ++i)
-    EXPECT_EQ(answers[i]["choices"][0]["text"], plain_greedy(*srv.pipeline, prompts[i], 32)) << prompts[i];
-
-  // The agent loop: the next prompt extends the last one and its answer.
-  const std::string first = "import sys\n\ndef main():\n";
-  const json a = post(c, "/v1/completions", {{"prompt", first}, {"max_tokens", 12}, {"temperature", 0}}, 200);
-  const std::string second = first + a["choices"][0]["text"].get<std::string>() + "\n# next\n";
-  const json b = post(c, "/v1/completions", {{"prompt", second}, {"max_tokens", 12}, {"temperature", 0}}, 200);
-  EXPECT_EQ(b["choices"][0]["text"], plain_greedy(*srv.pipeline, second, 12));
-  EXPECT_GE(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), a["usage"]["prompt_tokens"].get<int>());
+  expect_parallel_and_reuse_exact(srv, {"def f(x):", "import os\n", "class A:", "for i in"});
 
   // Context shift on the hybrid, plain decoding: the text before the first shift is plain
   // generation's, and the answer runs past the context.
@@ -1009,24 +1016,8 @@ TEST_P(QuantizedKvServer, ParallelSpeculativeSequencesAndPrefixReuseAreExact) {
   auto probe = srv.pipeline->new_session();
   ASSERT_TRUE(probe);
   EXPECT_FALSE((*probe)->kv().lossless()) << "a quantized store";
-  const std::vector<std::string> prompts = {"def f(x):", "import os\nimport sys\n", "class A:\n    def __init__(self",
-                                            "    for i in range(10):\n"};
-  std::vector<json> answers(prompts.size());
-  std::vector<std::thread> clients;
-  for (std::size_t i = 0; i < prompts.size(); ++i)
-    clients.emplace_back([&, i] {
-      auto cl = srv.client();
-      answers[i] = post(cl, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 32}, {"temperature", 0}}, 200);
-    });
-  for (auto& t : clients) t.join();
-  for (std::size_t i = 0; i < prompts.size(); ++i)
-    EXPECT_EQ(answers[i]["choices"][0]["text"], plain_greedy(*srv.pipeline, prompts[i], 32)) << prompts[i];
-  const std::string first = "import sys\n\ndef main():\n";
-  const json a = post(c, "/v1/completions", {{"prompt", first}, {"max_tokens", 12}, {"temperature", 0}}, 200);
-  const std::string second = first + a["choices"][0]["text"].get<std::string>() + "\n# next\n";
-  const json b = post(c, "/v1/completions", {{"prompt", second}, {"max_tokens", 12}, {"temperature", 0}}, 200);
-  EXPECT_EQ(b["choices"][0]["text"], plain_greedy(*srv.pipeline, second, 12));
-  EXPECT_GE(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), a["usage"]["prompt_tokens"].get<int>());
+  expect_parallel_and_reuse_exact(srv, {"def f(x):", "import os\nimport sys\n", "class A:\n    def __init__(self",
+                                       "    for i in range(10):\n"});
   const std::string m = c.Get("/metrics")->body;
   for (const char* d : {"ngram", "mtp"})
     EXPECT_NE(m.find(fmt::format("graft_speculative_drafter_failures_total{{drafter=\"{}\"}} 0\n", d)), std::string::npos)
