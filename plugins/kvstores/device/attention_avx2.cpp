@@ -134,6 +134,57 @@ void scores(const float* const* q, std::uint32_t nh, const T* const* rows, std::
     scores_nh<1>(q, rows, n, d, scale, out, listed);
 }
 
+// Integer scores against q8_0 rows (attention_kernels.hpp): per row and block, maddubs of |k| with
+// q carrying k's sign (|k|, |q| <= 127, so a pair never saturates int16) and madd with ones give
+// lane l = the integer sum over elements 4l..4l+3; then one fused multiply-add by the two scales.
+template <int NH>
+void scores_q8_nh(const QueryQ8* q, const quant::block_q8_0* const* rows, std::uint32_t n, std::uint32_t d,
+                  float scale, float* const* out, std::uint32_t listed) {
+  constexpr std::uint32_t S = 8 / NH;
+  const __m256 vscale = _mm256_set1_ps(scale);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (std::uint32_t b0 = 0; b0 < n; b0 += S) {
+    const std::uint32_t cnt = std::min(S, n - b0);
+    for (std::uint32_t j = b0 + 32; j < std::min(listed, b0 + 32 + S); ++j) prefetch_row(rows[j], d);
+    const quant::block_q8_0* r[S];
+    for (std::uint32_t j = 0; j < S; ++j) r[j] = rows[b0 + std::min(j, cnt - 1)];
+    __m256 acc[NH][S];
+    for (int h = 0; h < NH; ++h)
+      for (std::uint32_t i = 0; i < S; ++i) acc[h][i] = _mm256_setzero_ps();
+    for (std::uint32_t blk = 0; blk < d / 32; ++blk) {
+      __m256i qv[NH];
+      __m256 dq[NH];
+      for (int h = 0; h < NH; ++h) {
+        qv[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[h].qs + 32 * blk));
+        dq[h] = _mm256_set1_ps(q[h].d[blk]);
+      }
+      for (std::uint32_t i = 0; i < S; ++i) {
+        const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[i][blk].qs));
+        const __m256i ak = _mm256_sign_epi8(k, k);
+        const __m256 dk = _mm256_set1_ps(_cvtsh_ss(r[i][blk].d));
+        for (int h = 0; h < NH; ++h) {
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ak, _mm256_sign_epi8(qv[h], k)), ones);
+          acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dk, dq[h]), acc[h][i]);
+        }
+      }
+    }
+    for (int h = 0; h < NH; ++h) {
+      const __m256 s = _mm256_mul_ps(_mm256_add_ps(fold<S>(acc[h]), _mm256_setzero_ps()), vscale);
+      alignas(32) float tmp[8];
+      _mm256_store_ps(tmp, s);
+      std::memcpy(out[h] + b0, tmp, cnt * sizeof(float));
+    }
+  }
+}
+
+void scores_q8(const QueryQ8* q, std::uint32_t nh, const quant::block_q8_0* const* rows, std::uint32_t n,
+               std::uint32_t d, float scale, float* const* out, std::uint32_t listed) {
+  if (nh == 2)
+    scores_q8_nh<2>(q, rows, n, d, scale, out, listed);
+  else
+    scores_q8_nh<1>(q, rows, n, d, scale, out, listed);
+}
+
 // Columns [c0, c0 + 8 NZ) of NH accumulator rows. The first tile (c0 == 0) also sums p and
 // prefetches rows ahead.
 template <int NZ, int NH, class T>
@@ -266,7 +317,7 @@ const AttnKernels* attn_kernels_avx2() noexcept {
                              &scores<float>,
                              &values<std::uint16_t>,
                              &values<float>,
-                             &scores<quant::block_q8_0>,
+                             &scores_q8,
                              &values<quant::block_q8_0>,
                              &scores<quant::block_q4_0>,
                              &values<quant::block_q4_0>,

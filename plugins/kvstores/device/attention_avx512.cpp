@@ -3,6 +3,7 @@
 // the target pragma; products accumulate with explicit FMA intrinsics, nothing else is contracted
 // (the plugin builds with -ffp-contract=off).
 #include "attention_kernels.hpp"
+#include "cpu_features.hpp"
 #include "formats/q4_0/block_q4_0.hpp"
 #include "formats/q8_0/block_q8_0.hpp"
 #include "half.hpp"
@@ -87,7 +88,10 @@ GRAFT_KV_INLINE __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz
 // Columns c..c+15 (c % 16 == 0) of a row: plain rows from c, blocks decoded (half a block).
 template <class T>
 GRAFT_KV_INLINE __m512 load16(const T* row, std::uint32_t c, __mmask16 m) {
-  if constexpr (elems_per_unit<T>() > 1) {
+  if constexpr (std::is_same_v<T, quant::block_q8_0>) {  // 16 bytes widened by one vpmovsxbd
+    const __m512i ints = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[c / 32].qs + c % 32)));
+    return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(ints), _mm512_set1_ps(block_scale(row, c)));
+  } else if constexpr (elems_per_unit<T>() > 1) {
     return _mm512_maskz_mul_ps(m, levels16(row, c, row, c + 8), _mm512_set1_ps(block_scale(row, c)));
   } else {
     return load16(row + c, m);
@@ -168,6 +172,83 @@ void scores(const float* const* q, std::uint32_t nh, const T* const* rows, std::
     scores_nh<2>(q, rows, n, d, scale, out, listed);
   else
     scores_nh<1>(q, rows, n, d, scale, out, listed);
+}
+
+// acc + the sums of u[4l..4l+3] * s[4l..4l+3] per int32 lane l (u unsigned, s signed bytes): VNNI's
+// vpdpbusd, in assembly so that this file needs no VNNI target (the kernel that uses it runs only
+// where the CPU has it).
+GRAFT_KV_INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+  return acc;
+}
+
+// Integer scores against q8_0 rows (attention_kernels.hpp), two rows' block per register; lane l of
+// each half ends as the exact integer sum over elements 4l..4l+3 of its row's block, then one fused
+// multiply-add by the two scales per lane and block. With VNNI: the row's bytes plus 128 (unsigned)
+// times q by vpdpbusd, started from -128 times q's sums so that the offset cancels. Without: |k|
+// times q carrying k's sign by maddubs (|k|, |q| <= 127: no int16 pair saturates), madd with ones.
+template <int NH, bool Vnni>
+void scores_q8_nh(const QueryQ8* q, const quant::block_q8_0* const* rows, std::uint32_t n, std::uint32_t d,
+                  float scale, float* const* out, std::uint32_t listed) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  const __m512i ones = _mm512_set1_epi16(1);
+  for (std::uint32_t b0 = 0; b0 < n; b0 += 16) {
+    const std::uint32_t cnt = std::min(16u, n - b0);
+    for (std::uint32_t j = b0 + 32; j < std::min(listed, b0 + 48); ++j) prefetch_row(rows[j], d);  // 2 batches ahead
+    const quant::block_q8_0* r[16];  // a short batch repeats its last row; those lanes are not stored
+    for (std::uint32_t j = 0; j < 16; ++j) r[j] = rows[b0 + std::min(j, cnt - 1)];
+    __m512 acc[NH][8];
+    for (int h = 0; h < NH; ++h)
+      for (int i = 0; i < 8; ++i) acc[h][i] = _mm512_setzero_ps();
+    for (std::uint32_t blk = 0; blk < d / 32; ++blk) {
+      __m512i qv[NH], base[NH];
+      __m512 dq[NH];
+      for (int h = 0; h < NH; ++h) {
+        qv[h] = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[h].qs + 32 * blk)));
+        dq[h] = _mm512_set1_ps(q[h].d[blk]);
+        if constexpr (Vnni)  // -128 * (q[4l] + .. + q[4l + 3]); 128 * a pair's sum fits int16
+          base[h] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                     _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(-128), qv[h]), ones));
+      }
+      for (int i = 0; i < 8; ++i) {
+        const quant::block_q8_0& ka = r[2 * i][blk];
+        const quant::block_q8_0& kb = r[2 * i + 1][blk];
+        const __m512i k = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ka.qs))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kb.qs)), 1);
+        const __m512 dk = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(ka.d)), _mm256_set1_ps(_cvtsh_ss(kb.d)), 1);
+        if constexpr (Vnni) {
+          const __m512i ku = _mm512_xor_si512(k, _mm512_set1_epi8(-128));  // k + 128 as unsigned bytes
+          for (int h = 0; h < NH; ++h) {
+            const __m512i p = dpbusd(base[h], ku, qv[h]);
+            acc[h][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dk, dq[h]), acc[h][i]);
+          }
+        } else {
+          const __m512i ak = _mm512_abs_epi8(k);
+          const __mmask64 neg = _mm512_movepi8_mask(k);
+          for (int h = 0; h < NH; ++h) {
+            const __m512i sq = _mm512_mask_sub_epi8(qv[h], neg, _mm512_setzero_si512(), qv[h]);
+            const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(ak, sq), ones);
+            acc[h][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dk, dq[h]), acc[h][i]);
+          }
+        }
+      }
+    }
+    const __mmask16 m = static_cast<__mmask16>((1u << cnt) - 1u);
+    for (int h = 0; h < NH; ++h) {
+      const __m512 s = _mm512_mul_ps(_mm512_add_ps(fold16(acc[h]), _mm512_setzero_ps()), vscale);
+      _mm512_mask_storeu_ps(out[h] + b0, m, s);
+    }
+  }
+}
+
+template <bool Vnni>
+void scores_q8(const QueryQ8* q, std::uint32_t nh, const quant::block_q8_0* const* rows, std::uint32_t n,
+               std::uint32_t d, float scale, float* const* out, std::uint32_t listed) {
+  if (nh == 2)
+    scores_q8_nh<2, Vnni>(q, rows, n, d, scale, out, listed);
+  else
+    scores_q8_nh<1, Vnni>(q, rows, n, d, scale, out, listed);
 }
 
 // Columns [c0, c0 + 16 NZ) of NH accumulator rows; the last register takes the lanes in `last`.
@@ -309,13 +390,14 @@ void exp_shifted(float* x, std::uint32_t n, float m) {
 #endif
 
 namespace graft::kv {
-// Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX-512.
-const AttnKernels* attn_kernels_avx512() noexcept {
+namespace {
+template <bool Vnni>
+const AttnKernels* table() noexcept {
   static const AttnKernels k{&scores<std::uint16_t>,
                              &scores<float>,
                              &values<std::uint16_t>,
                              &values<float>,
-                             &scores<quant::block_q8_0>,
+                             &scores_q8<Vnni>,
                              &values<quant::block_q8_0>,
                              &scores<quant::block_q4_0>,
                              &values<quant::block_q4_0>,
@@ -331,12 +413,20 @@ const AttnKernels* attn_kernels_avx512() noexcept {
                              8};
   return &k;
 }
+}  // namespace
+
+// Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX-512.
+const AttnKernels* attn_kernels_avx512() noexcept {
+  return cpu_features().avx512vnni ? table<true>() : table<false>();
+}
+const AttnKernels* attn_kernels_avx512_without_vnni() noexcept { return table<false>(); }
 }  // namespace graft::kv
 
 #else
 
 namespace graft::kv {
 const AttnKernels* attn_kernels_avx512() noexcept { return nullptr; }
+const AttnKernels* attn_kernels_avx512_without_vnni() noexcept { return nullptr; }
 }  // namespace graft::kv
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "formats/q4_0/block_q4_0.hpp"
 #include "formats/q8_0/block_q8_0.hpp"
+#include "query_q8.hpp"
 #include "tq3_rows.hpp"
 
 namespace graft::kv {
@@ -42,10 +43,15 @@ struct AttnKernels {
                      const std::uint16_t* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
   void (*values_f32)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
                      const float* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
-  // The same over rows of blocks (d % 32 == 0), each element decoded in registers to the value
-  // dequantize_row gives, then the f32 operations above.
-  void (*scores_q8_0)(const float* const* q, std::uint32_t nh, const quant::block_q8_0* const* rows, std::uint32_t n,
+  // Integer scores against q8_0 rows (d % 32 == 0), the query rounded to q8_0 (query_q8.hpp):
+  // out[h][j] = (fold(a) + 0) * scale, where for each block b in order and each lane l < 8,
+  // P = the exact integer sum of q.qs[32b + 4l + i] * row[b].qs[4l + i] over i < 4 and
+  // a[l] = fma(float(P), f16_to_f32(row[b].d) * q.d[b], a[l]) (the scales' product rounded once),
+  // a[l] starting from +0; fold as above. `listed` as for scores.
+  void (*scores_q8_0)(const QueryQ8* q, std::uint32_t nh, const quant::block_q8_0* const* rows, std::uint32_t n,
                       std::uint32_t d, float scale, float* const* out, std::uint32_t listed);
+  // The V sums (and scores over q4_0 and tq3 K) over rows of blocks (d % 32 == 0), each element
+  // decoded in registers to the value dequantize_row gives, then the f32 operations above.
   void (*values_q8_0)(float* const* acc, float* sum, const float* const* p, std::uint32_t nh,
                       const quant::block_q8_0* const* rows, std::uint32_t n, std::uint32_t d, std::uint32_t listed);
   void (*scores_q4_0)(const float* const* q, std::uint32_t nh, const quant::block_q4_0* const* rows, std::uint32_t n,
@@ -78,8 +84,11 @@ struct AttnKernels {
   std::uint32_t direct_rows;
 };
 
-// nullptr where the instruction set cannot be compiled (not x86-64).
+// nullptr where the instruction set cannot be compiled (not x86-64). The AVX-512 table's integer
+// scores use VNNI's dpbusd where the CPU has it (attn_kernels_avx512()); the one without VNNI
+// (maddubs, as AVX2) gives the same bits and serves the CPUs that lack it.
 const AttnKernels* attn_kernels_avx2() noexcept;
 const AttnKernels* attn_kernels_avx512() noexcept;
+const AttnKernels* attn_kernels_avx512_without_vnni() noexcept;
 
 }  // namespace graft::kv

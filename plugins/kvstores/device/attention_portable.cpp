@@ -13,6 +13,7 @@
 #include "formats/q4_0/q4_0_rows.hpp"
 #include "formats/q8_0/q8_0_rows.hpp"
 #include "half.hpp"
+#include "query_q8.hpp"
 #include "tq3_rows.hpp"
 #include "softmax_exp.hpp"
 #include "views.hpp"
@@ -124,6 +125,29 @@ GRAFT_KV_INLINE void axpys(float* a, const float* p, const float* const* rows, c
   for (std::uint32_t j = 0; j < n; ++j) axpy(a, p[j], rows[pick[j]], d);
 }
 
+// Integer scores against q8_0 rows, the query rounded to q8_0 (the order attention_kernels.hpp
+// defines): per block, lane l's integer sum of elements 4l..4l+3, then one fused multiply-add by
+// the two scales' product.
+GRAFT_KV_INLINE void dots_q8(const QueryQ8& q, const quant::block_q8_0* const* rows, const std::uint32_t* pick,
+                             std::uint32_t n, std::uint32_t d, float scale, float* out) noexcept {
+  for (std::uint32_t j = 0; j < n; ++j) {
+    const quant::block_q8_0* k = rows[pick[j]];
+    f32x8 acc = {};
+    for (std::uint32_t b = 0; b < d / 32; ++b) {
+      f32x8 p, s;
+      for (int l = 0; l < 8; ++l) {
+        std::int32_t sum = 0;
+        for (int i = 4 * l; i < 4 * l + 4; ++i) sum += std::int32_t{q.qs[32 * b + i]} * k[b].qs[i];
+        p[l] = static_cast<float>(sum);
+        s[l] = f16_to_f32(k[b].d) * q.d[b];
+      }
+      fma8(p, s, acc);
+    }
+    const float tail = 0.0f;
+    out[j] = (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail) * scale;
+  }
+}
+
 // Consecutive slots of one KV head are n_kv_heads * head_dim elements apart (often a whole page) in
 // a token-major cache, which the hardware prefetcher does not follow; ask for rows a few slots
 // ahead explicitly.
@@ -184,6 +208,11 @@ struct Scratch {
   std::vector<float> scores;  // [query in block][n_rep][stride], compacted to the visible slots
   std::vector<float> kbuf, vbuf, acc, inv_sum;  // kbuf/vbuf: one chunk of converted rows
   const float* rows[kSlotChunk] = {};        // the chunk's rows as f32 (in place or in a buffer)
+  const quant::block_q8_0* rows_k8[kSlotChunk] = {};  // a q8_0 K's rows, scored in place
+  // The block's query rows rounded to q8_0 against a q8_0 K: [query][head] levels, scales, views.
+  std::vector<std::int8_t> q8;
+  std::vector<float> q8_scales;
+  std::vector<QueryQ8> q8_rows;
   std::uint32_t pick[kSlotChunk] = {};       // chunk rows one query sees
   std::vector<std::uint32_t> union_batch;  // batch entries some query of the block sees
   std::uint32_t lo[kQueryBlock] = {};      // first visible committed slot per query (window)
@@ -254,13 +283,37 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
     return m;
   };
 
+  if constexpr (std::is_same_v<KT, quant::block_q8_0>) {
+    const std::uint32_t blocks = hk / 32;
+    s.q8.resize(static_cast<std::size_t>(nq) * n_rep * hk);
+    s.q8_scales.resize(static_cast<std::size_t>(nq) * n_rep * blocks);
+    s.q8_rows.resize(static_cast<std::size_t>(nq) * n_rep);
+    for (std::uint32_t q = 0; q < nq; ++q)
+      for (std::uint32_t r = 0; r < n_rep; ++r) {
+        const std::size_t i = static_cast<std::size_t>(q) * n_rep + r;
+        quantize_query_q8(row(job.q, g * n_rep + r, i0 + q), hk, &s.q8[i * hk], &s.q8_scales[i * blocks]);
+        s.q8_rows[i] = QueryQ8{&s.q8[i * hk], &s.q8_scales[i * blocks]};
+      }
+  }
   for (std::uint32_t t0 = 0; t0 < n_slots; t0 += kSlotChunk) {
     const std::uint32_t t1 = std::min(n_slots, t0 + kSlotChunk);
-    load_chunk(K, k_slot, hk, s.kbuf.data(), t0, t1);
+    if constexpr (std::is_same_v<KT, quant::block_q8_0>) {
+      for (std::uint32_t t = t0; t < t1; ++t) {
+        if (t + kAhead < t1) prefetch(K + slot_at(t + kAhead) * k_slot, row_bytes<KT>(hk));
+        s.rows_k8[t - t0] = K + slot_at(t) * k_slot;
+      }
+    } else {
+      load_chunk(K, k_slot, hk, s.kbuf.data(), t0, t1);
+    }
     for (std::uint32_t q = 0; q < nq; ++q) {
       const std::uint32_t m = pick_rows(q, t0, t1);
-      for (std::uint32_t r = 0; r < n_rep; ++r)
-        dots(row(job.q, g * n_rep + r, i0 + q), s.rows, s.pick, m, hk, b.scale, score_row(q, r) + s.count[q]);
+      for (std::uint32_t r = 0; r < n_rep; ++r) {
+        float* out = score_row(q, r) + s.count[q];
+        if constexpr (std::is_same_v<KT, quant::block_q8_0>)
+          dots_q8(s.q8_rows[static_cast<std::size_t>(q) * n_rep + r], s.rows_k8, s.pick, m, hk, b.scale, out);
+        else
+          dots(row(job.q, g * n_rep + r, i0 + q), s.rows, s.pick, m, hk, b.scale, out);
+      }
       s.count[q] += m;
     }
   }

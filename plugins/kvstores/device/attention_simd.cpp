@@ -52,15 +52,19 @@ struct Scratch {
   std::unique_ptr<float[]> acc, sums, maxes;     // [query][head][head_dim_v], [query][head] x 2
   std::unique_ptr<std::uint32_t[]> union_batch;  // batch entries some query of the block sees
   std::unique_ptr<float[]> kbuf, vbuf;           // one chunk of widened f16 rows
+  // The unit's query rows rounded to q8_0 against a q8_0 K: [query][head] levels, scales, views.
+  std::unique_ptr<std::int8_t[]> q8;
+  std::unique_ptr<float[]> q8_scales;
+  std::unique_ptr<QueryQ8[]> q8_rows;
   std::uint32_t lo[kQueryBlock] = {};            // first visible committed slot per query (window)
   std::uint32_t count[kQueryBlock] = {};         // visible slots per query
   std::uint32_t seen_begin[kQueryBlock] = {};    // causal batches: query q sees slots [begin, end)
   std::uint32_t seen_end[kQueryBlock] = {};
   // A chunk's rows as the kernels read them, and the ones one query sees.
-  const std::uint16_t* rows_h[kSlotChunk] = {};
   const float* rows_f[kSlotChunk] = {};
-  const std::uint16_t* pick_h[kSlotChunk] = {};
   const float* pick_f[kSlotChunk] = {};
+  const block_q8_0* rows_k8[kSlotChunk] = {};  // a chunk's q8_0 K rows, read in place
+  const block_q8_0* pick_k8[kSlotChunk] = {};
 
  private:
   template <class T>
@@ -83,8 +87,6 @@ void kernel_scores(const AttnKernels& k, const float* const* q, std::uint32_t nh
     k.scores_f32(q, nh, rows, n, d, scale, out, listed);
   else if constexpr (std::is_same_v<T, std::uint16_t>)
     k.scores_f16(q, nh, rows, n, d, scale, out, listed);
-  else if constexpr (std::is_same_v<T, block_q8_0>)
-    k.scores_q8_0(q, nh, rows, n, d, scale, out, listed);
   else if constexpr (std::is_same_v<T, block_q4_0>)
     k.scores_q4_0(q, nh, rows, n, d, scale, out, listed);
   else
@@ -162,6 +164,7 @@ class Unit {
   }
 
   void run() {
+    if constexpr (std::is_same_v<KT, block_q8_0>) quantize_queries();
     if (nq_ * nh_ <= kern_.direct_rows)
       by_query();
     else
@@ -183,6 +186,35 @@ class Unit {
   }
   const float* q_row(std::uint32_t q, std::uint32_t r) const {
     return row(job_.q, g_ * job_.n_rep + r0_ + r, i0_ + q);
+  }
+
+  // The unit's query rows rounded to q8_0 once, for every chunk of a q8_0 K.
+  void quantize_queries() {
+    const std::uint32_t blocks = hk_ / 32;
+    std::int8_t* levels = grow(s_.q8, s_.rows * hk_);
+    float* scales = grow(s_.q8_scales, s_.rows * blocks);
+    QueryQ8* views = grow(s_.q8_rows, s_.rows);
+    for (std::uint32_t q = 0; q < nq_; ++q)
+      for (std::uint32_t r = 0; r < nh_; ++r) {
+        const std::size_t i = static_cast<std::size_t>(q) * nh_ + r;
+        quantize_query_q8(q_row(q, r), hk_, levels + i * hk_, scales + i * blocks);
+        views[i] = QueryQ8{levels + i * hk_, scales + i * blocks};
+      }
+  }
+
+  // Scores of query q's heads r and r + pair - 1 against n rows, stored from slot `at` on: the f32
+  // operations, or the integer ones against a q8_0 K.
+  template <class T>
+  void scores(std::uint32_t q, std::uint32_t r, std::uint32_t pair, const T* const* rows, std::uint32_t n,
+              std::uint32_t at, std::uint32_t listed) {
+    float* outs[2] = {score_row(q, r) + at, score_row(q, r + pair - 1) + at};
+    if constexpr (std::is_same_v<T, block_q8_0>) {
+      const QueryQ8 qs[2] = {s_.q8_rows[q * nh_ + r], s_.q8_rows[q * nh_ + r + pair - 1]};
+      kern_.scores_q8_0(qs, pair, rows, n, hk_, b_.scale, outs, listed);
+    } else {
+      const float* qs[2] = {q_row(q, r), q_row(q, r + pair - 1)};
+      kernel_scores(kern_, qs, pair, rows, n, hk_, b_.scale, outs, listed);
+    }
   }
 
   // Softmax numerators exp(score - max) in place (their sum is taken in slot order with V).
@@ -240,12 +272,8 @@ class Unit {
         // cache (a whole context per pair would not fit).
         constexpr std::uint32_t kRun = 256;
         for (std::uint32_t c0 = 0; c0 < n; c0 += kRun)
-          for (std::uint32_t r = 0; r < nh_; r += 2) {
-            const std::uint32_t pair = std::min(2u, nh_ - r);
-            const float* qs[2] = {q_row(q, r), q_row(q, r + pair - 1)};
-            float* outs[2] = {score_row(q, r) + c0, score_row(q, r + pair - 1) + c0};
-            kernel_scores(kern_, qs, pair, kp + c0, std::min(kRun, n - c0), hk_, b_.scale, outs, n - c0);
-          }
+          for (std::uint32_t r = 0; r < nh_; r += 2)
+            scores(q, r, std::min(2u, nh_ - r), kp + c0, std::min(kRun, n - c0), c0, n - c0);
         for (std::uint32_t j = 0; j < std::min(n, 16u); ++j) prefetch(vp[j], row_bytes<VT>(hv_));
         exponentiate(q);
         std::fill_n(acc_row(q, 0), static_cast<std::size_t>(nh_) * hv_, 0.0f);
@@ -262,10 +290,12 @@ class Unit {
     }
   }
 
-  // Many rows (verification, prefill), or quantized rows: kSlotChunk cached rows at a time, f16
-  // widened or blocks decoded once into a buffer that every query of the block then reads from L1.
+  // Many rows (verification, prefill): kSlotChunk cached rows at a time, f16 widened or blocks
+  // decoded once into a buffer that every query of the block then reads from L1 (a q8_0 K's blocks
+  // are read in place by the integer scores).
   void by_chunk() {
-    float* const kbuf = std::is_same_v<KT, float> ? nullptr : grow(s_.kbuf, static_cast<std::size_t>(kSlotChunk) * hk_);
+    constexpr bool kInPlaceK = std::is_same_v<KT, float> || std::is_same_v<KT, block_q8_0>;
+    float* const kbuf = kInPlaceK ? nullptr : grow(s_.kbuf, static_cast<std::size_t>(kSlotChunk) * hk_);
     float* const vbuf = std::is_same_v<VT, float> ? nullptr : grow(s_.vbuf, static_cast<std::size_t>(kSlotChunk) * hv_);
     constexpr std::uint32_t kAhead = 8;
     // The chunk [t0, t1) of rows as f32: in place, or converted into buf.
@@ -291,30 +321,41 @@ class Unit {
         s_.rows_f[t - t0] = w;
       }
     };
-    // Query q's rows of the chunk [t0, t1): their count, and where their pointers start.
-    auto pick_rows = [&](std::uint32_t q, std::uint32_t t0, std::uint32_t t1) -> std::pair<std::uint32_t, const float* const*> {
+    // Query q's rows of the chunk [t0, t1) out of the chunk's rows `all`: their count, and where
+    // their pointers start (in `all`, or copied to `pick` under a mask).
+    auto pick_rows = [&]<class R>(std::uint32_t q, std::uint32_t t0, std::uint32_t t1, const R* const* all,
+                                  const R** pick) -> std::pair<std::uint32_t, const R* const*> {
       if (!b_.ancestor) {
         const std::uint32_t lo = std::max(t0, s_.seen_begin[q]), hi = std::min(t1, s_.seen_end[q]);
-        return {hi > lo ? hi - lo : 0, s_.rows_f + (lo - t0)};
+        return {hi > lo ? hi - lo : 0, all + (lo - t0)};
       }
       std::uint32_t m = 0;
       for (std::uint32_t t = t0; t < t1; ++t)
-        if (visible(q, t)) s_.pick_f[m++] = s_.rows_f[t - t0];
-      return {m, s_.pick_f};
+        if (visible(q, t)) pick[m++] = all[t - t0];
+      return {m, pick};
+    };
+
+    auto pick_k = [&](std::uint32_t q, std::uint32_t t0, std::uint32_t t1) {
+      if constexpr (std::is_same_v<KT, block_q8_0>)
+        return pick_rows(q, t0, t1, s_.rows_k8, s_.pick_k8);
+      else
+        return pick_rows(q, t0, t1, s_.rows_f, s_.pick_f);
     };
 
     for (std::uint32_t t0 = 0; t0 < n_slots_; t0 += kSlotChunk) {
       const std::uint32_t t1 = std::min(n_slots_, t0 + kSlotChunk);
-      load_chunk(K_, k_slot_, hk_, kbuf, t0, t1);
-      for (std::uint32_t q = 0; q < nq_; ++q) {
-        const auto [m, picked] = pick_rows(q, t0, t1);
-        if (m == 0) continue;
-        for (std::uint32_t r = 0; r < nh_; r += 2) {
-          const std::uint32_t pair = std::min(2u, nh_ - r);
-          const float* qs[2] = {q_row(q, r), q_row(q, r + pair - 1)};
-          float* outs[2] = {score_row(q, r) + s_.count[q], score_row(q, r + pair - 1) + s_.count[q]};
-          kern_.scores_f32(qs, pair, picked, m, hk_, b_.scale, outs, 0);
+      if constexpr (std::is_same_v<KT, block_q8_0>) {
+        for (std::uint32_t t = t0; t < t1; ++t) {
+          if (t + kAhead < t1) prefetch(K_ + slot_at(t + kAhead) * k_slot_, row_bytes<KT>(hk_));
+          s_.rows_k8[t - t0] = K_ + slot_at(t) * k_slot_;
         }
+      } else {
+        load_chunk(K_, k_slot_, hk_, kbuf, t0, t1);
+      }
+      for (std::uint32_t q = 0; q < nq_; ++q) {
+        const auto [m, picked] = pick_k(q, t0, t1);
+        if (m == 0) continue;
+        for (std::uint32_t r = 0; r < nh_; r += 2) scores(q, r, std::min(2u, nh_ - r), picked, m, s_.count[q], 0);
         s_.count[q] += m;
       }
     }
@@ -327,7 +368,7 @@ class Unit {
       const std::uint32_t t1 = std::min(n_slots_, t0 + kSlotChunk);
       load_chunk(V_, v_slot_, hv_, vbuf, t0, t1);
       for (std::uint32_t q = 0; q < nq_; ++q) {
-        const auto [m, picked] = pick_rows(q, t0, t1);
+        const auto [m, picked] = pick_rows(q, t0, t1, s_.rows_f, s_.pick_f);
         if (m == 0) continue;
         for (std::uint32_t r = 0; r < nh_; r += 2) {
           const std::uint32_t pair = std::min(2u, nh_ - r);
