@@ -205,9 +205,20 @@ void values_tile(float* const* acc, float* sum, const float* const* p, const T* 
       s[h] = s[h] + p[h][j];
       w[h] = _mm256_set1_ps(p[h][j]);
     }
-    for (int z = 0; z < NZ; ++z) {
-      const __m256 v = load8(row, c0 + 8 * z);
-      for (int h = 0; h < NH; ++h) a[h][z] = _mm256_fmadd_ps(w[h], v, a[h][z]);
+    if constexpr (elems_per_unit<T>() > 1) {
+      // Blocks: whole blocks per tile (d % 32 == 0), each block's scale converted once for its four registers.
+      for (int z = 0; z < NZ; z += 4) {
+        const __m256 sc = scale_at(row, c0 + 8 * z);
+        for (int y = z; y < std::min(z + 4, NZ); ++y) {  // NZ is a multiple of 4 for blocks
+          const __m256 v = _mm256_mul_ps(levels8(row, c0 + 8 * y), sc);
+          for (int h = 0; h < NH; ++h) a[h][y] = _mm256_fmadd_ps(w[h], v, a[h][y]);
+        }
+      }
+    } else {
+      for (int z = 0; z < NZ; ++z) {
+        const __m256 v = load8(row, c0 + 8 * z);
+        for (int h = 0; h < NH; ++h) a[h][z] = _mm256_fmadd_ps(w[h], v, a[h][z]);
+      }
     }
   }
   for (int h = 0; h < NH; ++h) {

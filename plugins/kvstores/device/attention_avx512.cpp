@@ -86,13 +86,20 @@ GRAFT_KV_INLINE __m512 load16(const std::uint16_t* p, __mmask16 m) {
 }
 GRAFT_KV_INLINE __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 // Columns c..c+15 (c % 16 == 0) of a row: plain rows from c, blocks decoded (half a block).
+// Levels (before the scale) of columns c..c+15 (c % 16 == 0) of a row of blocks; q8_0's 16 bytes
+// widened by one vpmovsxbd.
+template <class B>
+GRAFT_KV_INLINE __m512 levels16(const B* row, std::uint32_t c) {
+  if constexpr (std::is_same_v<B, quant::block_q8_0>)
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[c / 32].qs + c % 32))));
+  else
+    return levels16(row, c, row, c + 8);
+}
 template <class T>
 GRAFT_KV_INLINE __m512 load16(const T* row, std::uint32_t c, __mmask16 m) {
-  if constexpr (std::is_same_v<T, quant::block_q8_0>) {  // 16 bytes widened by one vpmovsxbd
-    const __m512i ints = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[c / 32].qs + c % 32)));
-    return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(ints), _mm512_set1_ps(block_scale(row, c)));
-  } else if constexpr (elems_per_unit<T>() > 1) {
-    return _mm512_maskz_mul_ps(m, levels16(row, c, row, c + 8), _mm512_set1_ps(block_scale(row, c)));
+  if constexpr (elems_per_unit<T>() > 1) {
+    return _mm512_maskz_mul_ps(m, levels16(row, c), _mm512_set1_ps(block_scale(row, c)));
   } else {
     return load16(row + c, m);
   }
@@ -271,9 +278,20 @@ void values_tile(float* const* acc, float* sum, const float* const* p, const T* 
       s[h] = s[h] + p[h][j];
       w[h] = _mm512_set1_ps(p[h][j]);
     }
-    for (int z = 0; z < NZ; ++z) {
-      const __m512 v = load16(row, c0 + 16 * z, z == NZ - 1 ? last : 0xFFFF);
-      for (int h = 0; h < NH; ++h) a[h][z] = _mm512_fmadd_ps(w[h], v, a[h][z]);
+    if constexpr (elems_per_unit<T>() > 1) {
+      // Blocks: whole blocks per tile (d % 32 == 0), each block's scale converted once for its two registers.
+      for (int z = 0; z < NZ; z += 2) {
+        const __m512 sc = _mm512_set1_ps(block_scale(row, c0 + 16 * z));
+        for (int y = z; y < std::min(z + 2, NZ); ++y) {  // NZ is even for blocks; odd only in unused instances
+          const __m512 v = _mm512_mul_ps(levels16(row, c0 + 16 * y), sc);
+          for (int h = 0; h < NH; ++h) a[h][y] = _mm512_fmadd_ps(w[h], v, a[h][y]);
+        }
+      }
+    } else {
+      for (int z = 0; z < NZ; ++z) {
+        const __m512 v = load16(row, c0 + 16 * z, z == NZ - 1 ? last : 0xFFFF);
+        for (int h = 0; h < NH; ++h) a[h][z] = _mm512_fmadd_ps(w[h], v, a[h][z]);
+      }
     }
   }
   for (int h = 0; h < NH; ++h) {
