@@ -42,6 +42,7 @@ CpuFeatures detect() {
   f.avx512bitalg = zmm_state && (c & (1u << 12));
   f.amx_tile = d & (1u << 24);
   f.amx_int8 = d & (1u << 25);
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxvnni = ymm_state && (a & (1u << 4));
   return f;
 }
 

@@ -7,6 +7,7 @@ namespace graft {
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;  // with YMM state
+  bool avxvnni = false;                           // VEX-encoded vpdpbusd (AVX-VNNI), with YMM state
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512vnni = false,
        avx512vbmi = false, avx512bitalg = false;  // with opmask and ZMM state
   bool gfni = false;

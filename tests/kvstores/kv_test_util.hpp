@@ -279,7 +279,11 @@ struct SimdTable {
 };
 inline std::vector<SimdTable> simd_tables() {
   std::vector<SimdTable> t;
-  if (kv::attn_kernels_avx2() && kv::cpu_supports(kv::AttnSimd::avx2)) t.push_back({"avx2", kv::attn_kernels_avx2()});
+  if (kv::attn_kernels_avx2() && kv::cpu_supports(kv::AttnSimd::avx2)) {
+    t.push_back({"avx2", kv::attn_kernels_avx2()});
+    if (kv::attn_kernels_avx2_without_vnni() != kv::attn_kernels_avx2())
+      t.push_back({"avx2 without vnni", kv::attn_kernels_avx2_without_vnni()});
+  }
   if (kv::attn_kernels_avx512() && kv::cpu_supports(kv::AttnSimd::avx512)) {
     t.push_back({"avx512", kv::attn_kernels_avx512()});
     // where the CPU has VNNI, the table the CPUs without it run differs in its q8_0 scores

@@ -59,7 +59,9 @@ TEST(OffloadWindow, AttentionReadsTheOlderSlotsInChunksAndRollbackRefills) {
     w.moved(*m);
     end = slot + 40;
     ASSERT_LE(end - w.base(), w.device_rows());
-    if (end > 320) ASSERT_GE(end - w.base(), 256u) << "the window keeps at least its size once the context is past it";
+    if (end > 320) {
+      ASSERT_GE(end - w.base(), 256u) << "the window keeps at least its size once the context is past it";
+    }
   }
   EXPECT_EQ(w.base() % 64, 0u);
   auto pieces = w.host_pieces(end - 1);

@@ -152,7 +152,7 @@ TEST(kvQ8Scores, EveryTableMatchesTheDocumentedIntegerOrder) {
       double exact = 0.0;
       for (std::uint32_t b = 0; b < d / 32; ++b) {
         double dot = 0.0;
-        for (int i = 0; i < 32; ++i) dot += double{r.qs[32 * b + i]} * rows[b].qs[i];
+        for (int i = 0; i < 32; ++i) dot += static_cast<double>(r.qs[32 * b + i]) * rows[b].qs[i];
         exact += dot * graft::f16_to_f32(rows[b].d) * r.d[b];
       }
       EXPECT_EQ(reference_score(r.view(), rows.data(), d, 1.0f), exact);

@@ -3,6 +3,7 @@
 // by the target pragma; products accumulate with explicit FMA intrinsics, nothing else is contracted
 // (the plugin builds with -ffp-contract=off).
 #include "attention_kernels.hpp"
+#include "cpu_features.hpp"
 #include "formats/q4_0/block_q4_0.hpp"
 #include "formats/q8_0/block_q8_0.hpp"
 #include "half.hpp"
@@ -134,10 +135,20 @@ void scores(const float* const* q, std::uint32_t nh, const T* const* rows, std::
     scores_nh<1>(q, rows, n, d, scale, out, listed);
 }
 
-// Integer scores against q8_0 rows (attention_kernels.hpp): per row and block, maddubs of |k| with
-// q carrying k's sign (|k|, |q| <= 127, so a pair never saturates int16) and madd with ones give
-// lane l = the integer sum over elements 4l..4l+3; then one fused multiply-add by the two scales.
-template <int NH>
+// acc + the sums of u[4l..4l+3] * s[4l..4l+3] per int32 lane l (u unsigned, s signed bytes):
+// AVX-VNNI's VEX-encoded vpdpbusd, in assembly so that this file needs no VNNI target (the kernel
+// that uses it runs only where the CPU has it).
+GRAFT_KV_INLINE __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
+  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+  return acc;
+}
+
+// Integer scores against q8_0 rows (attention_kernels.hpp), one row's block per register; lane l
+// ends as the exact integer sum over elements 4l..4l+3, then one fused multiply-add by the two
+// scales. With AVX-VNNI: the row's bytes plus 128 (unsigned) times q by vpdpbusd, started from
+// -128 times q's sums so that the offset cancels. Without: maddubs of |k| with q carrying k's sign
+// (|k|, |q| <= 127, so a pair never saturates int16), madd with ones.
+template <int NH, bool Vnni>
 void scores_q8_nh(const QueryQ8* q, const quant::block_q8_0* const* rows, std::uint32_t n, std::uint32_t d,
                   float scale, float* const* out, std::uint32_t listed) {
   constexpr std::uint32_t S = 8 / NH;
@@ -152,19 +163,30 @@ void scores_q8_nh(const QueryQ8* q, const quant::block_q8_0* const* rows, std::u
     for (int h = 0; h < NH; ++h)
       for (std::uint32_t i = 0; i < S; ++i) acc[h][i] = _mm256_setzero_ps();
     for (std::uint32_t blk = 0; blk < d / 32; ++blk) {
-      __m256i qv[NH];
+      __m256i qv[NH], base[NH];
       __m256 dq[NH];
       for (int h = 0; h < NH; ++h) {
         qv[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[h].qs + 32 * blk));
         dq[h] = _mm256_set1_ps(q[h].d[blk]);
+        if constexpr (Vnni)  // -128 * (q[4l] + .. + q[4l + 3]); 128 * a pair's sum fits int16
+          base[h] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                     _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(-128), qv[h]), ones));
       }
       for (std::uint32_t i = 0; i < S; ++i) {
         const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[i][blk].qs));
-        const __m256i ak = _mm256_sign_epi8(k, k);
         const __m256 dk = _mm256_set1_ps(_cvtsh_ss(r[i][blk].d));
-        for (int h = 0; h < NH; ++h) {
-          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ak, _mm256_sign_epi8(qv[h], k)), ones);
-          acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dk, dq[h]), acc[h][i]);
+        if constexpr (Vnni) {
+          const __m256i ku = _mm256_xor_si256(k, _mm256_set1_epi8(-128));  // k + 128 as unsigned bytes
+          for (int h = 0; h < NH; ++h) {
+            const __m256i p = dpbusd(base[h], ku, qv[h]);
+            acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dk, dq[h]), acc[h][i]);
+          }
+        } else {
+          const __m256i ak = _mm256_sign_epi8(k, k);
+          for (int h = 0; h < NH; ++h) {
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ak, _mm256_sign_epi8(qv[h], k)), ones);
+            acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dk, dq[h]), acc[h][i]);
+          }
         }
       }
     }
@@ -177,12 +199,13 @@ void scores_q8_nh(const QueryQ8* q, const quant::block_q8_0* const* rows, std::u
   }
 }
 
+template <bool Vnni>
 void scores_q8(const QueryQ8* q, std::uint32_t nh, const quant::block_q8_0* const* rows, std::uint32_t n,
                std::uint32_t d, float scale, float* const* out, std::uint32_t listed) {
   if (nh == 2)
-    scores_q8_nh<2>(q, rows, n, d, scale, out, listed);
+    scores_q8_nh<2, Vnni>(q, rows, n, d, scale, out, listed);
   else
-    scores_q8_nh<1>(q, rows, n, d, scale, out, listed);
+    scores_q8_nh<1, Vnni>(q, rows, n, d, scale, out, listed);
 }
 
 // Columns [c0, c0 + 8 NZ) of NH accumulator rows. The first tile (c0 == 0) also sums p and
@@ -322,13 +345,14 @@ void exp_shifted(float* x, std::uint32_t n, float m) {
 #endif
 
 namespace graft::kv {
-// Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX2.
-const AttnKernels* attn_kernels_avx2() noexcept {
+namespace {
+template <bool Vnni>
+const AttnKernels* table() noexcept {
   static const AttnKernels k{&scores<std::uint16_t>,
                              &scores<float>,
                              &values<std::uint16_t>,
                              &values<float>,
-                             &scores_q8,
+                             &scores_q8<Vnni>,
                              &values<quant::block_q8_0>,
                              &scores<quant::block_q4_0>,
                              &values<quant::block_q4_0>,
@@ -344,12 +368,18 @@ const AttnKernels* attn_kernels_avx2() noexcept {
                              8};
   return &k;
 }
+}  // namespace
+
+// Compiled for the baseline ISA: callers ask for the table before they know the CPU has AVX2.
+const AttnKernels* attn_kernels_avx2() noexcept { return cpu_features().avxvnni ? table<true>() : table<false>(); }
+const AttnKernels* attn_kernels_avx2_without_vnni() noexcept { return table<false>(); }
 }  // namespace graft::kv
 
 #else
 
 namespace graft::kv {
 const AttnKernels* attn_kernels_avx2() noexcept { return nullptr; }
+const AttnKernels* attn_kernels_avx2_without_vnni() noexcept { return nullptr; }
 }  // namespace graft::kv
 
 #endif

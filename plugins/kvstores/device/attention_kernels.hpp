@@ -84,10 +84,11 @@ struct AttnKernels {
   std::uint32_t direct_rows;
 };
 
-// nullptr where the instruction set cannot be compiled (not x86-64). The AVX-512 table's integer
-// scores use VNNI's dpbusd where the CPU has it (attn_kernels_avx512()); the one without VNNI
-// (maddubs, as AVX2) gives the same bits and serves the CPUs that lack it.
+// nullptr where the instruction set cannot be compiled (not x86-64). A table's integer scores (a
+// q8_0 K) use vpdpbusd where the CPU has it (AVX-VNNI for the AVX2 table, AVX512-VNNI for the
+// AVX-512 one); the tables without it (maddubs) give the same bits and serve the CPUs that lack it.
 const AttnKernels* attn_kernels_avx2() noexcept;
+const AttnKernels* attn_kernels_avx2_without_vnni() noexcept;
 const AttnKernels* attn_kernels_avx512() noexcept;
 const AttnKernels* attn_kernels_avx512_without_vnni() noexcept;
 
