@@ -359,6 +359,23 @@ TEST(Server, ParallelSequencesDecodeInOnePassAndEachEqualsPlainGeneration) {
 // With drafters and --parallel 2, each sequence speculates with its own decoder, the two taking
 // turns round by round: 4 clients at once each get exactly plain greedy generation's text, and
 // /metrics sums both decoders' rounds.
+namespace {
+// Every prompt at once, each from its own client: greedy completions of max_tokens, the answers
+// in the prompts' order.
+std::vector<json> complete_at_once(Running& srv, const std::vector<std::string>& prompts, int max_tokens) {
+  std::vector<json> answers(prompts.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto c = srv.client();
+      answers[i] =
+          post(c, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", max_tokens}, {"temperature", 0}}, 200);
+    });
+  for (auto& t : clients) t.join();
+  return answers;
+}
+}  // namespace
+
 TEST(Server, ParallelSequencesWithDraftersEachEqualPlainGeneration) {
   server::ServerOptions o;
   o.parallel = 2;
@@ -366,14 +383,7 @@ TEST(Server, ParallelSequencesWithDraftersEachEqualPlainGeneration) {
   ASSERT_GT(srv.port, 0);
   const std::vector<std::string> prompts = {"def f(x):", "import os\nimport sys\n", "class A:\n    def __init__(self",
                                             "    for i in range(10):\n"};
-  std::vector<json> answers(prompts.size());
-  std::vector<std::thread> clients;
-  for (std::size_t i = 0; i < prompts.size(); ++i)
-    clients.emplace_back([&, i] {
-      auto c = srv.client();
-      answers[i] = post(c, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 48}, {"temperature", 0}}, 200);
-    });
-  for (auto& t : clients) t.join();
+  const std::vector<json> answers = complete_at_once(srv, prompts, 48);
   double rounds = 0;
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(answers[i]["choices"][0]["text"], plain_greedy(*srv.pipeline, prompts[i], 48)) << prompts[i];
@@ -929,14 +939,7 @@ TEST(Server, LogitBiasMovesTheChoiceAndBadEntriesAreRefused) {
 // reuses its KV (at least the first prompt's tokens) and is still plain greedy's.
 namespace {
 void expect_parallel_and_reuse_exact(Running& srv, const std::vector<std::string>& prompts) {
-  std::vector<json> answers(prompts.size());
-  std::vector<std::thread> clients;
-  for (std::size_t i = 0; i < prompts.size(); ++i)
-    clients.emplace_back([&, i] {
-      auto cl = srv.client();
-      answers[i] = post(cl, "/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 32}, {"temperature", 0}}, 200);
-    });
-  for (auto& t : clients) t.join();
+  const std::vector<json> answers = complete_at_once(srv, prompts, 32);
   for (std::size_t i = 0; i < prompts.size(); ++i)
     EXPECT_EQ(answers[i]["choices"][0]["text"], plain_greedy(*srv.pipeline, prompts[i], 32)) << prompts[i];
   auto c = srv.client();

@@ -209,10 +209,7 @@ struct Scratch {
   std::vector<float> kbuf, vbuf, acc, inv_sum;  // kbuf/vbuf: one chunk of converted rows
   const float* rows[kSlotChunk] = {};        // the chunk's rows as f32 (in place or in a buffer)
   const quant::block_q8_0* rows_k8[kSlotChunk] = {};  // a q8_0 K's rows, scored in place
-  // The block's query rows rounded to q8_0 against a q8_0 K: [query][head] levels, scales, views.
-  std::vector<std::int8_t> q8;
-  std::vector<float> q8_scales;
-  std::vector<QueryQ8> q8_rows;
+  QueryQ8Rows q8;  // the block's query rows rounded against a q8_0 K, [query][head]
   std::uint32_t pick[kSlotChunk] = {};       // chunk rows one query sees
   std::vector<std::uint32_t> union_batch;  // batch entries some query of the block sees
   std::uint32_t lo[kQueryBlock] = {};      // first visible committed slot per query (window)
@@ -284,16 +281,10 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
   };
 
   if constexpr (std::is_same_v<KT, quant::block_q8_0>) {
-    const std::uint32_t blocks = hk / 32;
-    s.q8.resize(static_cast<std::size_t>(nq) * n_rep * hk);
-    s.q8_scales.resize(static_cast<std::size_t>(nq) * n_rep * blocks);
-    s.q8_rows.resize(static_cast<std::size_t>(nq) * n_rep);
+    s.q8.prepare(static_cast<std::size_t>(nq) * n_rep, hk);
     for (std::uint32_t q = 0; q < nq; ++q)
-      for (std::uint32_t r = 0; r < n_rep; ++r) {
-        const std::size_t i = static_cast<std::size_t>(q) * n_rep + r;
-        quantize_query_q8(row(job.q, g * n_rep + r, i0 + q), hk, &s.q8[i * hk], &s.q8_scales[i * blocks]);
-        s.q8_rows[i] = QueryQ8{&s.q8[i * hk], &s.q8_scales[i * blocks]};
-      }
+      for (std::uint32_t r = 0; r < n_rep; ++r)
+        s.q8.round(static_cast<std::size_t>(q) * n_rep + r, row(job.q, g * n_rep + r, i0 + q));
   }
   for (std::uint32_t t0 = 0; t0 < n_slots; t0 += kSlotChunk) {
     const std::uint32_t t1 = std::min(n_slots, t0 + kSlotChunk);
@@ -310,7 +301,7 @@ GRAFT_KV_INLINE void attend_block(const AttnJob& job, std::uint32_t i0, std::uin
       for (std::uint32_t r = 0; r < n_rep; ++r) {
         float* out = score_row(q, r) + s.count[q];
         if constexpr (std::is_same_v<KT, quant::block_q8_0>)
-          dots_q8(s.q8_rows[static_cast<std::size_t>(q) * n_rep + r], s.rows_k8, s.pick, m, hk, b.scale, out);
+          dots_q8(s.q8[static_cast<std::size_t>(q) * n_rep + r], s.rows_k8, s.pick, m, hk, b.scale, out);
         else
           dots(row(job.q, g * n_rep + r, i0 + q), s.rows, s.pick, m, hk, b.scale, out);
       }

@@ -52,10 +52,7 @@ struct Scratch {
   std::unique_ptr<float[]> acc, sums, maxes;     // [query][head][head_dim_v], [query][head] x 2
   std::unique_ptr<std::uint32_t[]> union_batch;  // batch entries some query of the block sees
   std::unique_ptr<float[]> kbuf, vbuf;           // one chunk of widened f16 rows
-  // The unit's query rows rounded to q8_0 against a q8_0 K: [query][head] levels, scales, views.
-  std::unique_ptr<std::int8_t[]> q8;
-  std::unique_ptr<float[]> q8_scales;
-  std::unique_ptr<QueryQ8[]> q8_rows;
+  QueryQ8Rows q8;  // the unit's query rows rounded against a q8_0 K, [query][head]
   std::uint32_t lo[kQueryBlock] = {};            // first visible committed slot per query (window)
   std::uint32_t count[kQueryBlock] = {};         // visible slots per query
   std::uint32_t seen_begin[kQueryBlock] = {};    // causal batches: query q sees slots [begin, end)
@@ -190,16 +187,9 @@ class Unit {
 
   // The unit's query rows rounded to q8_0 once, for every chunk of a q8_0 K.
   void quantize_queries() {
-    const std::uint32_t blocks = hk_ / 32;
-    std::int8_t* levels = grow(s_.q8, s_.rows * hk_);
-    float* scales = grow(s_.q8_scales, s_.rows * blocks);
-    QueryQ8* views = grow(s_.q8_rows, s_.rows);
+    s_.q8.prepare(static_cast<std::size_t>(nq_) * nh_, hk_);
     for (std::uint32_t q = 0; q < nq_; ++q)
-      for (std::uint32_t r = 0; r < nh_; ++r) {
-        const std::size_t i = static_cast<std::size_t>(q) * nh_ + r;
-        quantize_query_q8(q_row(q, r), hk_, levels + i * hk_, scales + i * blocks);
-        views[i] = QueryQ8{levels + i * hk_, scales + i * blocks};
-      }
+      for (std::uint32_t r = 0; r < nh_; ++r) s_.q8.round(static_cast<std::size_t>(q) * nh_ + r, q_row(q, r));
   }
 
   // Scores of query q's heads r and r + pair - 1 against n rows, stored from slot `at` on: the f32
@@ -209,7 +199,7 @@ class Unit {
               std::uint32_t at, std::uint32_t listed) {
     float* outs[2] = {score_row(q, r) + at, score_row(q, r + pair - 1) + at};
     if constexpr (std::is_same_v<T, block_q8_0>) {
-      const QueryQ8 qs[2] = {s_.q8_rows[q * nh_ + r], s_.q8_rows[q * nh_ + r + pair - 1]};
+      const QueryQ8 qs[2] = {s_.q8[q * nh_ + r], s_.q8[q * nh_ + r + pair - 1]};
       kern_.scores_q8_0(qs, pair, rows, n, hk_, b_.scale, outs, listed);
     } else {
       const float* qs[2] = {q_row(q, r), q_row(q, r + pair - 1)};

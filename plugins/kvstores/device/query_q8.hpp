@@ -5,7 +5,9 @@
 // vec_dot_type); graft keeps the query's scale in f32 rather than f16.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace graft::kv {
 
@@ -20,5 +22,29 @@ struct QueryQ8 {
 // levels 0 for a block of zeros. A block with an infinite or NaN element gets d = NaN and levels
 // 0: its scores come out NaN rather than an arbitrary integer.
 void quantize_query_q8(const float* x, std::uint32_t n, std::int8_t* qs, float* d) noexcept;
+
+// The query rows of one unit of work rounded once, row i at [i]: scratch that keeps its storage
+// from unit to unit.
+class QueryQ8Rows {
+ public:
+  // Room for n rows of d elements (d % 32 == 0); the rows' contents are set by round().
+  void prepare(std::size_t n, std::uint32_t d) {
+    d_ = d;
+    levels_.resize(n * d);
+    scales_.resize(n * (d / 32));
+  }
+  // Row i = x[0..d) rounded (quantize_query_q8).
+  void round(std::size_t i, const float* x) noexcept {
+    quantize_query_q8(x, d_, levels_.data() + i * d_, scales_.data() + i * (d_ / 32));
+  }
+  QueryQ8 operator[](std::size_t i) const noexcept {
+    return {levels_.data() + i * d_, scales_.data() + i * (d_ / 32)};
+  }
+
+ private:
+  std::uint32_t d_ = 0;
+  std::vector<std::int8_t> levels_;
+  std::vector<float> scales_;
+};
 
 }  // namespace graft::kv
